@@ -1,0 +1,93 @@
+#!/usr/bin/env node
+// One build for everything: the Node-API addon (cmake-js) and every JavaScript bundle (esbuild).
+//   node scripts/build.mjs                 addon + bundles
+//   node scripts/build.mjs --native-only   addon only
+//   node scripts/build.mjs --js-only       bundles only (the addon from an earlier build is kept)
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { dirname, join, relative } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import * as esbuild from 'esbuild';
+
+const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+const dist = join(root, 'dist');
+const args = new Set(process.argv.slice(2));
+const wantNative = !args.has('--js-only');
+const wantJs = !args.has('--native-only');
+
+function buildNative() {
+  const buildDir = join(root, 'build', 'native');
+  const cmakeJs = join(root, 'node_modules', 'cmake-js', 'bin', 'cmake-js');
+  execFileSync(process.execPath, [cmakeJs, 'compile', '--directory', join(root, 'native'), '--out', buildDir, '--config', 'Release'], {
+    stdio: ['ignore', 'inherit', 'inherit'],
+    cwd: root,
+  });
+  const built = join(buildDir, 'Release', 'kernel_tuner_native.node');
+  mkdirSync(join(dist, 'native'), { recursive: true });
+  copyFileSync(built, join(dist, 'native', 'kernel_tuner_native.node'));
+  console.log(`native: ${relative(root, join(dist, 'native', 'kernel_tuner_native.node'))}`);
+}
+
+/** Test and benchmark files that run with `node --test` on the GPU machine (no node_modules there). */
+function listEntries(dir, suffix) {
+  const full = join(root, dir);
+  if (!existsSync(full)) return [];
+  return readdirSync(full)
+    .filter((f) => f.endsWith(suffix))
+    .map((f) => join(full, f));
+}
+
+async function buildJs() {
+  const common = {
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'cjs',
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    // tree-sitter's WASM grammar and the addon are files beside the bundle, never inlined.
+    external: ['vscode'],
+    define: { 'process.env.LKT_BUNDLED': '"1"' },
+  };
+  const entries = [
+    { in: 'src/gpu/worker-main.ts', out: 'gpu-worker' },
+    { in: 'src/cli.ts', out: 'cli', banner: '#!/usr/bin/env node' },
+  ];
+  for (const e of entries) {
+    if (!existsSync(join(root, e.in))) continue;
+    await esbuild.build({
+      ...common,
+      entryPoints: [join(root, e.in)],
+      outfile: join(dist, `${e.out}.js`),
+      banner: e.banner ? { js: e.banner } : undefined,
+    });
+  }
+  // GPU tests and benchmarks: bundled so that the GPU machine needs only Node.
+  for (const [dir, suffix, outDir] of [
+    ['test/gpu', '.test.ts', 'gpu-tests'],
+    ['bench', '.ts', 'bench'],
+  ]) {
+    const files = listEntries(dir, suffix);
+    if (files.length === 0) continue;
+    rmSync(join(dist, outDir), { recursive: true, force: true });
+    await esbuild.build({ ...common, entryPoints: files, outdir: join(dist, outDir) });
+  }
+  copyRuntimeAssets();
+  console.log('bundles: dist/');
+}
+
+/** Files the bundles load at run time from beside themselves. */
+function copyRuntimeAssets() {
+  const assets = [
+    ['node_modules/tree-sitter-cuda/tree-sitter-cuda.wasm', 'tree-sitter-cuda.wasm'],
+    ['node_modules/web-tree-sitter/web-tree-sitter.wasm', 'web-tree-sitter.wasm'],
+  ];
+  for (const [from, to] of assets) {
+    const src = join(root, from);
+    if (existsSync(src)) copyFileSync(src, join(dist, to));
+  }
+}
+
+mkdirSync(dist, { recursive: true });
+if (wantNative) buildNative();
+if (wantJs) await buildJs();

@@ -1,0 +1,177 @@
+// The contract between native/ (the C++ Node-API addon) and src/gpu/ (the worker that hosts it).
+// Everything here is what the addon's exports look like from JavaScript. Only the worker process loads the
+// addon; the rest of the program talks to the worker through the typed protocol in protocol.ts.
+
+/** Element types of device buffers and kernel scalar arguments. */
+export type DType =
+  | 'int8'
+  | 'uint8'
+  | 'int16'
+  | 'uint16'
+  | 'int32'
+  | 'uint32'
+  | 'int64'
+  | 'uint64'
+  | 'float32'
+  | 'float64';
+
+/** One kernel launch argument as the addon receives it. */
+export type NativeArg =
+  | { kind: 'buffer'; ptr: bigint } // a device pointer from memAlloc
+  | { kind: 'scalar'; dtype: DType; value: number | bigint };
+
+/** Which dynamically loaded library a failure is about. */
+export type NativeLibrary = 'libcuda' | 'libnvrtc';
+
+export interface NativeLibraryStatus {
+  loaded: boolean;
+  /** The file that was opened, e.g. "libnvrtc.so.13". */
+  path?: string;
+  /** dlopen's own message when nothing could be opened. */
+  error?: string;
+}
+
+export interface NativeStatus {
+  cuda: NativeLibraryStatus;
+  nvrtc: NativeLibraryStatus;
+}
+
+export interface NativeDeviceInfo {
+  ordinal: number;
+  name: string;
+  computeCapability: [number, number];
+  multiprocessors: number;
+  globalMemoryBytes: number;
+  l2CacheBytes: number;
+  maxThreadsPerBlock: number;
+  maxBlockDim: [number, number, number];
+  maxGridDim: [number, number, number];
+  maxSharedMemoryPerBlock: number;
+  maxSharedMemoryPerBlockOptin: number;
+  maxRegistersPerBlock: number;
+  warpSize: number;
+  clockRateKHz: number;
+  memoryClockRateKHz: number;
+  memoryBusWidthBits: number;
+  pciBusId: string;
+}
+
+export interface NativeCompileRequest {
+  source: string;
+  /** File name shown in the compiler log, e.g. "vector_add.cu". */
+  fileName: string;
+  /**
+   * C++ name expressions to register (nvrtcAddNameExpression) and resolve to lowered (mangled) names,
+   * e.g. "vector_add" or "matmul<float, 16>". Required for templated kernels; harmless for extern "C" ones.
+   */
+  nameExpressions: string[];
+  /** Full option strings passed to NVRTC as they are, e.g. "--gpu-architecture=sm_90", "-DBLOCK=128", "-I/path". */
+  options: string[];
+  /** Also return PTX text. */
+  wantPtx: boolean;
+}
+
+export interface NativeCompileResult {
+  /** The cubin (SASS for the named sm_XY target). */
+  cubin: Buffer;
+  ptx?: string;
+  /** NVRTC's program log (warnings); may be empty. */
+  log: string;
+  /** name expression → lowered name, for every entry of nameExpressions. */
+  loweredNames: Record<string, string>;
+}
+
+export interface NativeFunctionAttributes {
+  numRegs: number;
+  sharedSizeBytes: number;
+  constSizeBytes: number;
+  localSizeBytes: number;
+  maxThreadsPerBlock: number;
+  maxDynamicSharedSizeBytes: number;
+  ptxVersion: number;
+  binaryVersion: number;
+}
+
+export interface NativeLaunch {
+  fn: bigint; // CUfunction handle
+  grid: [number, number, number];
+  block: [number, number, number];
+  sharedMemBytes: number;
+  args: NativeArg[];
+}
+
+export interface NativeBenchmarkOptions {
+  /** Untimed launches first. */
+  warmup: number;
+  /** Timed launches, each bracketed by its own pair of CUDA events. */
+  iterations: number;
+  /** Device pointer + byte size of a scratch buffer larger than L2, written (cuMemsetD8Async) before each timed launch, outside the events. 0n = no flush. */
+  flushPtr: bigint;
+  flushBytes: number;
+}
+
+/**
+ * Errors thrown by the addon are JavaScript Errors with these extra properties.
+ * `code` is the CUDA/NVRTC enum name, e.g. "CUDA_ERROR_ILLEGAL_ADDRESS", "NVRTC_ERROR_COMPILATION",
+ * or "LIBRARY_NOT_FOUND" (with `library`) when libcuda/libnvrtc could not be opened.
+ */
+export interface NativeErrorFields {
+  code: string;
+  /** The numeric CUresult / nvrtcResult, when there is one. */
+  status?: number;
+  /** Plain-language explanation (what it usually means, what to do). */
+  explanation: string;
+  /** The CUDA/NVRTC call that failed, e.g. "cuLaunchKernel". */
+  call?: string;
+  library?: NativeLibrary;
+  /** For compiles: the full NVRTC log. */
+  log?: string;
+}
+
+/** The addon's exports. All CUDA calls act on the calling thread's current context (see contextCreate). */
+export interface NativeAddon {
+  /** Tries dlopen once (cached) and reports what was found; never throws. */
+  status(): NativeStatus;
+  /** cuDriverGetVersion, e.g. 13000. Throws LIBRARY_NOT_FOUND without libcuda. */
+  driverVersion(): number;
+  /** nvrtcVersion as [major, minor]. Throws LIBRARY_NOT_FOUND without libnvrtc. */
+  nvrtcVersion(): [number, number];
+  /** cuInit(0) + cuDeviceGetCount. */
+  deviceCount(): number;
+  deviceInfo(ordinal: number): NativeDeviceInfo;
+
+  /** Runs on the libuv thread pool (Napi::AsyncWorker); several may be in flight. Rejects with NativeErrorFields (log set). */
+  compile(request: NativeCompileRequest): Promise<NativeCompileResult>;
+
+  /** Retains the device's primary context, makes it current, and creates the non-blocking stream all work goes on. Idempotent. */
+  contextCreate(ordinal: number): void;
+  /** Frees every module, buffer, event and the stream, releases the primary context. */
+  contextDestroy(): void;
+  /** cuCtxSynchronize; surfaces sticky errors (e.g. an illegal address from an earlier launch). */
+  synchronize(): void;
+  /** cuMemGetInfo: [free, total] in bytes. */
+  memInfo(): [number, number];
+
+  moduleLoad(cubin: Buffer): bigint; // CUmodule
+  moduleUnload(module: bigint): void;
+  moduleGetFunction(module: bigint, loweredName: string): bigint; // CUfunction
+  functionAttributes(fn: bigint): NativeFunctionAttributes;
+  /** cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): raise the opt-in limit of dynamic shared memory for a function. */
+  functionSetMaxDynamicShared(fn: bigint, bytes: number): void;
+
+  memAlloc(bytes: number): bigint; // CUdeviceptr
+  memFree(ptr: bigint): void;
+  /** Host → device, synchronous with respect to the stream. `data` may be any ArrayBufferView. */
+  memUpload(ptr: bigint, data: ArrayBufferView, byteOffset: number): void;
+  /** Device → host into a fresh Buffer of `bytes` bytes. */
+  memDownload(ptr: bigint, bytes: number, byteOffset: number): Buffer;
+  /** Fill `count` elements of `elementBytes` (1, 2, 4 or 8) with the bit pattern `pattern` (a bigint of that width). */
+  memFill(ptr: bigint, elementBytes: 1 | 2 | 4 | 8, pattern: bigint, count: number): void;
+  /** Device → device copy. */
+  memCopy(dst: bigint, src: bigint, bytes: number): void;
+
+  /** Launch once on the stream and wait for it (cuStreamSynchronize). Throws with the CUDA error of the launch or of the kernel. */
+  launch(launch: NativeLaunch): void;
+  /** Warm-up + timed launches; returns each timed launch's milliseconds (cuEventElapsedTime), in order. */
+  benchmark(launch: NativeLaunch, options: NativeBenchmarkOptions): number[];
+}
