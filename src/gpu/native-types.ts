@@ -113,7 +113,10 @@ export interface NativeBenchmarkOptions {
 /**
  * Errors thrown by the addon are JavaScript Errors with these extra properties.
  * `code` is the CUDA/NVRTC enum name, e.g. "CUDA_ERROR_ILLEGAL_ADDRESS", "NVRTC_ERROR_COMPILATION",
- * or "LIBRARY_NOT_FOUND" (with `library`) when libcuda/libnvrtc could not be opened.
+ * or "LIBRARY_NOT_FOUND" (with `library`) when libcuda/libnvrtc could not be opened,
+ * or "INVALID_ARGUMENT" (a TypeError, or a RangeError for a byte range outside its allocation) when an argument fails
+ * the addon's checks, made before any CUDA call: "memAlloc: expected bytes to be a non-negative integer, received -1".
+ * Handles (modules, functions, pointers) the addon did not hand out, or that were freed, are INVALID_ARGUMENT too.
  */
 export interface NativeErrorFields {
   code: string;
@@ -136,42 +139,53 @@ export interface NativeAddon {
   driverVersion(): number;
   /** nvrtcVersion as [major, minor]. Throws LIBRARY_NOT_FOUND without libnvrtc. */
   nvrtcVersion(): [number, number];
-  /** cuInit(0) + cuDeviceGetCount. */
+  /** cuInit(0) + cuDeviceGetCount; 0 when the driver reports CUDA_ERROR_NO_DEVICE. */
   deviceCount(): number;
   deviceInfo(ordinal: number): NativeDeviceInfo;
 
-  /** Runs on the libuv thread pool (Napi::AsyncWorker); several may be in flight. Rejects with NativeErrorFields (log set). */
+  /**
+   * Runs on the libuv thread pool (Napi::AsyncWorker); several may be in flight. Rejects with NativeErrorFields (log set);
+   * never throws synchronously, argument errors included. Needs a real architecture (--gpu-architecture=sm_XY): with
+   * compute_XY NVRTC makes no cubin and this rejects (call "nvrtcGetCUBINSize").
+   */
   compile(request: NativeCompileRequest): Promise<NativeCompileResult>;
 
   /** Retains the device's primary context, makes it current, and creates the non-blocking stream all work goes on. Idempotent. */
   contextCreate(ordinal: number): void;
-  /** Frees every module, buffer, event and the stream, releases the primary context. */
+  /** Frees every module, buffer, event and the stream, releases the primary context. Best effort (a poisoned context
+   *  is released too): throws only LIBRARY_NOT_FOUND; a no-op without a context. */
   contextDestroy(): void;
   /** cuCtxSynchronize; surfaces sticky errors (e.g. an illegal address from an earlier launch). */
   synchronize(): void;
   /** cuMemGetInfo: [free, total] in bytes. */
   memInfo(): [number, number];
 
-  moduleLoad(cubin: Buffer): bigint; // CUmodule
+  moduleLoad(cubin: Buffer): bigint; // CUmodule; also accepts PTX text (JIT-compiled by the driver)
   moduleUnload(module: bigint): void;
   moduleGetFunction(module: bigint, loweredName: string): bigint; // CUfunction
   functionAttributes(fn: bigint): NativeFunctionAttributes;
   /** cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): raise the opt-in limit of dynamic shared memory for a function. */
   functionSetMaxDynamicShared(fn: bigint, bytes: number): void;
 
-  memAlloc(bytes: number): bigint; // CUdeviceptr
+  memAlloc(bytes: number): bigint; // CUdeviceptr; bytes >= 1
   memFree(ptr: bigint): void;
   /** Host → device, synchronous with respect to the stream. `data` may be any ArrayBufferView. */
   memUpload(ptr: bigint, data: ArrayBufferView, byteOffset: number): void;
   /** Device → host into a fresh Buffer of `bytes` bytes. */
   memDownload(ptr: bigint, bytes: number, byteOffset: number): Buffer;
-  /** Fill `count` elements of `elementBytes` (1, 2, 4 or 8) with the bit pattern `pattern` (a bigint of that width). */
+  /** Fill `count` elements of `elementBytes` (1, 2, 4 or 8) with the bit pattern `pattern` (a bigint of that width;
+   *  a negative one is taken as two's complement, e.g. -1n). */
   memFill(ptr: bigint, elementBytes: 1 | 2 | 4 | 8, pattern: bigint, count: number): void;
   /** Device → device copy. */
   memCopy(dst: bigint, src: bigint, bytes: number): void;
 
-  /** Launch once on the stream and wait for it (cuStreamSynchronize). Throws with the CUDA error of the launch or of the kernel. */
+  /**
+   * Launch once on the stream and wait for it (cuStreamSynchronize). Throws with the CUDA error of the launch or of the kernel.
+   * Checked first: buffer args point into live allocations, and where the driver describes the kernel's parameters
+   * (cuFuncGetParamInfo, CUDA 12.4+) the number of args and each one's size match them.
+   */
   launch(launch: NativeLaunch): void;
-  /** Warm-up + timed launches; returns each timed launch's milliseconds (cuEventElapsedTime), in order. */
+  /** Warm-up + timed launches; returns each timed launch's milliseconds (cuEventElapsedTime), in order.
+   *  warmup 0..1e6, iterations 1..1e6; flushPtr/flushBytes must lie in one live allocation. */
   benchmark(launch: NativeLaunch, options: NativeBenchmarkOptions): number[];
 }

@@ -1,0 +1,282 @@
+// Kernel launches and timing. Arguments are converted and checked before any CUDA call: the driver copies each
+// parameter from the pointer it is given with the size the kernel declares, so a missing argument or a scalar of
+// the wrong width would read host memory it does not own or pass garbage without any error.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "api.h"
+#include "args.h"
+#include "context.h"
+#include "errors.h"
+
+namespace kt {
+namespace {
+
+struct DTypeInfo {
+  const char* name;
+  size_t bytes;
+  bool isFloat;
+  bool isSigned;
+};
+
+const DTypeInfo kDTypes[] = {
+    {"int8", 1, false, true},    {"uint8", 1, false, false},  {"int16", 2, false, true},  {"uint16", 2, false, false},
+    {"int32", 4, false, true},   {"uint32", 4, false, false}, {"int64", 8, false, true},  {"uint64", 8, false, false},
+    {"float32", 4, true, true},  {"float64", 8, true, true},
+};
+
+struct KernelArgs {
+  std::vector<uint64_t> slots;  // one 8-byte aligned slot per argument; a scalar occupies its first bytes
+  std::vector<size_t> sizes;
+  std::vector<std::string> labels;  // "int32", "buffer": for messages
+  std::vector<bool> isBuffer;
+  std::vector<void*> params;  // &slots[i], what cuLaunchKernel reads
+};
+
+struct LaunchSpec {
+  CUfunction fn = nullptr;
+  std::array<uint32_t, 3> grid{};
+  std::array<uint32_t, 3> block{};
+  uint32_t sharedMemBytes = 0;
+  KernelArgs args;
+};
+
+/** An integer scalar as its two's complement bit pattern, after checking it fits the dtype. */
+uint64_t integerBits(const Napi::Value& v, const DTypeInfo& t, const char* fn, const std::string& name) {
+  const unsigned bits = static_cast<unsigned>(t.bytes * 8);
+  const int64_t smin = bits == 64 ? std::numeric_limits<int64_t>::min() : -(int64_t{1} << (bits - 1));
+  const int64_t smax = bits == 64 ? std::numeric_limits<int64_t>::max() : (int64_t{1} << (bits - 1)) - 1;
+  const uint64_t umax = bits == 64 ? std::numeric_limits<uint64_t>::max() : (uint64_t{1} << bits) - 1;
+  const std::string what = std::string("an integer that fits ") + t.name;
+  if (v.IsNumber()) {
+    const double d = v.As<Napi::Number>().DoubleValue();
+    const bool integral = std::isfinite(d) && std::floor(d) == d && std::fabs(d) <= static_cast<double>(kMaxSafeInteger);
+    if (integral && t.isSigned && d >= static_cast<double>(smin) && d <= static_cast<double>(smax)) {
+      return static_cast<uint64_t>(static_cast<int64_t>(d));
+    }
+    if (integral && !t.isSigned && d >= 0 && d <= static_cast<double>(umax)) return static_cast<uint64_t>(d);
+  } else if (v.IsBigInt()) {
+    bool lossless = false;
+    const Napi::BigInt b = v.As<Napi::BigInt>();
+    if (t.isSigned) {
+      const int64_t s = b.Int64Value(&lossless);
+      if (lossless && s >= smin && s <= smax) return static_cast<uint64_t>(s);
+    } else {
+      const uint64_t u = b.Uint64Value(&lossless);
+      if (lossless && u <= umax) return u;
+    }
+  }
+  throwExpected(v, fn, name, what.c_str());
+}
+
+KernelArgs readArgs(const Napi::Value& value, const char* fn) {
+  if (!value.IsArray()) throwExpected(value, fn, "launch.args", "an array of NativeArg");
+  const Napi::Array array = value.As<Napi::Array>();
+  KernelArgs out;
+  const uint32_t n = array.Length();
+  out.slots.assign(n, 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    const std::string name = "launch.args[" + std::to_string(i) + "]";
+    const Napi::Object arg = toObject(array.Get(i), fn, name);
+    const Napi::Value kind = arg.Get("kind");
+    const std::string k = kind.IsString() ? kind.As<Napi::String>().Utf8Value() : "";
+    if (k == "buffer") {
+      out.slots[i] = toUint64BigInt(arg.Get("ptr"), fn, name + ".ptr");
+      out.sizes.push_back(sizeof(CUdeviceptr));
+      out.labels.push_back("buffer");
+      out.isBuffer.push_back(true);
+    } else if (k == "scalar") {
+      const Napi::Value dtypeValue = arg.Get("dtype");
+      const std::string dtype = dtypeValue.IsString() ? dtypeValue.As<Napi::String>().Utf8Value() : "";
+      const DTypeInfo* t = nullptr;
+      for (const DTypeInfo& d : kDTypes) {
+        if (dtype == d.name) t = &d;
+      }
+      if (t == nullptr) throwExpected(dtypeValue, fn, name + ".dtype", "a DType (int8 .. uint64, float32, float64)");
+      const Napi::Value v = arg.Get("value");
+      uint64_t bits = 0;
+      if (t->isFloat) {
+        if (!v.IsNumber()) throwExpected(v, fn, name + ".value", "a number");
+        const double d = v.As<Napi::Number>().DoubleValue();
+        if (t->bytes == 4) {
+          // A finite double beyond float's range would become infinity: refuse rather than change the value.
+          if (std::isfinite(d) && std::fabs(d) > static_cast<double>(std::numeric_limits<float>::max())) {
+            throwExpected(v, fn, name + ".value", "a number within float32 range");
+          }
+          const float f = static_cast<float>(d);
+          std::memcpy(&bits, &f, sizeof f);
+        } else {
+          std::memcpy(&bits, &d, sizeof d);
+        }
+      } else {
+        bits = integerBits(v, *t, fn, name + ".value");
+      }
+      // Little-endian: the low bytes of the slot are the scalar's bytes.
+      out.slots[i] = bits;
+      out.sizes.push_back(t->bytes);
+      out.labels.push_back(t->name);
+      out.isBuffer.push_back(false);
+    } else {
+      throwExpected(kind, fn, name + ".kind", "\"buffer\" or \"scalar\"");
+    }
+  }
+  out.params.resize(n);
+  for (uint32_t i = 0; i < n; ++i) out.params[i] = &out.slots[i];
+  return out;
+}
+
+LaunchSpec readLaunch(const Napi::Value& value, const char* fn) {
+  const Napi::Object obj = toObject(value, fn, "launch");
+  LaunchSpec spec;
+  spec.fn = reinterpret_cast<CUfunction>(static_cast<uintptr_t>(toUint64BigInt(obj.Get("fn"), fn, "launch.fn")));
+  spec.grid = toDim3(obj.Get("grid"), fn, "launch.grid");
+  spec.block = toDim3(obj.Get("block"), fn, "launch.block");
+  spec.sharedMemBytes = toUint32(obj.Get("sharedMemBytes"), fn, "launch.sharedMemBytes");
+  spec.args = readArgs(obj.Get("args"), fn);
+  return spec;
+}
+
+/**
+ * Checks the arguments against the function: buffers must point into live allocations, and where the driver can
+ * describe the kernel's parameters (cuFuncGetParamInfo, CUDA 12.4+), their number and sizes must match.
+ */
+void checkAgainstFunction(Napi::Env env, const CudaApi& api, Context& ctx, const LaunchSpec& spec, const char* fn) {
+  FunctionInfo& f = ctx.function(env, fn, "launch.fn", spec.fn);
+  const KernelArgs& a = spec.args;
+  for (size_t i = 0; i < a.slots.size(); ++i) {
+    if (a.isBuffer[i]) ctx.checkRange(env, fn, "launch.args[" + std::to_string(i) + "].ptr", a.slots[i], 0);
+  }
+  if (!f.paramsQueried) {
+    f.paramsQueried = true;
+    if (api.cuFuncGetParamInfo != nullptr) {
+      constexpr size_t kMaxParams = 4096;  // far above any real kernel; bounds the loop
+      for (size_t i = 0; i < kMaxParams; ++i) {
+        size_t offset = 0;
+        size_t size = 0;
+        const CUresult r = api.cuFuncGetParamInfo(spec.fn, i, &offset, &size);
+        if (r == CUDA_SUCCESS) {
+          f.paramSizes.push_back(size);
+          continue;
+        }
+        // INVALID_VALUE past the last parameter; anything else means the driver cannot tell, so do not check.
+        f.paramsKnown = r == CUDA_ERROR_INVALID_VALUE;
+        break;
+      }
+    }
+  }
+  // Zero parameters reported for a call with arguments is more likely a driver that cannot tell than a real
+  // mismatch (extra arguments are harmless to the driver), so only a non-empty description is enforced.
+  if (!f.paramsKnown || f.paramSizes.empty()) return;
+  if (f.paramSizes.size() != a.sizes.size()) {
+    throwInvalidArgument(env, std::string(fn) + ": the kernel takes " + std::to_string(f.paramSizes.size()) +
+                                  " parameter(s), received " + std::to_string(a.sizes.size()) + " arg(s)");
+  }
+  for (size_t i = 0; i < a.sizes.size(); ++i) {
+    if (f.paramSizes[i] != a.sizes[i]) {
+      throwInvalidArgument(env, std::string(fn) + ": launch.args[" + std::to_string(i) + "] is " + a.labels[i] + " (" +
+                                    std::to_string(a.sizes[i]) + " bytes) but the kernel's parameter " +
+                                    std::to_string(i) + " has " + std::to_string(f.paramSizes[i]) + " bytes");
+    }
+  }
+}
+
+CUresult launchOnce(const CudaApi& api, const LaunchSpec& s, CUstream stream) {
+  void** params = s.args.params.empty() ? nullptr : const_cast<void**>(s.args.params.data());
+  return api.cuLaunchKernel(s.fn, s.grid[0], s.grid[1], s.grid[2], s.block[0], s.block[1], s.block[2],
+                            s.sharedMemBytes, stream, params, nullptr);
+}
+
+/** Reports `result`, first draining the stream so that no queued work outlives the call (its errors are ignored:
+ *  the first failure is the one to report). */
+[[noreturn]] void failAfterDrain(Napi::Env env, const CudaApi& api, CUstream stream, CUresult result,
+                                 const char* call) {
+  const ErrorInfo info = cudaErrorInfo(api, result, call);
+  api.cuStreamSynchronize(stream);
+  throwError(env, info);
+}
+
+}  // namespace
+
+Napi::Value Launch(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const LaunchSpec spec = readLaunch(info[0], "launch");
+  const CudaApi& api = requireCuda(env);
+  Context& ctx = Context::instance();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  ctx.require(env, api, "launch");
+  checkAgainstFunction(env, api, ctx, spec, "launch");
+  const CUresult r = launchOnce(api, spec, ctx.stream());
+  if (r != CUDA_SUCCESS) failAfterDrain(env, api, ctx.stream(), r, "cuLaunchKernel");
+  ctx.syncStream(env, api);  // surfaces the kernel's own faults (illegal address, timeout, assert ...)
+  return env.Undefined();
+}
+
+Napi::Value Benchmark(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* fn = "benchmark";
+  const LaunchSpec spec = readLaunch(info[0], fn);
+  const Napi::Object opts = toObject(info[1], fn, "options");
+  constexpr uint64_t kMaxLaunches = 1000000;
+  const uint64_t warmup = toInteger(opts.Get("warmup"), fn, "options.warmup", 0, kMaxLaunches);
+  const uint64_t iterations = toInteger(opts.Get("iterations"), fn, "options.iterations", 1, kMaxLaunches);
+  const CUdeviceptr flushPtr = toUint64BigInt(opts.Get("flushPtr"), fn, "options.flushPtr");
+  const uint64_t flushBytes = toInteger(opts.Get("flushBytes"), fn, "options.flushBytes");
+  if (flushPtr != 0 && flushBytes == 0) {
+    throwExpected(opts.Get("flushBytes"), fn, "options.flushBytes", "a positive integer when flushPtr is set");
+  }
+
+  const CudaApi& api = requireCuda(env);
+  Context& ctx = Context::instance();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  ctx.require(env, api, fn);
+  checkAgainstFunction(env, api, ctx, spec, fn);
+  if (flushPtr != 0) ctx.checkRange(env, fn, "options.flushPtr", flushPtr, flushBytes);
+  const CUstream stream = ctx.stream();
+
+  for (uint64_t i = 0; i < warmup; ++i) {
+    const CUresult r = launchOnce(api, spec, stream);
+    if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuLaunchKernel");
+  }
+
+  // Timed launches in chunks: each iteration has its own event pair, so nothing waits between launches; the chunk
+  // bounds the event pool. Waiting between chunks adds idle time outside the events only.
+  constexpr uint64_t kChunk = 512;
+  const std::vector<CUevent>& events = ctx.events(env, api, 2 * static_cast<size_t>(std::min(iterations, kChunk)));
+  std::vector<double> samples;
+  samples.reserve(iterations);
+  for (uint64_t begin = 0; begin < iterations; begin += kChunk) {
+    const uint64_t n = std::min(kChunk, iterations - begin);
+    for (uint64_t j = 0; j < n; ++j) {
+      if (flushPtr != 0) {
+        // Overwrites more than L2 holds, so the launch starts from cold caches; a changing value defeats any
+        // elision of identical writes.
+        const CUresult r = api.cuMemsetD8Async(flushPtr, static_cast<unsigned char>((begin + j) & 0xff), flushBytes,
+                                               stream);
+        if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuMemsetD8Async");
+      }
+      CUresult r = api.cuEventRecord(events[2 * j], stream);
+      if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuEventRecord");
+      r = launchOnce(api, spec, stream);
+      if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuLaunchKernel");
+      r = api.cuEventRecord(events[2 * j + 1], stream);
+      if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuEventRecord");
+    }
+    ctx.syncStream(env, api);
+    for (uint64_t j = 0; j < n; ++j) {
+      float ms = 0;
+      checkCuda(env, api, api.cuEventElapsedTime(&ms, events[2 * j], events[2 * j + 1]), "cuEventElapsedTime");
+      samples.push_back(ms);
+    }
+  }
+
+  Napi::Array out = Napi::Array::New(env, samples.size());
+  for (size_t i = 0; i < samples.size(); ++i) out.Set(static_cast<uint32_t>(i), Napi::Number::New(env, samples[i]));
+  return out;
+}
+
+}  // namespace kt

@@ -1,0 +1,110 @@
+// CUDA helpers the verifier runs on the GPU, so that checking a configuration costs a few hundred microseconds even
+// for outputs of 2^26 elements (Kernel Tuner copies them to the host and compares there: 0.73 s per configuration).
+// Compiled once per session through the same compiler as the kernels under test; templated, addressed by name
+// expressions ("lkt_compare<float>").
+import type { DType } from '../gpu/native-types';
+
+/** The C type of each dtype, for name expressions. */
+export const CUDA_TYPE: Record<DType, string> = {
+  int8: 'signed char',
+  uint8: 'unsigned char',
+  int16: 'short',
+  uint16: 'unsigned short',
+  int32: 'int',
+  uint32: 'unsigned int',
+  int64: 'long long',
+  uint64: 'unsigned long long',
+  float32: 'float',
+  float64: 'double',
+};
+
+/** Slots of the result buffer each helper writes (uint64 each). */
+export const COMPARE_SLOTS = { mismatches: 0, firstBad: 1 } as const;
+export const SCALE_SLOTS = { maxAbsBits: 0, nonFinite: 1 } as const;
+
+export const VERIFY_KERNELS_SOURCE = String.raw`
+// Written by llm-kernel-tuner's verifier. Grid-stride loops with per-thread partial results and one atomic per thread,
+// so a completely wrong output (every element differs) costs no more than a correct one.
+template <typename T> struct lkt_traits { static constexpr bool is_float = false; };
+template <> struct lkt_traits<float> { static constexpr bool is_float = true; };
+template <> struct lkt_traits<double> { static constexpr bool is_float = true; };
+
+template <typename T>
+__device__ __forceinline__ bool lkt_close(T out, T ref, double atol, double rtol) {
+  if constexpr (lkt_traits<T>::is_float) {
+    const double o = (double)out, r = (double)ref;
+    if (isnan(r)) return isnan(o);          // the oracle's own NaN/Inf must be reproduced ...
+    if (isinf(r)) return o == r;
+    if (!isfinite(o)) return false;         // ... and none may appear where the oracle has a number
+    return fabs(o - r) <= atol + rtol * fabs(r);
+  } else {
+    return out == ref;
+  }
+}
+
+// result[0] += number of elements that differ; result[1] = min(result[1], index of the first one).
+template <typename T>
+__global__ void lkt_compare(const T* __restrict__ out, const T* __restrict__ ref, unsigned long long n,
+                            double atol, double rtol, unsigned long long* result) {
+  unsigned long long bad = 0, first = ~0ULL;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    if (!lkt_close(out[i], ref[i], atol, rtol)) {
+      if (bad == 0) first = i;
+      ++bad;
+    }
+  }
+  if (bad != 0) {
+    atomicAdd(&result[0], bad);
+    atomicMin(&result[1], first);
+  }
+}
+
+// The largest finite |x| (as the bits of a non-negative double, whose order matches the unsigned integers') and the
+// number of NaN/Inf elements: the scale of the absolute tolerance, and a sanity check of the oracle's output.
+template <typename T>
+__global__ void lkt_scale(const T* __restrict__ x, unsigned long long n, unsigned long long* result) {
+  double maxAbs = 0.0;
+  unsigned long long nonFinite = 0;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const double v = (double)x[i];
+    if (lkt_traits<T>::is_float && !isfinite(v)) ++nonFinite;
+    else maxAbs = fmax(maxAbs, fabs(v));
+  }
+  atomicMax(&result[0], (unsigned long long)__double_as_longlong(maxAbs));
+  if (nonFinite != 0) atomicAdd(&result[1], nonFinite);
+}
+
+// An order-independent 64-bit fingerprint of a buffer (sum of mixed (index, word) pairs): equal before and after a
+// run means the kernel left that input alone, without keeping a second copy of every input on the device.
+__device__ __forceinline__ unsigned long long lkt_mix(unsigned long long z) {
+  z += 0x9e3779b97f4a7c15ULL;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+__global__ void lkt_fingerprint(const unsigned char* __restrict__ data, unsigned long long bytes, unsigned long long* result) {
+  const unsigned long long words = bytes / 4;
+  const unsigned int* w = (const unsigned int*)data;
+  unsigned long long sum = 0;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  const unsigned long long tid = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x;
+  for (unsigned long long i = tid; i < words; i += stride) sum += lkt_mix((i << 32) ^ w[i]);
+  if (tid == 0) {
+    for (unsigned long long i = words * 4; i < bytes; ++i) sum += lkt_mix(0xffffffff00000000ULL ^ (i << 8) ^ data[i]);
+  }
+  atomicAdd(&result[0], sum);
+}
+`;
+
+export function compareKernelName(dtype: DType): string {
+  return `lkt_compare<${CUDA_TYPE[dtype]}>`;
+}
+
+export function scaleKernelName(dtype: DType): string {
+  return `lkt_scale<${CUDA_TYPE[dtype]}>`;
+}
+
+export const FINGERPRINT_KERNEL_NAME = 'lkt_fingerprint';
