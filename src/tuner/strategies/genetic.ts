@@ -1,0 +1,108 @@
+// A small genetic algorithm over the parameters' value indices: tournament selection, uniform crossover, mutation to
+// another value of the same parameter, and repair of every child to the closest valid configuration. The best
+// individual survives each generation (elitism). When a generation brings no new evaluation (the population has
+// converged onto known configurations), the worse half is replaced by random unvisited configurations, so the search
+// always progresses and ends once every configuration is known.
+
+import { checkOptionNames, defineStrategy, following, type SearchContext, type Strategy } from './search';
+
+export interface GeneticOptions {
+  /** Default 10: small populations spend a tuning budget of tens of evaluations on more generations. */
+  populationSize?: number;
+  /** Individuals drawn per tournament; default 3. */
+  tournamentSize?: number;
+  /** Probability that a child is a crossover of two parents rather than a copy of one; default 0.9. */
+  crossoverRate?: number;
+  /** Probability that each parameter of a child mutates; default 1 / number of parameters. */
+  mutationRate?: number;
+}
+
+function checkProbability(name: string, v: number | undefined): void {
+  if (v !== undefined && !(v >= 0 && v <= 1)) throw new RangeError(`Expected a probability in [0, 1] for ${name} but received ${v}`);
+}
+
+export function genetic(options: GeneticOptions = {}): Strategy {
+  checkOptionNames('genetic_algorithm', options, ['populationSize', 'tournamentSize', 'crossoverRate', 'mutationRate']);
+  const populationSize = options.populationSize ?? 10;
+  const tournamentSize = options.tournamentSize ?? 3;
+  const crossoverRate = options.crossoverRate ?? 0.9;
+  if (!(Number.isInteger(populationSize) && populationSize >= 2)) {
+    throw new RangeError(`Expected an integer ≥ 2 for populationSize but received ${populationSize}`);
+  }
+  if (!(Number.isInteger(tournamentSize) && tournamentSize >= 1)) {
+    throw new RangeError(`Expected a positive integer for tournamentSize but received ${tournamentSize}`);
+  }
+  checkProbability('crossoverRate', crossoverRate);
+  checkProbability('mutationRate', options.mutationRate);
+
+  return defineStrategy('genetic_algorithm', async (ctx) => {
+    const { space, rng } = ctx;
+    const counts = space.valueCounts;
+    const mutationRate = options.mutationRate ?? 1 / counts.length;
+    const fitness = (i: number) => ctx.known(i) ?? Infinity;
+
+    const tournament = (population: number[]): number => {
+      let winner = rng.pick(population);
+      for (let k = 1; k < tournamentSize; k++) {
+        const rival = rng.pick(population);
+        if (fitness(rival) < fitness(winner)) winner = rival;
+      }
+      return winner;
+    };
+
+    const mutate = (genes: Int32Array): void => {
+      genes.forEach((g, p) => {
+        if (counts[p]! > 1 && rng.next() < mutationRate) genes[p] = (g + 1 + rng.int(counts[p]! - 1)) % counts[p]!;
+      });
+    };
+
+    const child = (population: number[]): number => {
+      const a = space.indicesAt(tournament(population));
+      const genes = Int32Array.from(a);
+      if (rng.next() < crossoverRate) {
+        const b = space.indicesAt(tournament(population));
+        for (let p = 0; p < genes.length; p++) if (rng.next() < 0.5) genes[p] = b[p]!;
+      }
+      mutate(genes);
+      let index = space.closest(genes, rng);
+      // A child that is already known teaches nothing; mutate it a few more times to look for something new.
+      for (let attempt = 0; attempt < 3 && ctx.known(index) !== undefined; attempt++) {
+        mutate(genes);
+        index = space.closest(genes, rng);
+      }
+      return index;
+    };
+
+    const evaluateAll = async (population: number[]): Promise<void> => {
+      for (let k = 0; k < population.length; k++) {
+        ctx.announce(following(population, k + 1));
+        await ctx.evaluate(population[k]!);
+      }
+    };
+
+    let population = space.sample(populationSize, rng);
+    await evaluateAll(population);
+    while (!ctx.exhausted) {
+      const before = ctx.evaluations;
+      const elite = population.reduce((best, i) => (fitness(i) < fitness(best) ? i : best));
+      const next = [elite];
+      while (next.length < populationSize) next.push(child(population));
+      await evaluateAll(next);
+      if (ctx.evaluations === before) {
+        immigrate(ctx, next, fitness);
+        await evaluateAll(next); // at least one immigrant is new, so every generation makes progress
+      }
+      population = next;
+    }
+  });
+}
+
+/** Replaces the worse half of a population by random unvisited configurations, in place. */
+function immigrate(ctx: SearchContext, population: number[], fitness: (i: number) => number): void {
+  population.sort((x, y) => (fitness(x) < fitness(y) ? -1 : fitness(x) > fitness(y) ? 1 : 0)); // failures are +Infinity
+  for (let k = Math.ceil(population.length / 2); k < population.length; k++) {
+    const fresh = ctx.randomUnvisited();
+    if (fresh === undefined) return;
+    population[k] = fresh;
+  }
+}
