@@ -1,0 +1,475 @@
+// The GPU API the rest of the program uses (in the spirit of cuda.core): Gpu.open → compile → loadModule → getKernel,
+// alloc → DeviceBuffer, launch, benchmark. Every call goes to the worker process (gpu-worker.ts); nothing here touches
+// CUDA, so no kernel can take this process down.
+//
+// Handles (Module, Kernel, DeviceBuffer) belong to this process and outlive the worker. Each remembers how it was made:
+// a module its cubin, a kernel its module and name, a buffer its size and its last host-side contents (the uploads,
+// fills and random fills since it was last overwritten as a whole). When a handle made on an older worker is used after
+// a restart (timeout, fault, crash), it is re-created on the new worker first, transparently. Contents a kernel wrote
+// are NOT restored: a re-created buffer holds its last host-side recipe again, not the kernel's output.
+
+import { checkBoolean, checkNonNegativeInteger, checkPositiveInteger, checkString } from './check';
+import { selectCompiler, type Compiler, type CompileOptions } from './compiler';
+import {
+  checkDType,
+  checkScalarValue,
+  dtypeBytes,
+  isKernelScalar,
+  isTypedArrayOf,
+  scalarBitPattern,
+  viewBytesAs,
+  type AnyTypedArray,
+  type DType,
+  type KernelScalar,
+  type ScalarValueOf,
+  type TypedArrayOf,
+} from './dtype';
+import { ArgumentError, argumentError } from './errors';
+import { GpuWorker, isStaleGeneration, type CallOptions, type GpuWorkerOptions, type RequestOptions } from './gpu-worker';
+import { LaunchConfig, type LaunchConfigInit } from './launch-config';
+import type { NativeStatus } from './native-types';
+import { Program, archForComputeCapability, type ProgramInit } from './program';
+import type { HandleId, WireArg, WireLaunch } from './protocol';
+import { checkRandomSpec, type NormalizedRandomSpec, type RandomSpec } from './random';
+import { computeStats, type TimingStats } from './stats';
+import type { CompiledProgram, DeviceInfo, KernelAttributes, MemInfo, RuntimeInfo } from './types';
+
+export * from './errors';
+export * from './dtype';
+export * from './types';
+export { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-config';
+export { Program, archForComputeCapability, type ProgramInit } from './program';
+export { computeStats, median, type TimingStats } from './stats';
+export { type RandomSpec, type RandomDistribution } from './random';
+export { GpuWorker, type GpuWorkerOptions, type RequestOptions, type WorkerReady } from './gpu-worker';
+export { NvccCompiler, type NvccCompilerOptions } from './nvcc';
+export { NvrtcCompiler, selectCompiler, type Compiler, type CompileOptions, type SelectCompilerOptions } from './compiler';
+export { parseDiagnostics } from './diagnostics';
+
+/** Internal: the worker-side id of a handle on a given worker generation (re-creating it there if needed). */
+const BIND = Symbol('bind');
+
+export type KernelArg = DeviceBuffer | KernelScalar;
+
+export interface BenchmarkOptions extends RequestOptions {
+  /** Untimed launches first; default 3. */
+  warmup?: number;
+  /** Timed launches, each between its own pair of CUDA events; default 20. */
+  iterations?: number;
+  /** Overwrite a buffer larger than L2 before each timed launch (outside the events), so every launch starts cold. */
+  flushL2?: boolean;
+}
+
+abstract class RemoteHandle {
+  private bound: { generation: number; id: HandleId } | null = null;
+  private binding: { generation: number; promise: Promise<HandleId> } | null = null;
+  protected released = false;
+
+  constructor(
+    readonly gpu: Gpu,
+    generation: number,
+    id: HandleId,
+  ) {
+    this.bound = { generation, id };
+  }
+
+  /** Re-creates the handle on a fresh worker of `generation` (its requests go before any waiting one). */
+  protected abstract recreate(generation: number): Promise<HandleId>;
+  protected abstract describe(): string;
+
+  protected assertUsable(): void {
+    if (this.released) throw new ArgumentError(`${this.describe()} was released and can no longer be used`, {
+      code: 'HANDLE_RELEASED',
+      explanation: 'Free, unload or dispose only after the last use of a handle.',
+    });
+  }
+
+  [BIND](generation: number): HandleId | Promise<HandleId> {
+    this.assertUsable();
+    if (this.bound?.generation === generation) return this.bound.id;
+    if (this.binding?.generation === generation) return this.binding.promise;
+    const promise: Promise<HandleId> = this.recreate(generation).then(
+      (id) => {
+        this.bound = { generation, id };
+        return id;
+      },
+      (e: unknown) => {
+        if (this.binding?.promise === promise) this.binding = null;
+        throw e;
+      },
+    );
+    this.binding = { generation, promise };
+    return promise;
+  }
+
+  /**
+   * Releases the worker-side object if it still exists; the handle is unusable afterwards. An object made on a worker
+   * that has since been replaced died with it: nothing to send (and its id would mean something else on the new one).
+   */
+  protected async release(releaseRemote: (id: HandleId, generation: number) => Promise<void>): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    // A re-creation under way (for a request already being prepared) ends with an object that must be freed too.
+    await this.binding?.promise.catch(() => undefined);
+    const bound = this.bound;
+    this.bound = null;
+    this.binding = null;
+    if (!bound || !this.gpu.worker.isCurrent(bound.generation)) return;
+    try {
+      await releaseRemote(bound.id, bound.generation);
+    } catch (e) {
+      if (!isStaleGeneration(e)) throw e;
+    }
+  }
+}
+
+/** Replayable step of a buffer's host-side contents. */
+type ContentStep =
+  | { op: 'upload'; data: AnyTypedArray; byteOffset: number }
+  | { op: 'fill'; pattern: bigint }
+  | { op: 'random'; spec: NormalizedRandomSpec };
+
+export class DeviceBuffer<D extends DType = DType> extends RemoteHandle {
+  readonly dtype: D;
+  readonly length: number;
+  readonly byteLength: number;
+  private steps: readonly ContentStep[] = [];
+
+  /** @internal Use Gpu.alloc. */
+  constructor(gpu: Gpu, dtype: D, length: number, generation: number, id: HandleId) {
+    super(gpu, generation, id);
+    this.dtype = dtype;
+    this.length = length;
+    this.byteLength = length * dtypeBytes(dtype);
+  }
+
+  protected describe(): string {
+    return `DeviceBuffer<${this.dtype}>[${this.length}]`;
+  }
+
+  get freed(): boolean {
+    return this.released;
+  }
+
+  protected async recreate(generation: number): Promise<HandleId> {
+    const at = { front: true, generation };
+    const { buffer } = await this.gpu.worker.request('memAlloc', { bytes: this.byteLength }, at);
+    for (const step of this.steps) await this.sendStep(step, async () => buffer, at);
+    return buffer;
+  }
+
+  private sendStep(step: ContentStep, buffer: (generation: number) => Promise<HandleId>, options: CallOptions): Promise<void> {
+    const w = this.gpu.worker;
+    switch (step.op) {
+      case 'upload':
+        return w.request('memUpload', async (g) => ({ buffer: await buffer(g), data: step.data, byteOffset: step.byteOffset }), options);
+      case 'fill':
+        return w.request(
+          'memFill',
+          async (g) => ({ buffer: await buffer(g), elementBytes: dtypeBytes(this.dtype), pattern: step.pattern, count: this.length }),
+          options,
+        );
+      case 'random':
+        return w.request('fillRandom', async (g) => ({ buffer: await buffer(g), dtype: this.dtype, count: this.length, spec: step.spec }), options);
+    }
+  }
+
+  /** Runs one content step and records it when it is sent, so that a replay sees exactly the steps that preceded it. */
+  private async write(step: ContentStep, whole: boolean, options: RequestOptions): Promise<void> {
+    this.assertUsable();
+    await this.sendStep(
+      step,
+      async (generation) => {
+        const buffer = await this[BIND](generation);
+        this.steps = whole ? [step] : [...this.steps, step];
+        return buffer;
+      },
+      options,
+    );
+  }
+
+  /**
+   * Host → device. `data` must be the typed array of this buffer's dtype (Float32Array for float32 ...). A copy is
+   * kept as the buffer's recipe (see the file comment), so later changes to `data` do not affect the buffer.
+   */
+  async upload(data: TypedArrayOf<D>, options: RequestOptions & { offset?: number } = {}): Promise<void> {
+    if (!isTypedArrayOf(this.dtype, data)) throw argumentError('data', `a typed array of ${this.dtype}`, data);
+    const offset = options.offset === undefined ? 0 : checkNonNegativeInteger('offset', options.offset);
+    if (offset + data.length > this.length)
+      throw argumentError('data', `at most ${this.length - offset} elements (buffer of ${this.length}, offset ${offset})`, data);
+    const copy = data.slice() as AnyTypedArray;
+    const whole = offset === 0 && data.length === this.length;
+    await this.write({ op: 'upload', data: copy, byteOffset: offset * dtypeBytes(this.dtype) }, whole, options);
+  }
+
+  /** Device → host, as a typed array of this buffer's dtype. */
+  async download(options: RequestOptions = {}): Promise<TypedArrayOf<D>> {
+    this.assertUsable();
+    const bytes = await this.gpu.worker.request(
+      'memDownload',
+      async (generation: number) => ({ buffer: await this[BIND](generation), byteOffset: 0, bytes: this.byteLength }),
+      options,
+    );
+    return viewBytesAs(this.dtype, bytes);
+  }
+
+  /** Sets every element to `value` (checked against the dtype's range; NaN and ±Infinity allowed for floats). */
+  async fill(value: ScalarValueOf<D>, options: RequestOptions = {}): Promise<void> {
+    const pattern = scalarBitPattern(this.dtype, checkScalarValue(this.dtype, value, 'value'));
+    await this.write({ op: 'fill', pattern }, true, options);
+  }
+
+  /** Seeded random contents, generated in the worker (xoshiro128**, see random.ts) and uploaded. */
+  async fillRandom(spec: RandomSpec, options: RequestOptions = {}): Promise<void> {
+    await this.write({ op: 'random', spec: checkRandomSpec(this.dtype, spec) }, true, options);
+  }
+
+  /** Device → device copy of a buffer of the same dtype and length. Its recipe becomes the source's. */
+  async copyFrom(source: DeviceBuffer<D>, options: RequestOptions = {}): Promise<void> {
+    if (!(source instanceof DeviceBuffer) || source.gpu !== this.gpu) throw argumentError('source', 'a DeviceBuffer of the same Gpu', source);
+    if (source.dtype !== this.dtype || source.length !== this.length)
+      throw argumentError('source', `a DeviceBuffer<${this.dtype}>[${this.length}]`, `DeviceBuffer<${source.dtype}>[${source.length}]`);
+    this.assertUsable();
+    await this.gpu.worker.request('memCopy', async (generation: number) => {
+      const src = await source[BIND](generation);
+      const dst = await this[BIND](generation);
+      this.steps = source.steps;
+      return { dst, src, bytes: this.byteLength };
+    }, options);
+  }
+
+  /** Frees the device memory. Using the buffer afterwards is an ArgumentError. */
+  free(): Promise<void> {
+    this.steps = [];
+    return this.release((buffer, generation) => this.gpu.worker.request('memFree', { buffer }, { generation }));
+  }
+}
+
+export class Module extends RemoteHandle {
+  readonly compiled: CompiledProgram;
+
+  /** @internal Use Gpu.loadModule. */
+  constructor(gpu: Gpu, compiled: CompiledProgram, generation: number, id: HandleId) {
+    super(gpu, generation, id);
+    this.compiled = compiled;
+  }
+
+  protected describe(): string {
+    return `Module(${Object.keys(this.compiled.loweredNames).join(', ')})`;
+  }
+
+  get unloaded(): boolean {
+    return this.released;
+  }
+
+  protected async recreate(generation: number): Promise<HandleId> {
+    const { module } = await this.gpu.worker.request('moduleLoad', { cubin: this.compiled.cubin }, { front: true, generation });
+    return module;
+  }
+
+
+
+  /** The kernel for one of the program's name expressions (e.g. "matmul<float, 16>"), with its attributes. */
+  async getKernel(nameExpression: string, options: RequestOptions = {}): Promise<Kernel> {
+    checkString('nameExpression', nameExpression);
+    this.assertUsable();
+    const loweredName = this.compiled.loweredNames[nameExpression];
+    if (loweredName === undefined)
+      throw argumentError('nameExpression', `one of the program's name expressions (${Object.keys(this.compiled.loweredNames).join(', ')})`, nameExpression);
+    const { result, generation } = await this.gpu.worker.call(
+      'getKernel',
+      async (g: number) => ({ module: await this[BIND](g), loweredName }),
+      options,
+    );
+    return new Kernel(this, nameExpression, loweredName, result.attributes, generation, result.kernel);
+  }
+
+  /** Unloads the module; its kernels can no longer be launched. */
+  unload(): Promise<void> {
+    return this.release((module, generation) => this.gpu.worker.request('moduleUnload', { module }, { generation }));
+  }
+}
+
+export class Kernel extends RemoteHandle {
+  readonly module: Module;
+  readonly nameExpression: string;
+  readonly loweredName: string;
+  /** Registers, static shared memory, local (spill) bytes, max threads per block, as the driver reports them. */
+  readonly attributes: KernelAttributes;
+
+  /** @internal Use Module.getKernel. */
+  constructor(module: Module, nameExpression: string, loweredName: string, attributes: KernelAttributes, generation: number, id: HandleId) {
+    super(module.gpu, generation, id);
+    this.module = module;
+    this.nameExpression = nameExpression;
+    this.loweredName = loweredName;
+    this.attributes = Object.freeze({ ...attributes });
+  }
+
+  protected describe(): string {
+    return `Kernel(${this.nameExpression})${this.module.unloaded ? ' of an unloaded module' : ''}`;
+  }
+
+  protected override assertUsable(): void {
+    if (this.module.unloaded) this.released = true;
+    super.assertUsable();
+  }
+
+  protected async recreate(generation: number): Promise<HandleId> {
+    const module = await this.module[BIND](generation);
+    const { kernel } = await this.gpu.worker.request('getKernel', { module, loweredName: this.loweredName }, { front: true, generation });
+    return kernel;
+  }
+}
+
+export interface GpuOptions extends GpuWorkerOptions {}
+
+export class Gpu {
+  readonly worker: GpuWorker;
+  /** The device this Gpu works on. */
+  readonly device: DeviceInfo;
+  /** Its own compile target, e.g. "sm_90": the default arch of programs. */
+  readonly arch: string;
+  /** What the worker's addon found (libcuda, libnvrtc). */
+  readonly nativeStatus: NativeStatus;
+
+  private constructor(worker: GpuWorker, device: DeviceInfo, status: NativeStatus) {
+    this.worker = worker;
+    this.device = device;
+    this.arch = archForComputeCapability(device.computeCapability);
+    this.nativeStatus = status;
+  }
+
+  /**
+   * Starts a worker for `options.device` (default 0) and reads the device. Rejects with CudaUnavailableError when the
+   * addon, the driver or the device is missing (the message says what to install).
+   */
+  static async open(options: GpuOptions = {}): Promise<Gpu> {
+    const worker = new GpuWorker(options);
+    try {
+      const ready = await worker.start();
+      if (ready.addonError) throw ready.addonError;
+      const device = await worker.request('deviceInfo', { ordinal: worker.device });
+      return new Gpu(worker, device, ready.status);
+    } catch (e) {
+      await worker.dispose();
+      throw e;
+    }
+  }
+
+  /** Whether the worker loaded NVRTC (else compile through NvccCompiler; selectCompiler chooses). */
+  get nvrtcAvailable(): boolean {
+    return this.nativeStatus.nvrtc.loaded;
+  }
+
+  devices(options: RequestOptions = {}): Promise<DeviceInfo[]> {
+    return this.worker.request('devices', {}, options);
+  }
+
+  runtime(options: RequestOptions = {}): Promise<RuntimeInfo> {
+    return this.worker.request('runtime', {}, options);
+  }
+
+  memInfo(options: RequestOptions = {}): Promise<MemInfo> {
+    return this.worker.request('memInfo', {}, options);
+  }
+
+  /** Compiles with NVRTC in the worker (on its thread pool: several compiles may run at once). */
+  async compile(program: Program | ProgramInit, options: CompileOptions = {}): Promise<CompiledProgram> {
+    const p = Program.from(program);
+    const arch = p.arch ?? this.arch;
+    const r = await this.worker.request('compile', p.toNativeRequest(arch), options);
+    const compiled: CompiledProgram = {
+      cubin: Buffer.isBuffer(r.cubin) ? r.cubin : Buffer.from(r.cubin),
+      log: r.log,
+      loweredNames: r.loweredNames,
+      backend: 'nvrtc',
+      arch,
+      durationMs: r.durationMs,
+    };
+    if (r.ptx !== undefined) compiled.ptx = r.ptx;
+    return compiled;
+  }
+
+  /** A compiler for this Gpu: NVRTC in the worker when loaded, else nvcc (see selectCompiler). */
+  compiler(): Promise<Compiler> {
+    return selectCompiler({ gpu: this });
+  }
+
+  async loadModule(compiled: CompiledProgram, options: RequestOptions = {}): Promise<Module> {
+    if (typeof compiled !== 'object' || compiled === null || !(compiled.cubin instanceof Uint8Array) || compiled.cubin.byteLength === 0)
+      throw argumentError('compiled', 'a CompiledProgram with a non-empty cubin', compiled);
+    const { result, generation } = await this.worker.call('moduleLoad', { cubin: compiled.cubin }, options);
+    return new Module(this, compiled, generation, result.module);
+  }
+
+  async alloc<D extends DType>(dtype: D, length: number, options: RequestOptions = {}): Promise<DeviceBuffer<D>> {
+    checkDType('dtype', dtype);
+    checkPositiveInteger('length', length);
+    const bytes = length * dtypeBytes(dtype);
+    if (!Number.isSafeInteger(bytes)) throw argumentError('length', 'a buffer size below 2^53 bytes', length);
+    const { result, generation } = await this.worker.call('memAlloc', { bytes }, options);
+    return new DeviceBuffer(this, dtype, length, generation, result.buffer);
+  }
+
+  /** One launch, waited for. Checked against the device and the kernel first (LaunchError before anything runs). */
+  async launch(kernel: Kernel, config: LaunchConfig | LaunchConfigInit, args: readonly KernelArg[], options: RequestOptions = {}): Promise<void> {
+    const build = this.prepareLaunch(kernel, config, args);
+    await this.worker.request('launch', build, options);
+  }
+
+  /** Warm-up launches, then `iterations` timed ones (CUDA events around each); statistics computed here. */
+  async benchmark(
+    kernel: Kernel,
+    config: LaunchConfig | LaunchConfigInit,
+    args: readonly KernelArg[],
+    options: BenchmarkOptions = {},
+  ): Promise<TimingStats> {
+    const warmup = options.warmup === undefined ? 3 : checkNonNegativeInteger('warmup', options.warmup);
+    const iterations = options.iterations === undefined ? 20 : checkPositiveInteger('iterations', options.iterations);
+    const flushL2 = options.flushL2 === undefined ? false : checkBoolean('flushL2', options.flushL2);
+    const build = this.prepareLaunch(kernel, config, args);
+    const { samplesMs } = await this.worker.request(
+      'benchmark',
+      async (generation: number) => ({ ...(await build(generation)), warmup, iterations, flushL2 }),
+      options,
+    );
+    return computeStats(samplesMs);
+  }
+
+  /** Stops the worker. Handles of this Gpu cannot be used afterwards. */
+  dispose(): Promise<void> {
+    return this.worker.dispose();
+  }
+
+  private prepareLaunch(
+    kernel: Kernel,
+    config: LaunchConfig | LaunchConfigInit,
+    args: readonly KernelArg[],
+  ): (generation: number) => Promise<WireLaunch> {
+    if (!(kernel instanceof Kernel) || kernel.gpu !== this) throw argumentError('kernel', 'a Kernel of this Gpu', kernel);
+    const cfg = LaunchConfig.from(config).validate(this.device, kernel.attributes);
+    if (!Array.isArray(args)) throw argumentError('args', 'an array of DeviceBuffers and typed scalars', args);
+    const checked = args.map((a, i): DeviceBuffer | KernelScalar => {
+      if (a instanceof DeviceBuffer) {
+        if (a.gpu !== this) throw argumentError(`args[${i}]`, 'a DeviceBuffer of this Gpu', a);
+        if (a.freed) throw argumentError(`args[${i}]`, 'a DeviceBuffer that is not freed', a);
+        return a;
+      }
+      if (isKernelScalar(a)) return { kind: 'scalar', dtype: a.dtype, value: checkScalarValue(a.dtype, a.value, `args[${i}]`) };
+      throw argumentError(`args[${i}]`, 'a DeviceBuffer or a typed scalar such as int32(n) or float32(x)', a);
+    });
+    return async (generation: number) => ({
+      kernel: await kernel[BIND](generation),
+      grid: cfg.grid,
+      block: cfg.block,
+      sharedMemBytes: cfg.sharedMemBytes,
+      args: await Promise.all(
+        checked.map(async (a): Promise<WireArg> =>
+          a instanceof DeviceBuffer ? { kind: 'buffer', buffer: await a[BIND](generation) } : { kind: 'scalar', dtype: a.dtype, value: a.value },
+        ),
+      ),
+    });
+  }
+}
+

@@ -1,0 +1,139 @@
+// The typed protocol between the parent (client.ts / gpu-worker.ts) and the worker process (worker-main.ts).
+//
+// Transport: child_process.fork with serialization 'advanced' (the V8 serializer), so Buffers, typed arrays and
+// BigInt (device pointers, 64-bit scalars) cross intact. Handles (buffers, modules, kernels) are small integers that
+// the worker assigns and resolves; a raw device pointer never leaves the worker, so a stale or forged handle is an
+// ArgumentError there instead of memory corruption.
+
+import type { SerializedError } from './errors';
+import type { DType, NativeCompileRequest, NativeCompileResult, NativeStatus } from './native-types';
+import type { NormalizedRandomSpec } from './random';
+import type { DeviceInfo, Dim3, KernelAttributes, MemInfo, RuntimeInfo } from './types';
+
+export type HandleId = number;
+
+export type WireArg =
+  | { kind: 'buffer'; buffer: HandleId }
+  | { kind: 'scalar'; dtype: DType; value: number | bigint };
+
+export interface WireLaunch {
+  kernel: HandleId;
+  grid: Dim3;
+  block: Dim3;
+  sharedMemBytes: number;
+  args: WireArg[];
+}
+
+type None = Record<string, never>;
+
+/** method → [params, result]. */
+export interface WorkerMethods {
+  runtime: [None, RuntimeInfo];
+  devices: [None, DeviceInfo[]];
+  deviceInfo: [{ ordinal: number }, DeviceInfo];
+  memInfo: [None, MemInfo];
+  compile: [NativeCompileRequest, NativeCompileResult & { durationMs: number }];
+  moduleLoad: [{ cubin: Uint8Array }, { module: HandleId }];
+  moduleUnload: [{ module: HandleId }, void];
+  getKernel: [{ module: HandleId; loweredName: string }, { kernel: HandleId; attributes: KernelAttributes }];
+  memAlloc: [{ bytes: number }, { buffer: HandleId }];
+  memFree: [{ buffer: HandleId }, void];
+  memUpload: [{ buffer: HandleId; data: ArrayBufferView; byteOffset: number }, void];
+  memDownload: [{ buffer: HandleId; byteOffset: number; bytes: number }, Uint8Array];
+  memFill: [{ buffer: HandleId; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }, void];
+  fillRandom: [{ buffer: HandleId; dtype: DType; count: number; spec: NormalizedRandomSpec }, void];
+  memCopy: [{ dst: HandleId; src: HandleId; bytes: number }, void];
+  launch: [WireLaunch, void];
+  benchmark: [WireLaunch & { warmup: number; iterations: number; flushL2: boolean }, { samplesMs: number[] }];
+}
+
+export type MethodName = keyof WorkerMethods;
+export type ParamsOf<M extends MethodName> = WorkerMethods[M][0];
+export type ResultOf<M extends MethodName> = WorkerMethods[M][1];
+
+export interface MethodTraits {
+  /** Runs off the worker's main thread (NVRTC on the libuv pool): several may be in flight at once. */
+  async: boolean;
+  /** Safe to send again to a fresh worker when the worker died because of another request (no handles, no effects). */
+  idempotent: boolean;
+}
+
+const SYNC: MethodTraits = { async: false, idempotent: false };
+
+export const METHOD_TRAITS: Record<MethodName, MethodTraits> = {
+  runtime: SYNC,
+  devices: SYNC,
+  deviceInfo: SYNC,
+  memInfo: SYNC,
+  compile: { async: true, idempotent: true },
+  moduleLoad: SYNC,
+  moduleUnload: SYNC,
+  getKernel: SYNC,
+  memAlloc: SYNC,
+  memFree: SYNC,
+  memUpload: SYNC,
+  memDownload: SYNC,
+  memFill: SYNC,
+  fillRandom: SYNC,
+  memCopy: SYNC,
+  launch: SYNC,
+  benchmark: SYNC,
+};
+
+export function isMethodName(value: unknown): value is MethodName {
+  return typeof value === 'string' && Object.prototype.hasOwnProperty.call(METHOD_TRAITS, value);
+}
+
+// ---------------------------------------------------------------------------------------------------------------------
+// Messages
+
+export interface RequestMessage<M extends MethodName = MethodName> {
+  type: 'request';
+  id: number;
+  method: M;
+  params: ParamsOf<M>;
+}
+
+/** Parent → worker: a request, or a clean shutdown (release the context, then exit). */
+export type ParentMessage = RequestMessage | { type: 'shutdown' };
+
+export type ResponseMessage =
+  | { type: 'response'; id: number; ok: true; result: unknown }
+  | { type: 'response'; id: number; ok: false; error: SerializedError };
+
+export interface ReadyMessage {
+  type: 'ready';
+  pid: number;
+  /** What the addon found (libcuda, libnvrtc); all false when the addon itself could not be loaded. */
+  status: NativeStatus;
+  /** Why the addon could not be loaded; every request then fails with this error. */
+  addonError?: SerializedError;
+}
+
+export type LogLevel = 'debug' | 'info' | 'warn';
+export interface LogMessage {
+  type: 'log';
+  level: LogLevel;
+  message: string;
+}
+
+/** Worker → parent. */
+export type WorkerMessage = ResponseMessage | ReadyMessage | LogMessage;
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null;
+}
+
+export function isWorkerMessage(value: unknown): value is WorkerMessage {
+  if (!isRecord(value)) return false;
+  if (value.type === 'response') return typeof value.id === 'number' && typeof value.ok === 'boolean';
+  if (value.type === 'ready') return typeof value.pid === 'number' && isRecord(value.status);
+  if (value.type === 'log') return typeof value.message === 'string';
+  return false;
+}
+
+export function isParentMessage(value: unknown): value is ParentMessage {
+  if (!isRecord(value)) return false;
+  if (value.type === 'shutdown') return true;
+  return value.type === 'request' && typeof value.id === 'number' && isMethodName(value.method) && isRecord(value.params);
+}

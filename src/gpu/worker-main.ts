@@ -1,0 +1,339 @@
+// The GPU worker process (bundled to dist/gpu-worker.js). It is the only process that loads the addon: a kernel that
+// faults poisons its CUDA context and one that loops forever blocks its main thread, and in both cases the parent
+// kills this process and starts a fresh one instead of going down with it.
+//
+// Requests arrive in order from the parent. Compiles run on the libuv pool (the addon's AsyncWorker), so several can
+// be in flight; everything else is a synchronous CUDA call on this thread (the parent sends those one at a time, so
+// its watchdog always knows which request is running). The CUDA context is created on the first request that needs
+// it, for the device given by --device=N.
+
+import * as path from 'node:path';
+import { CudaUnavailableError, KernelFaultError, argumentError, fromNativeError, poisonsContext, serializeError, type GpuError } from './errors';
+import { dtypeBytes } from './dtype';
+import { loadNativeAddon } from './native';
+import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeStatus } from './native-types';
+import {
+  isParentMessage,
+  type HandleId,
+  type LogLevel,
+  type MethodName,
+  type ParamsOf,
+  type ReadyMessage,
+  type RequestMessage,
+  type ResultOf,
+  type WireLaunch,
+  type WorkerMessage,
+} from './protocol';
+import { checkRandomSpec, generateRandom } from './random';
+import type { KernelAttributes } from './types';
+
+/** Test-only: path of a JS module exporting a NativeAddon-shaped test double that replaces the real addon. */
+const ADDON_TEST_DOUBLE_ENV = 'LKT_GPU_ADDON_MODULE';
+/** Random fills are generated and uploaded in chunks of this many elements (bounded host memory). */
+const RANDOM_CHUNK_ELEMENTS = 1 << 22;
+
+interface BufferEntry {
+  ptr: bigint;
+  bytes: number;
+}
+interface ModuleEntry {
+  handle: bigint;
+  kernels: Set<HandleId>;
+}
+interface KernelEntry {
+  fn: bigint;
+  module: HandleId;
+  attributes: KernelAttributes;
+  /** The function's current dynamic shared memory limit (raised on demand, never lowered). */
+  dynamicSharedLimit: number;
+}
+
+function send(message: WorkerMessage): void {
+  // The parent is gone when the channel is closed; there is nobody left to answer.
+  if (!process.connected || !process.send) process.exit(0);
+  process.send(message);
+}
+
+function log(level: LogLevel, message: string): void {
+  send({ type: 'log', level, message });
+}
+
+function loadAddon(): { addon: NativeAddon } | { error: GpuError } {
+  const testDouble = process.env[ADDON_TEST_DOUBLE_ENV];
+  try {
+    if (testDouble) {
+      const mod = require(path.resolve(testDouble)) as NativeAddon | { default: NativeAddon };
+      return { addon: 'default' in mod ? mod.default : mod };
+    }
+    return { addon: loadNativeAddon() };
+  } catch (e) {
+    const message = e instanceof Error ? e.message : String(e);
+    const source = testDouble ? `the addon test double ${testDouble}` : 'the native addon (kernel_tuner_native.node)';
+    return {
+      error: new CudaUnavailableError(`GPU support is not available: ${source} could not be loaded: ${message}`, {
+        code: 'ADDON_NOT_LOADED',
+        explanation: testDouble
+          ? `Fix or unset ${ADDON_TEST_DOUBLE_ENV}.`
+          : 'Build it with `npm run build:native` (or reinstall the extension); it must sit in dist/native/.',
+      }),
+    };
+  }
+}
+
+class WorkerState {
+  private contextReady = false;
+  private poisoned: GpuError | null = null;
+  private device: NativeDeviceInfo | null = null;
+  private nextId = 1;
+  private readonly buffers = new Map<HandleId, BufferEntry>();
+  private readonly modules = new Map<HandleId, ModuleEntry>();
+  private readonly kernels = new Map<HandleId, KernelEntry>();
+  /** Scratch buffer larger than L2, written before each timed launch when flushL2 is asked; kept for this worker's life. */
+  private flush: BufferEntry | null = null;
+
+  constructor(
+    private readonly addon: NativeAddon,
+    private readonly ordinal: number,
+  ) {}
+
+  /** After a fault every CUDA call would fail with it again; say so plainly until the parent replaces this worker. */
+  notePossibleFault(error: GpuError): void {
+    if (poisonsContext(error) && !this.poisoned) this.poisoned = error;
+  }
+
+  private context(): NativeAddon {
+    if (this.poisoned)
+      throw new KernelFaultError(
+        `The CUDA context of this worker was poisoned by an earlier fault (${this.poisoned.code}); the worker is being replaced.`,
+        { code: this.poisoned.code, explanation: this.poisoned.explanation },
+      );
+    if (!this.contextReady) {
+      this.addon.contextCreate(this.ordinal);
+      this.contextReady = true;
+      log('debug', `CUDA context created on device ${this.ordinal}`);
+    }
+    return this.addon;
+  }
+
+  private deviceInfo(): NativeDeviceInfo {
+    this.device ??= this.addon.deviceInfo(this.ordinal);
+    return this.device;
+  }
+
+  private buffer(id: HandleId, name = 'buffer'): BufferEntry {
+    const b = this.buffers.get(id);
+    if (!b) throw argumentError(name, 'a live buffer handle of this worker (not freed)', id);
+    return b;
+  }
+
+  private kernel(id: HandleId): KernelEntry {
+    const k = this.kernels.get(id);
+    if (!k) throw argumentError('kernel', 'a kernel handle of a loaded module of this worker', id);
+    return k;
+  }
+
+  private checkRange(b: BufferEntry, byteOffset: number, bytes: number, name: string): void {
+    if (!Number.isSafeInteger(byteOffset) || byteOffset < 0 || !Number.isSafeInteger(bytes) || bytes < 0 || byteOffset + bytes > b.bytes)
+      throw argumentError(name, `a byte range within the buffer's ${b.bytes} bytes`, `[${byteOffset}, ${byteOffset + bytes})`);
+  }
+
+  private nativeLaunch(p: WireLaunch): NativeLaunch {
+    const addon = this.context();
+    const k = this.kernel(p.kernel);
+    if (p.sharedMemBytes > k.dynamicSharedLimit) {
+      // Above the default limit the function must opt in first; the client has already checked the device's maximum.
+      addon.functionSetMaxDynamicShared(k.fn, p.sharedMemBytes);
+      k.dynamicSharedLimit = p.sharedMemBytes;
+      log('debug', `raised the dynamic shared memory limit of kernel ${p.kernel} to ${p.sharedMemBytes} bytes`);
+    }
+    const args = p.args.map((a, i): NativeArg => {
+      if (a.kind === 'buffer') return { kind: 'buffer', ptr: this.buffer(a.buffer, `args[${i}]`).ptr };
+      return { kind: 'scalar', dtype: a.dtype, value: a.value };
+    });
+    return { fn: k.fn, grid: p.grid, block: p.block, sharedMemBytes: p.sharedMemBytes, args };
+  }
+
+  readonly handlers: { [M in MethodName]: (p: ParamsOf<M>) => ResultOf<M> | Promise<ResultOf<M>> } = {
+    runtime: () => ({
+      driverVersion: this.addon.driverVersion(),
+      nvrtcVersion: this.addon.status().nvrtc.loaded ? this.addon.nvrtcVersion() : null,
+      device: this.deviceInfo(),
+    }),
+    devices: () => Array.from({ length: this.addon.deviceCount() }, (_, i) => this.addon.deviceInfo(i)),
+    deviceInfo: (p) => {
+      const count = this.addon.deviceCount();
+      if (p.ordinal >= count)
+        throw new CudaUnavailableError(
+          count === 0
+            ? 'No CUDA device was found: the NVIDIA driver is loaded but reports no GPU. Check `nvidia-smi` and CUDA_VISIBLE_DEVICES.'
+            : `There is no CUDA device ${p.ordinal}: the driver reports ${count} (ordinals 0 to ${count - 1}).`,
+          { code: 'CUDA_ERROR_NO_DEVICE', library: 'libcuda', call: 'deviceInfo', explanation: 'Pick an existing device, or make the GPU visible to this process.' },
+        );
+      return p.ordinal === this.ordinal ? this.deviceInfo() : this.addon.deviceInfo(p.ordinal);
+    },
+    memInfo: () => {
+      const [freeBytes, totalBytes] = this.context().memInfo();
+      return { freeBytes, totalBytes };
+    },
+    compile: async (p) => {
+      const start = performance.now();
+      const result = await this.addon.compile(p);
+      return { ...result, durationMs: performance.now() - start };
+    },
+    moduleLoad: (p) => {
+      const handle = this.context().moduleLoad(Buffer.from(p.cubin.buffer, p.cubin.byteOffset, p.cubin.byteLength));
+      const id = this.nextId++;
+      this.modules.set(id, { handle, kernels: new Set() });
+      return { module: id };
+    },
+    moduleUnload: (p) => {
+      const m = this.modules.get(p.module);
+      if (!m) throw argumentError('module', 'a loaded module handle of this worker', p.module);
+      this.context().moduleUnload(m.handle);
+      for (const k of m.kernels) this.kernels.delete(k);
+      this.modules.delete(p.module);
+    },
+    getKernel: (p) => {
+      const m = this.modules.get(p.module);
+      if (!m) throw argumentError('module', 'a loaded module handle of this worker', p.module);
+      const addon = this.context();
+      const fn = addon.moduleGetFunction(m.handle, p.loweredName);
+      const a = addon.functionAttributes(fn);
+      const attributes: KernelAttributes = {
+        registers: a.numRegs,
+        staticSharedBytes: a.sharedSizeBytes,
+        constBytes: a.constSizeBytes,
+        localBytes: a.localSizeBytes,
+        maxThreadsPerBlock: a.maxThreadsPerBlock,
+        maxDynamicSharedBytes: a.maxDynamicSharedSizeBytes,
+        ptxVersion: a.ptxVersion,
+        binaryVersion: a.binaryVersion,
+      };
+      const id = this.nextId++;
+      this.kernels.set(id, { fn, module: p.module, attributes, dynamicSharedLimit: a.maxDynamicSharedSizeBytes });
+      m.kernels.add(id);
+      return { kernel: id, attributes };
+    },
+    memAlloc: (p) => {
+      const ptr = this.context().memAlloc(p.bytes);
+      const id = this.nextId++;
+      this.buffers.set(id, { ptr, bytes: p.bytes });
+      return { buffer: id };
+    },
+    memFree: (p) => {
+      const b = this.buffer(p.buffer);
+      this.context().memFree(b.ptr);
+      this.buffers.delete(p.buffer);
+    },
+    memUpload: (p) => {
+      const b = this.buffer(p.buffer);
+      this.checkRange(b, p.byteOffset, p.data.byteLength, 'data');
+      this.context().memUpload(b.ptr, p.data, p.byteOffset);
+    },
+    memDownload: (p) => {
+      const b = this.buffer(p.buffer);
+      this.checkRange(b, p.byteOffset, p.bytes, 'bytes');
+      return this.context().memDownload(b.ptr, p.bytes, p.byteOffset);
+    },
+    memFill: (p) => {
+      const b = this.buffer(p.buffer);
+      this.checkRange(b, 0, p.elementBytes * p.count, 'count');
+      this.context().memFill(b.ptr, p.elementBytes, p.pattern, p.count);
+    },
+    fillRandom: (p) => {
+      const b = this.buffer(p.buffer);
+      const elementBytes = dtypeBytes(p.dtype);
+      this.checkRange(b, 0, elementBytes * p.count, 'count');
+      const spec = checkRandomSpec(p.dtype, p.spec);
+      const addon = this.context();
+      generateRandom(p.dtype, p.count, spec, (chunk, offset) => addon.memUpload(b.ptr, chunk, offset * elementBytes), RANDOM_CHUNK_ELEMENTS);
+    },
+    memCopy: (p) => {
+      const dst = this.buffer(p.dst, 'dst');
+      const src = this.buffer(p.src, 'src');
+      this.checkRange(dst, 0, p.bytes, 'bytes');
+      this.checkRange(src, 0, p.bytes, 'bytes');
+      this.context().memCopy(dst.ptr, src.ptr, p.bytes);
+    },
+    launch: (p) => {
+      const launch = this.nativeLaunch(p);
+      this.addon.launch(launch);
+    },
+    benchmark: (p) => {
+      const launch = this.nativeLaunch(p);
+      let flushPtr = 0n;
+      let flushBytes = 0;
+      if (p.flushL2) {
+        if (!this.flush) {
+          const bytes = Math.max(2 * this.deviceInfo().l2CacheBytes, 1 << 20);
+          this.flush = { ptr: this.addon.memAlloc(bytes), bytes };
+        }
+        flushPtr = this.flush.ptr;
+        flushBytes = this.flush.bytes;
+      }
+      return { samplesMs: this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes }) };
+    },
+  };
+
+  status(): NativeStatus {
+    return this.addon.status();
+  }
+
+  shutdown(): void {
+    if (this.contextReady && !this.poisoned) this.addon.contextDestroy();
+  }
+}
+
+function parseDevice(argv: readonly string[]): number {
+  const arg = argv.find((a) => a.startsWith('--device='));
+  const n = arg ? Number(arg.slice('--device='.length)) : 0;
+  return Number.isSafeInteger(n) && n >= 0 ? n : 0;
+}
+
+function main(): void {
+  if (!process.send) {
+    console.error('gpu-worker: must be started by the GPU client (child_process.fork with an IPC channel)');
+    process.exit(2);
+  }
+  const loaded = loadAddon();
+  const state = 'addon' in loaded ? new WorkerState(loaded.addon, parseDevice(process.argv)) : null;
+  const addonError = 'error' in loaded ? loaded.error : null;
+
+  const handle = async (msg: RequestMessage): Promise<void> => {
+    try {
+      if (!state) throw addonError;
+      const handler = state.handlers[msg.method] as (p: unknown) => unknown;
+      const result = await handler(msg.params);
+      send({ type: 'response', id: msg.id, ok: true, result });
+    } catch (e) {
+      const error = fromNativeError(e);
+      state?.notePossibleFault(error);
+      send({ type: 'response', id: msg.id, ok: false, error: serializeError(error) });
+    }
+  };
+
+  process.on('message', (raw: unknown) => {
+    if (!isParentMessage(raw)) {
+      log('warn', 'gpu-worker: ignored a message that is not part of the protocol');
+      return;
+    }
+    if (raw.type === 'shutdown') {
+      try {
+        state?.shutdown();
+      } finally {
+        process.exit(0);
+      }
+    }
+    void handle(raw);
+  });
+  // The parent closed the channel or died: nobody can use this context any more.
+  process.on('disconnect', () => process.exit(0));
+
+  const unloaded = { loaded: false, error: addonError?.message ?? '' };
+  const status: NativeStatus = state ? state.status() : { cuda: unloaded, nvrtc: unloaded };
+  const ready: ReadyMessage = { type: 'ready', pid: process.pid, status };
+  if (addonError) ready.addonError = serializeError(addonError);
+  send(ready);
+}
+
+main();

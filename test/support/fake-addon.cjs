@@ -1,0 +1,237 @@
+// TEST DOUBLE of the native addon (NativeAddon in src/gpu/native-types.ts), loaded by the GPU worker only when
+// LKT_GPU_ADDON_MODULE points at this file. It runs no CUDA: device memory is kept in JS Maps, "kernels" are JS
+// behaviours chosen by their lowered name, so the worker protocol can be tested with real child processes in CI.
+//
+// Scripted kernels (launch):
+//   vector_add(a, b, c, n)  c[i] = a[i] + b[i] (float32) for every i < n covered by grid.x * block.x
+//   spin_forever            busy-loops forever (the watchdog must kill the worker)
+//   fault                   throws CUDA_ERROR_ILLEGAL_ADDRESS and poisons the fake context: every later call throws it
+//   exit                    process.exit(3) (a worker that dies mid-request)
+//   sleep(ms)               blocks the worker's thread for ms milliseconds, then returns
+//   anything else           does nothing
+// Compile: "// fake-delay-ms: N" in the source delays the answer by N ms; a line containing "#error" fails with an
+// NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4.
+// Env: LKT_FAKE_NO_NVRTC=1 reports NVRTC as not loaded; LKT_FAKE_DEVICE_COUNT=N sets the device count (default 1).
+'use strict';
+
+const TOTAL_MEMORY = 80 * 2 ** 30;
+const DEFAULT_DYNAMIC_SHARED = 48 * 1024;
+
+function nativeError(code, call, explanation, extra) {
+  const e = new Error(`${call} failed: ${code} (${explanation})`);
+  return Object.assign(e, { code, call, explanation }, extra);
+}
+
+let sticky = null; // the fault that poisoned the fake context
+let contextCreated = false;
+let nextHandle = 1n;
+const memory = new Map(); // ptr → Uint8Array
+const modules = new Map(); // module → { kernels: string[] }
+const functions = new Map(); // fn → { name, dynamicSharedLimit }
+
+function live(call) {
+  if (sticky) throw nativeError(sticky, call, 'an illegal memory access was encountered');
+}
+function needContext(call) {
+  live(call);
+  if (!contextCreated) throw nativeError('CUDA_ERROR_INVALID_CONTEXT', call, 'no context is current');
+}
+function mem(ptr, call) {
+  const m = memory.get(ptr);
+  if (!m) throw nativeError('INVALID_ARGUMENT', call, `${ptr} is not a live allocation`);
+  return m;
+}
+function deviceCount() {
+  return Number(process.env.LKT_FAKE_DEVICE_COUNT ?? 1);
+}
+
+const deviceInfo = (ordinal) => {
+  if (ordinal >= deviceCount()) throw nativeError('CUDA_ERROR_INVALID_DEVICE', 'cuDeviceGet', 'invalid device ordinal');
+  return {
+    ordinal,
+    name: 'Fake H100 (test double)',
+    computeCapability: [9, 0],
+    multiprocessors: 132,
+    globalMemoryBytes: TOTAL_MEMORY,
+    l2CacheBytes: 50 * 2 ** 20,
+    maxThreadsPerBlock: 1024,
+    maxBlockDim: [1024, 1024, 64],
+    maxGridDim: [2147483647, 65535, 65535],
+    maxSharedMemoryPerBlock: DEFAULT_DYNAMIC_SHARED,
+    maxSharedMemoryPerBlockOptin: 227 * 1024,
+    maxRegistersPerBlock: 65536,
+    warpSize: 32,
+    clockRateKHz: 1980000,
+    memoryClockRateKHz: 2619000,
+    memoryBusWidthBits: 5120,
+    pciBusId: '0000:00:00.0',
+  };
+};
+
+function runKernel(launch) {
+  const f = functions.get(launch.fn);
+  if (!f) throw nativeError('INVALID_ARGUMENT', 'cuLaunchKernel', 'unknown function');
+  const threads = launch.block[0] * launch.block[1] * launch.block[2];
+  if (threads > 1024 || launch.sharedMemBytes > f.dynamicSharedLimit)
+    throw nativeError('CUDA_ERROR_INVALID_VALUE', 'cuLaunchKernel', 'invalid argument');
+  switch (f.name) {
+    case 'spin_forever':
+      for (;;);
+    case 'fault':
+      sticky = 'CUDA_ERROR_ILLEGAL_ADDRESS';
+      throw nativeError(sticky, 'cuStreamSynchronize', 'an illegal memory access was encountered');
+    case 'exit':
+      process.exit(3);
+    case 'sleep':
+      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(launch.args[0].value));
+      return;
+    case 'vector_add': {
+      const [a, b, c] = launch.args.slice(0, 3).map((arg) => {
+        const m = mem(arg.ptr, 'cuLaunchKernel');
+        return new Float32Array(m.buffer, m.byteOffset, m.byteLength / 4);
+      });
+      const n = Math.min(Number(launch.args[3].value), launch.grid[0] * launch.block[0]);
+      for (let i = 0; i < n; i++) c[i] = a[i] + b[i];
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+/** @type {import('../../src/gpu/native-types').NativeAddon} */
+module.exports = {
+  status: () => ({
+    cuda: { loaded: true, path: 'fake-libcuda.so.1' },
+    nvrtc: process.env.LKT_FAKE_NO_NVRTC ? { loaded: false, error: 'fake: no libnvrtc' } : { loaded: true, path: 'fake-libnvrtc.so.13' },
+  }),
+  driverVersion: () => 13000,
+  nvrtcVersion: () => [13, 0],
+  deviceCount,
+  deviceInfo,
+
+  compile: (request) =>
+    new Promise((resolve, reject) => {
+      if (request.source.includes('// fake-crash')) process.exit(4);
+      const delay = Number(/\/\/ fake-delay-ms: (\d+)/.exec(request.source)?.[1] ?? 0);
+      setTimeout(() => {
+        const lines = request.source.split('\n');
+        const bad = lines.findIndex((l) => l.includes('#error'));
+        if (bad >= 0) {
+          const log = `${request.fileName}(${bad + 1}): error: #error directive: ${lines[bad].replace(/.*#error\s*/, '')}\n\n1 error detected in the compilation of "${request.fileName}".\n`;
+          reject(nativeError('NVRTC_ERROR_COMPILATION', 'nvrtcCompileProgram', 'the program did not compile', { log }));
+          return;
+        }
+        const loweredNames = Object.fromEntries(request.nameExpressions.map((e) => [e, e]));
+        const cubin = Buffer.from(JSON.stringify({ kernels: request.nameExpressions, options: request.options, source: request.source }));
+        resolve({ cubin, log: '', loweredNames, ...(request.wantPtx ? { ptx: '// fake ptx' } : {}) });
+      }, delay);
+    }),
+
+  contextCreate: () => {
+    live('cuCtxCreate');
+    contextCreated = true;
+  },
+  contextDestroy: () => {
+    contextCreated = false;
+    memory.clear();
+    modules.clear();
+    functions.clear();
+  },
+  synchronize: () => needContext('cuCtxSynchronize'),
+  memInfo: () => {
+    needContext('cuMemGetInfo');
+    let used = 0;
+    for (const m of memory.values()) used += m.byteLength;
+    return [TOTAL_MEMORY - used, TOTAL_MEMORY];
+  },
+
+  moduleLoad: (cubin) => {
+    needContext('cuModuleLoadData');
+    const { kernels } = JSON.parse(Buffer.from(cubin).toString('utf8'));
+    const handle = nextHandle++;
+    modules.set(handle, { kernels });
+    return handle;
+  },
+  moduleUnload: (module) => {
+    needContext('cuModuleUnload');
+    if (!modules.delete(module)) throw nativeError('INVALID_ARGUMENT', 'cuModuleUnload', 'unknown module');
+  },
+  moduleGetFunction: (module, name) => {
+    needContext('cuModuleGetFunction');
+    const m = modules.get(module);
+    if (!m || !m.kernels.includes(name)) throw nativeError('CUDA_ERROR_NOT_FOUND', 'cuModuleGetFunction', 'named symbol not found');
+    const fn = nextHandle++;
+    functions.set(fn, { name, dynamicSharedLimit: DEFAULT_DYNAMIC_SHARED });
+    return fn;
+  },
+  functionAttributes: (fn) => {
+    needContext('cuFuncGetAttribute');
+    const f = functions.get(fn);
+    return {
+      numRegs: 32,
+      sharedSizeBytes: 0,
+      constSizeBytes: 0,
+      localSizeBytes: 0,
+      maxThreadsPerBlock: 1024,
+      maxDynamicSharedSizeBytes: f.dynamicSharedLimit,
+      ptxVersion: 90,
+      binaryVersion: 90,
+    };
+  },
+  functionSetMaxDynamicShared: (fn, bytes) => {
+    needContext('cuFuncSetAttribute');
+    if (bytes > 227 * 1024) throw nativeError('CUDA_ERROR_INVALID_VALUE', 'cuFuncSetAttribute', 'invalid argument');
+    functions.get(fn).dynamicSharedLimit = bytes;
+  },
+
+  memAlloc: (bytes) => {
+    needContext('cuMemAlloc');
+    const ptr = nextHandle++ << 20n;
+    memory.set(ptr, new Uint8Array(bytes));
+    return ptr;
+  },
+  memFree: (ptr) => {
+    needContext('cuMemFree');
+    mem(ptr, 'cuMemFree');
+    memory.delete(ptr);
+  },
+  memUpload: (ptr, data, byteOffset) => {
+    needContext('cuMemcpyHtoD');
+    mem(ptr, 'cuMemcpyHtoD').set(new Uint8Array(data.buffer, data.byteOffset, data.byteLength), byteOffset);
+  },
+  memDownload: (ptr, bytes, byteOffset) => {
+    needContext('cuMemcpyDtoH');
+    return Buffer.from(mem(ptr, 'cuMemcpyDtoH').subarray(byteOffset, byteOffset + bytes));
+  },
+  memFill: (ptr, elementBytes, pattern, count) => {
+    needContext('cuMemsetD32');
+    const m = mem(ptr, 'cuMemsetD32');
+    const view = new DataView(m.buffer, m.byteOffset, m.byteLength);
+    for (let i = 0; i < count; i++) {
+      const at = i * elementBytes;
+      if (elementBytes === 1) view.setUint8(at, Number(pattern));
+      else if (elementBytes === 2) view.setUint16(at, Number(pattern), true);
+      else if (elementBytes === 4) view.setUint32(at, Number(pattern), true);
+      else view.setBigUint64(at, pattern, true);
+    }
+  },
+  memCopy: (dst, src, bytes) => {
+    needContext('cuMemcpyDtoD');
+    mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+  },
+
+  launch: (launch) => {
+    needContext('cuLaunchKernel');
+    runKernel(launch);
+  },
+  benchmark: (launch, options) => {
+    needContext('cuLaunchKernel');
+    if (options.flushBytes > 0) mem(options.flushPtr, 'cuMemsetD8Async');
+    for (let i = 0; i < options.warmup; i++) runKernel(launch);
+    return Array.from({ length: options.iterations }, (_, i) => {
+      runKernel(launch);
+      return 1 + (i % 4) * 0.01;
+    });
+  },
+};
