@@ -1,5 +1,6 @@
-// CUDA helpers the verifier runs on the GPU, so that checking a configuration costs a few hundred microseconds even
-// for outputs of 2^26 elements (Kernel Tuner copies them to the host and compares there: 0.73 s per configuration).
+// CUDA helpers the tuner runs on the GPU: test-data generation and verification. Checking a configuration then costs a
+// few hundred microseconds even for outputs of 2^26 elements (Kernel Tuner copies them to the host and compares there:
+// 0.73 s per configuration), and generating 2^26 random inputs takes a millisecond instead of seconds on the host.
 // Compiled once per session through the same compiler as the kernels under test; templated, addressed by name
 // expressions ("lkt_compare<float>").
 import type { DType } from '../gpu/native-types';
@@ -22,8 +23,8 @@ export const CUDA_TYPE: Record<DType, string> = {
 export const COMPARE_SLOTS = { mismatches: 0, firstBad: 1 } as const;
 export const SCALE_SLOTS = { maxAbsBits: 0, nonFinite: 1 } as const;
 
-export const VERIFY_KERNELS_SOURCE = String.raw`
-// Written by llm-kernel-tuner's verifier. Grid-stride loops with per-thread partial results and one atomic per thread,
+export const HELPER_KERNELS_SOURCE = String.raw`
+// Written by llm-kernel-tuner. Grid-stride loops with per-thread partial results and one atomic per thread,
 // so a completely wrong output (every element differs) costs no more than a correct one.
 template <typename T> struct lkt_traits { static constexpr bool is_float = false; };
 template <> struct lkt_traits<float> { static constexpr bool is_float = true; };
@@ -85,6 +86,38 @@ __device__ __forceinline__ unsigned long long lkt_mix(unsigned long long z) {
   return z ^ (z >> 31);
 }
 
+// Counter-based random fills: element i depends only on (seed, i), never on the launch shape, so a buffer can be
+// regenerated bit for bit (after a worker restart, or to restore an input a faulty kernel overwrote).
+__device__ __forceinline__ double lkt_unit(unsigned long long seed, unsigned long long i) {
+  return (double)(lkt_mix(seed ^ lkt_mix(i)) >> 11) * 0x1.0p-53;  // [0, 1) with 53 random bits
+}
+
+template <typename T>
+__global__ void lkt_fill_uniform(T* __restrict__ out, unsigned long long n, double lo, double hi, unsigned long long seed) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+    out[i] = (T)(lo + (hi - lo) * lkt_unit(seed, i));
+}
+
+template <typename T>
+__global__ void lkt_fill_normal(T* __restrict__ out, unsigned long long n, double mean, double sd, unsigned long long seed) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const double u1 = 1.0 - lkt_unit(seed, 2 * i), u2 = lkt_unit(seed, 2 * i + 1);  // Box-Muller; u1 in (0, 1]
+    out[i] = (T)(mean + sd * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2));
+  }
+}
+
+// Integers in [lo, lo + span - 1]; span 0 stands for 2^64. The modulo bias is below 2^-40 for spans under 2^24.
+template <typename T>
+__global__ void lkt_fill_integers(T* __restrict__ out, unsigned long long n, long long lo, unsigned long long span, unsigned long long seed) {
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    const unsigned long long r = lkt_mix(seed ^ lkt_mix(i));
+    out[i] = (T)(lo + (long long)(span == 0 ? r : r % span));
+  }
+}
+
 __global__ void lkt_fingerprint(const unsigned char* __restrict__ data, unsigned long long bytes, unsigned long long* result) {
   const unsigned long long words = bytes / 4;
   const unsigned int* w = (const unsigned int*)data;
@@ -107,4 +140,19 @@ export function scaleKernelName(dtype: DType): string {
   return `lkt_scale<${CUDA_TYPE[dtype]}>`;
 }
 
+export function fillKernelName(kind: 'uniform' | 'normal' | 'integers', dtype: DType): string {
+  return `lkt_fill_${kind}<${CUDA_TYPE[dtype]}>`;
+}
+
 export const FINGERPRINT_KERNEL_NAME = 'lkt_fingerprint';
+
+/** Every name expression of the helpers for the given dtypes (the module is compiled once with all of them). */
+export function helperNameExpressions(dtypes: Iterable<DType>): string[] {
+  const names = new Set<string>([FINGERPRINT_KERNEL_NAME]);
+  for (const d of dtypes) {
+    names.add(compareKernelName(d));
+    names.add(scaleKernelName(d));
+    for (const kind of ['uniform', 'normal', 'integers'] as const) names.add(fillKernelName(kind, d));
+  }
+  return [...names];
+}

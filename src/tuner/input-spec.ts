@@ -191,6 +191,11 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
   }
 
   const scalars = resolveScalars(spec, kernel, problems);
+  const invalidScalars = new Set(
+    Object.entries(spec.arguments)
+      .filter(([n, a]) => 'value' in a && scalars[n] === undefined)
+      .map(([n]) => n),
+  );
   const args: ResolvedArgument[] = [];
   let totalBytes = 0;
   for (const parameter of kernel.parameters) {
@@ -216,7 +221,7 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
       problems.push(`${parameter.name}: is a scalar (${parameter.type}); give a value, not a buffer`);
       continue;
     }
-    const length = evaluateLength(parameter.name, argSpec.length, scalars, problems);
+    const length = evaluateLength(parameter.name, argSpec.length, scalars, invalidScalars, problems);
     if (length === undefined) continue;
     if (length % ctype.lanes !== 0) problems.push(`${parameter.name}: length ${length} is not a multiple of the ${ctype.lanes} lanes of ${parameter.baseType}`);
     if (parameter.isConst && argSpec.output) problems.push(`${parameter.name}: is const (${parameter.type}) and cannot be an output`);
@@ -227,7 +232,7 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
     const init = argSpec.output && argSpec.fill === undefined && argSpec.random === undefined ? undefined : bufferInit(argSpec);
     args.push({ kind: 'buffer', name: parameter.name, dtype: argSpec.dtype, length, output: argSpec.output, ...(init && { init }) });
   }
-  if (!args.some((a) => a.kind === 'buffer' && a.output)) problems.push(`no argument is marked "output": true, so nothing could be checked`);
+  if (!Object.values(spec.arguments).some((a) => 'output' in a && a.output)) problems.push(`no argument is marked "output": true, so nothing could be checked`);
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_TEST_BYTES;
   if (totalBytes > maxBytes) {
     problems.push(`the buffers need ${formatBytes(totalBytes)}, over the limit of ${formatBytes(maxBytes)}: make the problem smaller`);
@@ -265,19 +270,32 @@ function resolveScalars(spec: TestSpec, kernel: KernelSignature, problems: strin
   }
   for (const [name, s] of scalarEntries) {
     const v = values[name];
-    if (v === undefined) continue;
-    if (!isFloatDType(s.dtype)) {
-      if (!Number.isInteger(v)) problems.push(`${name}: ${s.dtype} needs an integer, but the value is ${v}`);
-      else checkIntegerRange(name, s.dtype, v, v, problems);
-    }
+    if (v === undefined || isFloatDType(s.dtype)) continue;
+    const before = problems.length;
+    if (!Number.isInteger(v)) problems.push(`${name}: ${s.dtype} needs an integer, but the value is ${v}`);
+    else checkIntegerRange(name, s.dtype, v, v, problems);
+    // Dropped, so that lengths using it are reported as depending on an invalid argument, not computed from it.
+    if (problems.length > before) delete values[name];
   }
   return values;
 }
 
-function evaluateLength(name: string, length: number | string, scalars: Record<string, number>, problems: string[]): number | undefined {
+function evaluateLength(
+  name: string,
+  length: number | string,
+  scalars: Record<string, number>,
+  invalidScalars: ReadonlySet<string>,
+  problems: string[],
+): number | undefined {
   let value: number;
   try {
-    value = typeof length === 'number' ? length : evaluateNumber(compileExpression(length, { knownNames: Object.keys(scalars) }), scalars);
+    if (typeof length === 'number') value = length;
+    else {
+      const expr = compileExpression(length);
+      // A length over a scalar that is itself invalid is not reported twice.
+      if (expr.names.some((n) => invalidScalars.has(n))) return undefined;
+      value = evaluateNumber(compileExpression(length, { knownNames: Object.keys(scalars) }), scalars);
+    }
   } catch (e) {
     problems.push(`${name}: length "${length}": ${(e as Error).message}`);
     return undefined;

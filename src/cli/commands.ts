@@ -1,0 +1,22 @@
+// The command registry: name → a summary for the usage text and a lazy loader of its module.
+
+export interface CliCommand {
+  run(args: string[]): Promise<number>;
+}
+
+interface Entry {
+  summary: string;
+  load(): Promise<CliCommand>;
+}
+
+export const commands: Record<string, Entry> = {
+  devices: { summary: 'list the GPUs with their limits, driver and NVRTC versions', load: () => import('./devices') },
+  tune: { summary: 'tune a kernel from a spec file (Kernel Tuner semantics, no LLM), or replay a cache with --simulate', load: () => import('./tune') },
+  probe: { summary: 'compile, check and time a vector add over a few block sizes (a health check of the GPU path)', load: () => import('./probe') },
+};
+
+export function usage(): string {
+  const width = Math.max(...Object.keys(commands).map((n) => n.length));
+  const lines = Object.entries(commands).map(([name, c]) => `  ${name.padEnd(width)}  ${c.summary}`);
+  return `usage: llm-kernel-tuner <command> [options]   (llm-kernel-tuner <command> --help for its options)\n\ncommands:\n${lines.join('\n')}\n\n--debug prints stack traces of errors.\n`;
+}

@@ -1,0 +1,235 @@
+// llm-kernel-tuner tune: Kernel Tuner's job without an LLM. A tuning spec (YAML/JSON: inputs, tunable parameters,
+// restrictions, geometry) drives a search on the GPU, or replays a cache file (--simulate) on any machine.
+import { readFileSync } from 'node:fs';
+import { basename, extname } from 'node:path';
+import { parseArgs } from 'node:util';
+import { CudaUnavailableError } from '../gpu/errors';
+import { CacheFile, replay } from '../tuner/cache';
+import { SearchSpace } from '../tuner/search-space';
+import { resolveStrategy } from '../tuner/strategies';
+import { KernelTest, TunableKernel, type TuneOptions } from '../tuner/tunable-kernel';
+import { loadTuningSpec, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
+import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
+import { ms, ProgressBar, table } from './format';
+
+const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
+       llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
+
+Tunes a CUDA kernel as Kernel Tuner does: every configuration of the tunable parameters that satisfies the restrictions
+is compiled with NVRTC, verified against the reference on two input sets and timed with CUDA events.
+
+options:
+  --spec FILE              the tuning spec (inputs, tune params, restrictions, geometry), when FILE.cu is given first
+  --kernel NAME            the __global__ function (default: the spec's, or the only one in the file)
+  --param NAME=V1,V2,...   a tunable parameter and its values (replaces the spec's parameter of that name)
+  --restriction EXPR       an extra restriction, e.g. "block_size_x*block_size_y<=1024" (repeatable)
+  --strategy NAME          brute_force (default), random_sample, greedy_mls, genetic_algorithm
+  --max-fevals N           evaluate at most N configurations
+  --time-limit SECONDS     start no new evaluation after this long
+  --seed N                 seed of the strategy's random choices
+  --iterations N           timed launches per configuration (default 32)
+  --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it
+  --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
+  --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
+  --device N               GPU ordinal (default 0)
+  --json                   print the result as JSON on stdout (progress still goes to stderr)
+`;
+
+export async function run(args: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args,
+    allowPositionals: true,
+    options: {
+      spec: { type: 'string' },
+      kernel: { type: 'string' },
+      param: { type: 'string', multiple: true },
+      restriction: { type: 'string', multiple: true },
+      strategy: { type: 'string' },
+      'max-fevals': { type: 'string' },
+      'time-limit': { type: 'string' },
+      seed: { type: 'string' },
+      iterations: { type: 'string' },
+      cache: { type: 'string' },
+      simulate: { type: 'string' },
+      'simulate-if-no-gpu': { type: 'string' },
+      device: { type: 'string' },
+      json: { type: 'boolean' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) {
+    process.stdout.write(HELP);
+    return 0;
+  }
+  const [first, ...extra] = positionals;
+  if (!first || extra.length > 0) throw new TuningSpecError(`expected one spec file or one .cu file with --spec\n\n${HELP}`);
+  const isSource = ['.cu', '.cuh'].includes(extname(first).toLowerCase());
+  const specPath = isSource ? values.spec : first;
+  if (!specPath) throw new TuningSpecError(`${first} needs a tuning spec for its inputs: --spec SPEC.yaml`);
+  const spec = applyFlags(loadTuningSpec(specPath), values);
+  const sourcePath = isSource ? first : spec.file;
+  if (!sourcePath) throw new TuningSpecError(`the spec ${specPath} names no kernel file ("file:"), so give the .cu file first`);
+  const code = readFileSync(sourcePath, 'utf8');
+  const kernel = await TunableKernel.create(code, {
+    fileName: basename(sourcePath),
+    ...(spec.kernel && { kernelName: spec.kernel }),
+    ...(spec.templateArgs && { templateArgs: spec.templateArgs }),
+  });
+  // Resolving the inputs now reports a spec that does not fit the kernel before any GPU or cache work.
+  const test = KernelTest.fromSpec({ arguments: spec.arguments, problemSize: spec.problemSize, seed: spec.seed });
+  test.resolve(kernel.signature);
+
+  const progress = new ProgressBar();
+  let failures = 0;
+  const onResult = (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => {
+    if (r.status !== 'ok') failures++;
+    progress.update(p.evaluations, p.total, `failed ${failures}${p.best ? `, best ${ms(p.best.timeMs)} ms` : ''}`);
+  };
+
+  let result: TuneResult;
+  let mode: string;
+  const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
+  if (replayFile !== undefined) {
+    mode = `replayed from ${replayFile} (simulation: no GPU used)`;
+    result = await simulate(spec, kernel.name, replayFile, onResult);
+  } else {
+    mode = 'measured on the GPU';
+    const options: TuneOptions = {
+      strategy: spec.strategy,
+      ...(spec.strategyOptions && { strategyOptions: spec.strategyOptions }),
+      ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
+      ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
+      ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
+      ...(values.device !== undefined && { device: integer('--device', values.device) }),
+      ...(values.cache !== undefined && { cache: values.cache }),
+      iterations: spec.iterations,
+      warmup: spec.warmup,
+      flushL2: spec.flushL2,
+      earlyStop: spec.earlyStop,
+      compilerOptions: spec.compilerOptions,
+      ...(spec.tolerance && { tolerance: spec.tolerance }),
+      ...(spec.gridDivX !== undefined && { gridDivX: spec.gridDivX }),
+      ...(spec.gridDivY !== undefined && { gridDivY: spec.gridDivY }),
+      ...(spec.gridDivZ !== undefined && { gridDivZ: spec.gridDivZ }),
+      ...(spec.blockSizeNames && { blockSizeNames: spec.blockSizeNames }),
+      ...(spec.referenceConfig && { referenceConfig: spec.referenceConfig }),
+      ...(spec.reference && {
+        oracle: {
+          code: readFileSync(spec.reference.file, 'utf8'),
+          ...(spec.referenceConfig && { config: spec.referenceConfig }),
+          ...(spec.reference.kernel && { kernelName: spec.reference.kernel }),
+        },
+      }),
+      onResult,
+    };
+    result = await kernel.tune(test, spec.tuneParams, spec.restrictions, options);
+  }
+  progress.finish();
+
+  if (values.json) {
+    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result }, null, 2)}\n`);
+  } else {
+    process.stdout.write(report(result, Object.keys(spec.tuneParams), kernel.name, mode));
+  }
+  return result.best ? 0 : 1;
+}
+
+/** Runs the spec's strategy over the spec's space with every evaluation answered from the cache. */
+async function simulate(
+  spec: TuningSpec,
+  kernelName: string,
+  cachePath: string,
+  onResult: (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => void,
+): Promise<TuneResult> {
+  const cache = CacheFile.load(cachePath);
+  if (cache.header.kernel_name !== kernelName) {
+    throw new TuningSpecError(`${cachePath} holds results for kernel '${cache.header.kernel_name}', not '${kernelName}'`);
+  }
+  const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
+  const { evaluate, clock } = replay(cache, { space });
+  const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
+  return strategy.run(space, evaluate, {
+    clock,
+    ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
+    ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
+    onResult: (r, p) => onResult(r, { ...p, total: space.size }),
+  });
+}
+
+/** The results table (fastest first, then failures by kind) and the best configuration. */
+function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string): string {
+  const ok = result.results.filter((r) => r.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!);
+  const failed = result.results.filter((r) => r.timeMs === undefined);
+  const rows = [...ok, ...failed].map((r) => [
+    ...paramNames.map((p) => String(r.config[p])),
+    r.status,
+    ms(r.stats?.medianMs ?? r.timeMs),
+    ms(r.stats?.minMs),
+    ms(r.stats?.maxMs),
+    r.resources ? String(r.resources.registers) : '',
+  ]);
+  let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
+  const counts = new Map<string, number>();
+  for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+  text += `\n${kernelName}: ${result.evaluations} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s (${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}; stopped: ${result.stopReason})\n`;
+  const best = result.best;
+  if (best) {
+    text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;
+    if (best.geometry) text += `  (grid ${best.geometry.grid.join('x')}, block ${best.geometry.block.join('x')})`;
+    text += '\n';
+  } else {
+    text += 'no configuration succeeded\n';
+  }
+  const firstErrors = failed.filter((r) => r.error).slice(0, 3);
+  for (const r of firstErrors) text += `\n${paramNames.map((p) => `${p}=${String(r.config[p])}`).join(' ')} ${r.status}: ${r.error!.message.split('\n')[0]}`;
+  return firstErrors.length ? `${text}\n` : text;
+}
+
+function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknown>): TuningSpec & { dir: string } {
+  const out = { ...spec, tuneParams: { ...spec.tuneParams }, restrictions: [...spec.restrictions] };
+  if (typeof v.kernel === 'string') out.kernel = v.kernel;
+  for (const p of (v.param as string[] | undefined) ?? []) {
+    const m = /^([A-Za-z_]\w*)=(.+)$/.exec(p);
+    if (!m) throw new TuningSpecError(`--param expects NAME=V1,V2,... but received '${p}'`);
+    out.tuneParams[m[1]!] = m[2]!.split(',').map(parseValue);
+  }
+  out.restrictions.push(...((v.restriction as string[] | undefined) ?? []));
+  if (typeof v.strategy === 'string') out.strategy = v.strategy;
+  if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
+  if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
+  if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);
+  return out;
+}
+
+function parseValue(text: string): ParamValue {
+  const t = text.trim();
+  if (t === 'true' || t === 'True') return true;
+  if (t === 'false' || t === 'False') return false;
+  const n = Number(t);
+  return t !== '' && Number.isFinite(n) ? n : t;
+}
+
+function integer(flag: string, text: string): number {
+  const n = Number(text);
+  if (!Number.isSafeInteger(n) || n < 0) throw new TuningSpecError(`${flag} expects a non-negative integer, received '${text}'`);
+  return n;
+}
+
+function positive(flag: string, text: string): number {
+  const n = Number(text);
+  if (!(n > 0)) throw new TuningSpecError(`${flag} expects a positive number, received '${text}'`);
+  return n;
+}
+
+/** Whether a CUDA driver with a device is usable here (asked of the worker, so a broken driver cannot crash us). */
+async function gpuPresent(): Promise<boolean> {
+  const { Gpu } = await import('../gpu/client');
+  try {
+    const gpu = await Gpu.open();
+    await gpu.dispose();
+    return true;
+  } catch (e) {
+    if (e instanceof CudaUnavailableError) return false;
+    throw e;
+  }
+}

@@ -1,0 +1,130 @@
+// What the tuner needs from a GPU, as one interface: the real implementation drives the GPU worker (gpu-backend.ts);
+// CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
+// decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
+import type { Dim3 } from './types';
+import type { DeviceLimits } from './geometry';
+import type { ResolvedTest } from './input-spec';
+import type { SampleStats, ResourceUsage } from './types';
+
+export interface DeviceDescription extends DeviceLimits {
+  name: string;
+  computeCapability: [number, number];
+  multiprocessors: number;
+  globalMemoryBytes: number;
+  l2CacheBytes: number;
+  /** cuDriverGetVersion, e.g. 13000. */
+  driverVersion: number;
+  /** "13.0", or null when kernels are compiled by nvcc. */
+  nvrtcVersion: string | null;
+  /** The compile target, e.g. "sm_90". */
+  arch: string;
+}
+
+/** One variant of a kernel to compile: the source with its defines. */
+export interface BuildRequest {
+  source: string;
+  fileName: string;
+  /** The C++ name expression of the kernel ("vector_add", "matmul<float, 16>"). */
+  nameExpression: string;
+  defines: Record<string, string>;
+  compilerOptions: readonly string[];
+}
+
+/** A compiled and loaded kernel, ready to launch. */
+export interface BuiltKernel {
+  readonly resources: ResourceUsage & { maxThreadsPerBlock: number };
+  readonly compileMs: number;
+  readonly loadMs: number;
+  /** The compiler's warnings (empty when clean). */
+  readonly log: string;
+  release(): Promise<void>;
+}
+
+export interface Launch {
+  grid: Dim3;
+  block: Dim3;
+  sharedMemBytes: number;
+}
+
+/** Host-side data of a test given by value (KernelTest): typed arrays and scalars, in argument order. */
+export type HostArgument =
+  | { kind: 'scalar'; name: string; dtype: ResolvedTest['arguments'][number]['dtype']; value: number | bigint }
+  | {
+      kind: 'buffer';
+      name: string;
+      dtype: ResolvedTest['arguments'][number]['dtype'];
+      data: ArrayBufferView & { length: number };
+      output: boolean;
+      /** The expected content after the run, when the user gave it; otherwise the oracle produces it. */
+      expected?: (ArrayBufferView & { length: number }) | null;
+    };
+
+/** Where a test's inputs come from: generated on the device from a spec, or uploaded from the host. */
+export type TestData = { kind: 'spec'; test: ResolvedTest } | { kind: 'host'; arguments: HostArgument[] };
+
+/** Absolute and relative tolerance of a float comparison: |out - ref| <= atol + rtol * |ref|. */
+export interface Tolerance {
+  rtol: number;
+  /** Absolute term; when undefined it is `atolScale` times the largest |ref| of that output. */
+  atol?: number;
+  atolScale: number;
+}
+
+export interface OutputMismatch {
+  name: string;
+  elements: number;
+  /** How many elements differ (including unwritten and NaN/Inf ones). */
+  mismatches: number;
+  /** Elements that still hold the poison pattern: the kernel never wrote them. */
+  unwritten: number;
+  /** NaN or Inf where the reference has a finite number. */
+  nonFinite: number;
+  maxAbsError: number;
+  maxRelError: number;
+  /** The first few differing elements. */
+  firstBad: { index: number; got: number | bigint; expected: number | bigint }[];
+  tolerance: { rtol: number; atol: number } | 'exact';
+}
+
+export type CheckOutcome =
+  | { ok: true }
+  | { ok: false; mismatches: OutputMismatch[]; modifiedInputs: string[]; inputSet: number; afterTiming: boolean };
+
+/** A test's data on the device: input sets, expected outputs, working buffers. */
+export interface PreparedTest {
+  /** Number of independent input sets (2: the second catches cached or constant results). */
+  readonly inputSets: number;
+  /** Scalar argument values, for problem-size expressions. */
+  readonly scalars: Record<string, number>;
+  release(): Promise<void>;
+}
+
+export interface TimingOptions {
+  warmup: number;
+  iterations: number;
+  flushL2: boolean;
+  timeoutMs: number;
+  /** Launch once first and stop there when that launch alone takes longer than this (a hopeless configuration). */
+  stopAboveMs?: number;
+}
+
+export interface TimingOutcome {
+  stats: SampleStats;
+  /** The outputs compared again after the timed launches (catches races and results that drift with repetition). */
+  recheck: CheckOutcome;
+  /** Only the one probing launch was timed (see TimingOptions.stopAboveMs). */
+  stoppedEarly: boolean;
+}
+
+export interface TuningBackend {
+  describe(): Promise<DeviceDescription>;
+  /** Compiles and loads; rejects with CompileError (log and diagnostics) when the source does not compile. */
+  build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel>;
+  /** Puts a test's inputs on the device and runs the oracle on every input set to produce the expected outputs. */
+  prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest>;
+  /** Runs the kernel on one input set with fresh (poisoned) outputs and compares every output with the expected one. */
+  check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: { timeoutMs: number }): Promise<CheckOutcome>;
+  /** Times the kernel on input set 0; afterwards its outputs are compared again when the kernel does not read them. */
+  time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome>;
+  dispose(): Promise<void>;
+}

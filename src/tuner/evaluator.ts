@@ -1,0 +1,226 @@
+// Evaluating one configuration: geometry → compile + load → check on every input set → time → check again → result.
+// Every failure becomes a result with its kind (compile error, launch error, fault, timeout, wrong result) and the search
+// goes on. Compiles of configurations announced through prefetch() run ahead, several at once, while the GPU times the
+// current one (NVRTC in the worker's thread pool, or nvcc subprocesses).
+import { createHash } from 'node:crypto';
+import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../gpu/errors';
+import type { BuildRequest, BuiltKernel, CheckOutcome, DeviceDescription, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import { defines, GeometryError, type Geometry } from './geometry';
+import { configKey, type Config, type ConfigResult, type FailureKind, type Reproduction } from './types';
+
+export interface EvaluatorOptions {
+  source: string;
+  fileName: string;
+  nameExpression: string;
+  compilerOptions: readonly string[];
+  geometry: Geometry;
+  paramNames: readonly string[];
+  /** Timed launches per configuration (default 32) after `warmup` untimed ones (default 3). */
+  iterations: number;
+  warmup: number;
+  flushL2: boolean;
+  /** A configuration whose first launch takes longer than this factor times the best median so far is not timed further. */
+  earlyStopFactor: number | undefined;
+  /** Time limit of one launch of the kernel under test (ms); a whole benchmark gets this per launch. */
+  launchTimeoutMs: number;
+  /** Compiles running ahead at most. */
+  compileConcurrency: number;
+  dynamicSharedMemBytes?: (config: Config) => number;
+}
+
+/** A configuration failed: what kind of failure, and the message (with the compiler log for compile errors). */
+class EvaluationFailure extends Error {
+  constructor(
+    readonly kind: FailureKind,
+    message: string,
+    readonly log?: string,
+  ) {
+    super(message);
+  }
+}
+
+export class Evaluator {
+  private readonly builds = new Map<string, Promise<BuiltKernel>>();
+  private readonly sourceHash: string;
+  private bestMs = Infinity;
+
+  constructor(
+    private readonly backend: TuningBackend,
+    private readonly device: DeviceDescription,
+    private readonly test: PreparedTest,
+    private readonly options: EvaluatorOptions,
+  ) {
+    this.sourceHash = createHash('sha256').update(options.source).digest('hex');
+  }
+
+  /** Starts compiling these configurations in the background (bounded by compileConcurrency). */
+  prefetch(configs: readonly Config[]): void {
+    for (const config of configs) {
+      if (this.builds.size >= this.options.compileConcurrency) return;
+      const request = this.tryRequest(config);
+      if (request && !this.builds.has(buildKey(request))) this.startBuild(request);
+    }
+  }
+
+  /** Releases every module still loaded (compiled ahead but never evaluated). */
+  async dispose(): Promise<void> {
+    const pending = [...this.builds.values()];
+    this.builds.clear();
+    await Promise.all(pending.map((p) => p.then((k) => k.release(), () => undefined)));
+  }
+
+  async evaluate(config: Config, signal?: AbortSignal): Promise<ConfigResult> {
+    const started = performance.now();
+    const key = configKey(config, this.options.paramNames);
+    const timings = { compileMs: 0, loadMs: 0, verifyMs: 0, benchmarkMs: 0 };
+    const result: ConfigResult = { config, key, status: 'ok' };
+    let kernel: BuiltKernel | undefined;
+    try {
+      const launch = this.launchOf(config);
+      result.geometry = { grid: launch.grid, block: launch.block };
+      const request = this.request(config, launch);
+      result.reproduce = this.reproduction(request);
+      kernel = await this.build(request, signal);
+      timings.compileMs = kernel.compileMs;
+      timings.loadMs = kernel.loadMs;
+      result.resources = { registers: kernel.resources.registers, sharedBytes: kernel.resources.sharedBytes, localBytes: kernel.resources.localBytes };
+
+      const verifyStart = performance.now();
+      for (let s = 0; s < this.test.inputSets; s++) {
+        this.expectOk(await this.run(() => this.backend.check(kernel!, launch, this.test, s, { timeoutMs: this.options.launchTimeoutMs })));
+      }
+      timings.verifyMs = performance.now() - verifyStart;
+
+      const benchStart = performance.now();
+      const stopAboveMs = this.options.earlyStopFactor !== undefined && Number.isFinite(this.bestMs) ? this.bestMs * this.options.earlyStopFactor : undefined;
+      const timed = await this.run(() =>
+        this.backend.time(kernel!, launch, this.test, {
+          warmup: this.options.warmup,
+          iterations: this.options.iterations,
+          flushL2: this.options.flushL2,
+          timeoutMs: this.options.launchTimeoutMs * (this.options.warmup + this.options.iterations + 1),
+          ...(stopAboveMs !== undefined && { stopAboveMs }),
+        }),
+      );
+      timings.benchmarkMs = performance.now() - benchStart;
+      this.expectOk(timed.recheck);
+      result.stats = timed.stats;
+      result.timeMs = timed.stats.medianMs;
+      if (timed.stoppedEarly) {
+        result.status = 'stopped_early';
+        result.note = `stopped after its first timed launch: ${timed.stats.medianMs.toFixed(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toFixed(4)} ms)`;
+      } else {
+        this.bestMs = Math.min(this.bestMs, timed.stats.medianMs);
+      }
+    } catch (e) {
+      if (!(e instanceof EvaluationFailure)) throw e;
+      result.status = e.kind;
+      result.error = { message: e.message, ...(e.log ? { log: e.log } : {}) };
+    } finally {
+      await kernel?.release().catch(() => undefined);
+    }
+    result.timings = { ...timings, frameworkMs: Math.max(0, performance.now() - started - timings.compileMs - timings.loadMs - timings.verifyMs - timings.benchmarkMs) };
+    result.timestamp = new Date().toISOString();
+    return result;
+  }
+
+  private launchOf(config: Config): Launch {
+    try {
+      const g = this.options.geometry.launch(config, this.test.scalars);
+      return { grid: g.grid, block: g.block, sharedMemBytes: this.options.dynamicSharedMemBytes?.(config) ?? 0 };
+    } catch (e) {
+      if (e instanceof GeometryError) throw new EvaluationFailure('launch_error', e.message);
+      throw e;
+    }
+  }
+
+  private request(config: Config, launch: Launch): BuildRequest {
+    return {
+      source: this.options.source,
+      fileName: this.options.fileName,
+      nameExpression: this.options.nameExpression,
+      defines: defines(config, launch, this.options.geometry.blockSizeNames),
+      compilerOptions: this.options.compilerOptions,
+    };
+  }
+
+  private tryRequest(config: Config): BuildRequest | undefined {
+    try {
+      return this.request(config, this.launchOf(config));
+    } catch {
+      return undefined; // its evaluation reports the problem
+    }
+  }
+
+  private startBuild(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
+    const promise = this.backend.build(request, signal);
+    promise.catch(() => undefined); // observed when evaluated; a prefetched one may never be
+    this.builds.set(buildKey(request), promise);
+    return promise;
+  }
+
+  private async build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
+    const key = buildKey(request);
+    const promise = this.builds.get(key) ?? this.startBuild(request, signal);
+    this.builds.delete(key);
+    try {
+      return await promise;
+    } catch (e) {
+      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', e.message, e.log);
+      throw e;
+    }
+  }
+
+  /** Runs a GPU step, turning the GPU layer's typed errors into this configuration's failure. */
+  private async run<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (e) {
+      if (e instanceof KernelTimeoutError) throw new EvaluationFailure('timeout', e.message);
+      if (e instanceof KernelFaultError) throw new EvaluationFailure('fault', e.message);
+      if (e instanceof LaunchError) throw new EvaluationFailure('launch_error', e.message);
+      if (e instanceof WorkerCrashedError) throw new EvaluationFailure('fault', e.message);
+      throw e;
+    }
+  }
+
+  private expectOk(outcome: CheckOutcome): void {
+    if (!outcome.ok) throw new EvaluationFailure('wrong_result', describeCheckFailure(outcome));
+  }
+
+  private reproduction(request: BuildRequest): Reproduction {
+    return {
+      sourceHash: this.sourceHash,
+      defines: request.defines,
+      compilerOptions: [...request.compilerOptions],
+      deviceName: this.device.name,
+      driverVersion: this.device.driverVersion,
+      nvrtcVersion: this.device.nvrtcVersion ?? 'nvcc',
+      statistic: 'median',
+    };
+  }
+}
+
+function buildKey(request: BuildRequest): string {
+  return JSON.stringify([request.defines, request.nameExpression]);
+}
+
+/** One readable paragraph: which outputs differ, how, and where; which inputs the kernel overwrote. */
+export function describeCheckFailure(outcome: CheckOutcome & { ok: false }): string {
+  const when = outcome.afterTiming ? 'after the timed launches' : `on input set ${outcome.inputSet + 1}`;
+  const parts = outcome.mismatches.map((m) => describeMismatch(m));
+  if (outcome.modifiedInputs.length > 0) parts.push(`it overwrote input${outcome.modifiedInputs.length > 1 ? 's' : ''} ${outcome.modifiedInputs.join(', ')}, which must stay unchanged`);
+  const hint = outcome.afterTiming ? ' (right once, wrong after repeated launches: a race or state kept between launches)' : outcome.inputSet > 0 ? ' (right on the first input set: a result that does not depend on the input)' : '';
+  return `wrong result ${when}${hint}: ${parts.join('; ')}`;
+}
+
+export function describeMismatch(m: OutputMismatch): string {
+  const pct = ((100 * m.mismatches) / m.elements).toPrecision(3);
+  const details: string[] = [];
+  if (m.unwritten > 0) details.push(`${m.unwritten} never written`);
+  if (m.nonFinite > 0) details.push(`${m.nonFinite} NaN/Inf where the reference is finite`);
+  if (m.maxAbsError > 0) details.push(`max abs error ${m.maxAbsError.toPrecision(4)}, max rel error ${m.maxRelError.toPrecision(4)}`);
+  const tol = m.tolerance === 'exact' ? 'exact comparison' : `tolerance atol ${m.tolerance.atol.toPrecision(3)} + rtol ${m.tolerance.rtol}`;
+  const first = m.firstBad.map((b) => `[${b.index}] ${String(b.got)} (expected ${String(b.expected)})`).join(', ');
+  return `${m.name}: ${m.mismatches} of ${m.elements} elements differ (${pct}%; ${tol})${details.length ? `, ${details.join(', ')}` : ''}; first: ${first}`;
+}

@@ -1,0 +1,588 @@
+// The tuner's backend on a real GPU, through the worker (src/gpu). Test data is generated, compared and fingerprinted
+// on the device by the helper kernels, so verification costs microseconds per configuration, not a host round trip.
+//
+// Device memory of a prepared test, per input set s (two sets: the second catches cached or constant results):
+//   inputs[s]    every buffer argument: inputs filled from their spec, pure outputs poisoned before each run,
+//                in/out buffers (outputs with an initial content) copied from initial[s] before each run;
+//   expected[s]  the oracle's outputs.
+// A worker restart (after a fault or a timeout) loses everything kernels wrote; each call checks the worker generation
+// and rebuilds the test data on a fresh worker before it goes on.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  CompileError,
+  Gpu,
+  isFloatDType,
+  scalar,
+  type Compiler,
+  type CompiledProgram,
+  type DeviceBuffer,
+  type DType,
+  type GpuOptions,
+  type Kernel,
+  type KernelArg,
+  type Module,
+} from '../gpu/client';
+import type {
+  BuildRequest,
+  BuiltKernel,
+  CheckOutcome,
+  DeviceDescription,
+  HostArgument,
+  Launch,
+  OutputMismatch,
+  PreparedTest,
+  TestData,
+  TimingOptions,
+  TimingOutcome,
+  Tolerance,
+  TuningBackend,
+} from './backend';
+import {
+  COMPARE_SLOTS,
+  FINGERPRINT_KERNEL_NAME,
+  HELPER_KERNELS_SOURCE,
+  SCALE_SLOTS,
+  compareKernelName,
+  fillKernelName,
+  helperNameExpressions,
+  scaleKernelName,
+} from './helper-kernels';
+import type { BufferInit, Distribution } from './input-spec';
+import type { SampleStats } from './types';
+
+/**
+ * Default float tolerances: |out - ref| <= atol + rtol * |ref|, where atol = atolScale * max|ref| of that output.
+ * The scale-aware absolute term lets values that cancel to nearly zero (a dot product of random signs) differ by the
+ * rounding of the large terms they came from; rtol covers reordered sums (tiling, unrolling, FMA contraction) over
+ * thousands of terms. Integers compare exactly.
+ */
+export const DEFAULT_TOLERANCE: Record<'float32' | 'float64', Tolerance> = {
+  float32: { rtol: 1e-4, atolScale: 1e-5 },
+  float64: { rtol: 1e-9, atolScale: 1e-11 },
+};
+
+/** Poison written into pure outputs before every checked run: canonical NaN for floats, 0xA5 bytes for integers. */
+const POISON: Record<DType, number | bigint> = {
+  int8: -91,
+  uint8: 0xa5,
+  int16: -23131,
+  uint16: 0xa5a5,
+  int32: -1515870811,
+  uint32: 0xa5a5a5a5,
+  int64: -6510615555426900571n,
+  uint64: 0xa5a5a5a5a5a5a5a5n,
+  float32: Number.NaN,
+  float64: Number.NaN,
+};
+
+const FIRST_BAD_SHOWN = 8;
+const HELPER_BLOCK = 256;
+
+type NumericArray = ArrayBufferView & { length: number; [i: number]: number | bigint };
+
+interface BufferSlot {
+  name: string;
+  dtype: DType;
+  length: number;
+  output: boolean;
+  buffer: DeviceBuffer;
+  /** In/out buffers: the initial content, copied in before each run. */
+  initial?: DeviceBuffer;
+  expected?: DeviceBuffer;
+  /** Inputs: fingerprint after generation (the kernel must leave it unchanged). */
+  fingerprint?: bigint;
+  tolerance?: { rtol: number; atol: number } | 'exact';
+}
+
+interface InputSet {
+  args: KernelArg[];
+  buffers: BufferSlot[];
+}
+
+class GpuBuiltKernel implements BuiltKernel {
+  constructor(
+    readonly module: Module,
+    readonly kernel: Kernel,
+    readonly compiled: CompiledProgram,
+    readonly compileMs: number,
+    readonly loadMs: number,
+  ) {}
+
+  get resources() {
+    const a = this.kernel.attributes;
+    return { registers: a.registers, sharedBytes: a.staticSharedBytes, localBytes: a.localBytes, maxThreadsPerBlock: a.maxThreadsPerBlock };
+  }
+
+  get log(): string {
+    return this.compiled.log;
+  }
+
+  release(): Promise<void> {
+    return this.module.unload();
+  }
+}
+
+class GpuPreparedTest implements PreparedTest {
+  sets: InputSet[] = [];
+  generation = -1;
+  constructor(
+    readonly data: TestData,
+    readonly oracle: { kernel: GpuBuiltKernel; launch: Launch },
+    readonly tolerance: Partial<Tolerance> | undefined,
+    readonly timeoutMs: number,
+  ) {}
+
+  get inputSets(): number {
+    return 2;
+  }
+
+  get scalars(): Record<string, number> {
+    if (this.data.kind === 'spec') return this.data.test.scalars;
+    const out: Record<string, number> = {};
+    for (const a of this.data.arguments) if (a.kind === 'scalar') out[a.name] = Number(a.value);
+    return out;
+  }
+
+  /** Whether any output is also read by the kernel: then repeated launches legitimately change it. */
+  get hasInOutBuffers(): boolean {
+    return this.sets[0]?.buffers.some((b) => b.initial !== undefined) ?? false;
+  }
+
+  async release(): Promise<void> {
+    const buffers = this.sets.flatMap((s) => s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]));
+    this.sets = [];
+    await Promise.all(buffers.map((b) => b?.free()));
+  }
+}
+
+export interface GpuBackendOptions extends GpuOptions {
+  /** Where compiled helper kernels are kept between sessions; default <tmp>/llm-kernel-tuner. */
+  cacheDir?: string;
+}
+
+export class GpuBackend implements TuningBackend {
+  private helpers: { module: Module; kernels: Map<string, Kernel>; dtypes: Set<DType> } | undefined;
+  private scratch: DeviceBuffer<'uint64'> | undefined;
+
+  private constructor(
+    readonly gpu: Gpu,
+    private readonly compiler: Compiler,
+    private readonly cacheDir: string,
+  ) {}
+
+  /** Starts the GPU worker; rejects with CudaUnavailableError (saying what to install) without a driver or device. */
+  static async open(options: GpuBackendOptions = {}): Promise<GpuBackend> {
+    const gpu = await Gpu.open(options);
+    try {
+      return new GpuBackend(gpu, await gpu.compiler(), options.cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'));
+    } catch (e) {
+      await gpu.dispose();
+      throw e;
+    }
+  }
+
+  async describe(): Promise<DeviceDescription> {
+    const runtime = await this.gpu.runtime();
+    const d = runtime.device;
+    return {
+      name: d.name,
+      computeCapability: d.computeCapability,
+      multiprocessors: d.multiprocessors,
+      globalMemoryBytes: d.globalMemoryBytes,
+      l2CacheBytes: d.l2CacheBytes,
+      maxThreadsPerBlock: d.maxThreadsPerBlock,
+      maxBlockDim: d.maxBlockDim,
+      maxGridDim: d.maxGridDim,
+      maxSharedMemoryPerBlock: d.maxSharedMemoryPerBlock,
+      maxSharedMemoryPerBlockOptin: d.maxSharedMemoryPerBlockOptin,
+      driverVersion: runtime.driverVersion,
+      nvrtcVersion: this.compiler.backend === 'nvrtc' && runtime.nvrtcVersion ? runtime.nvrtcVersion.join('.') : null,
+      arch: this.gpu.arch,
+    };
+  }
+
+  async build(request: BuildRequest, signal?: AbortSignal): Promise<GpuBuiltKernel> {
+    const t0 = performance.now();
+    const compiled = await this.compiler.compile(
+      {
+        source: request.source,
+        fileName: request.fileName,
+        nameExpressions: [request.nameExpression],
+        defines: request.defines,
+        options: [...request.compilerOptions],
+      },
+      signal ? { signal } : {},
+    );
+    const t1 = performance.now();
+    return this.load(compiled, request.nameExpression, t1 - t0);
+  }
+
+  private async load(compiled: CompiledProgram, nameExpression: string, compileMs: number): Promise<GpuBuiltKernel> {
+    const t0 = performance.now();
+    const module = await this.gpu.loadModule(compiled);
+    try {
+      const kernel = await module.getKernel(nameExpression);
+      return new GpuBuiltKernel(module, kernel, compiled, compileMs, performance.now() - t0);
+    } catch (e) {
+      await module.unload();
+      throw e;
+    }
+  }
+
+  async prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<GpuPreparedTest> {
+    const test = new GpuPreparedTest(data, { kernel: this.own(oracle.kernel), launch: oracle.launch }, options.tolerance, options.timeoutMs);
+    await this.materialize(test);
+    return test;
+  }
+
+  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: { timeoutMs: number }): Promise<CheckOutcome> {
+    const test = await this.current(prepared);
+    const set = test.sets[inputSet]!;
+    await this.resetOutputs(set);
+    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs });
+    return this.compare(test, inputSet, false);
+  }
+
+  async time(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
+    const test = await this.current(prepared);
+    const set = test.sets[0]!;
+    const k = this.own(kernel).kernel;
+    await this.resetOutputs(set);
+    let stats: SampleStats;
+    let stoppedEarly = false;
+    const probe = options.stopAboveMs === undefined ? undefined : await this.gpu.benchmark(k, launch, set.args, { warmup: 1, iterations: 1, flushL2: options.flushL2, timeoutMs: options.timeoutMs });
+    if (probe && probe.medianMs > options.stopAboveMs!) {
+      stats = probe;
+      stoppedEarly = true;
+    } else {
+      stats = await this.gpu.benchmark(k, launch, set.args, options);
+    }
+    // Outputs after many launches must still be right (races, accumulation across launches); in/out buffers legitimately
+    // change with every launch, so they are only checked before timing.
+    const recheck: CheckOutcome = test.hasInOutBuffers ? { ok: true } : await this.compare(test, 0, true);
+    return { stats, recheck, stoppedEarly };
+  }
+
+  async dispose(): Promise<void> {
+    this.helpers = undefined;
+    this.scratch = undefined;
+    await this.gpu.dispose();
+  }
+
+  private own(kernel: BuiltKernel): GpuBuiltKernel {
+    if (!(kernel instanceof GpuBuiltKernel)) throw new TypeError('a kernel built by another backend was passed to GpuBackend');
+    return kernel;
+  }
+
+  /** The prepared test, rebuilt first when the worker restarted since (its device data died with the old worker). */
+  private async current(prepared: PreparedTest): Promise<GpuPreparedTest> {
+    if (!(prepared instanceof GpuPreparedTest)) throw new TypeError('a test prepared by another backend was passed to GpuBackend');
+    if (prepared.generation !== this.gpu.worker.generation) await this.materialize(prepared);
+    return prepared;
+  }
+
+  // ---- test data ----
+
+  private async materialize(test: GpuPreparedTest): Promise<void> {
+    await test.release();
+    const dtypes = new Set<DType>(test.data.kind === 'spec' ? test.data.test.arguments.map((a) => a.dtype) : test.data.arguments.map((a) => a.dtype));
+    await this.ensureHelpers(dtypes);
+    for (let s = 0; s < test.inputSets; s++) test.sets.push(await this.makeInputSet(test, s));
+    for (let s = 0; s < test.inputSets; s++) await this.runOracle(test, s);
+    test.generation = this.gpu.worker.generation;
+  }
+
+  private async makeInputSet(test: GpuPreparedTest, s: number): Promise<InputSet> {
+    const args: KernelArg[] = [];
+    const buffers: BufferSlot[] = [];
+    const entries = test.data.kind === 'spec' ? test.data.test.arguments : test.data.arguments;
+    const baseSeed = test.data.kind === 'spec' ? test.data.test.seed : 1;
+    for (const [index, arg] of entries.entries()) {
+      if (arg.kind === 'scalar') {
+        args.push(scalar(arg.dtype, arg.value as never));
+        continue;
+      }
+      const length = 'length' in arg ? arg.length : arg.data.length;
+      const buffer = await this.gpu.alloc(arg.dtype, length);
+      const slot: BufferSlot = { name: arg.name, dtype: arg.dtype, length, output: arg.output, buffer };
+      const seed = mixSeed(baseSeed + s, index);
+      const init = initOf(arg, s, seed);
+      if (init) {
+        const target = arg.output ? (slot.initial = await this.gpu.alloc(arg.dtype, length)) : buffer;
+        await this.initialize(target, init);
+        if (!arg.output) slot.fingerprint = await this.fingerprint(buffer);
+      }
+      if (arg.output) {
+        slot.expected = await this.gpu.alloc(arg.dtype, length);
+        const given = s === 0 && arg.kind === 'buffer' && 'data' in arg ? arg.expected : undefined;
+        if (given) await slot.expected.upload(given as never);
+      }
+      buffers.push(slot);
+      args.push(buffer);
+    }
+    return { args, buffers };
+  }
+
+  private async initialize(buffer: DeviceBuffer, init: BufferInit | { kind: 'upload'; data: ArrayBufferView }): Promise<void> {
+    if (init.kind === 'upload') return buffer.upload(init.data as never);
+    if (init.kind === 'fill') return buffer.fill(init.value as never);
+    const d = init.distribution;
+    const n = scalar('uint64', BigInt(buffer.length));
+    const seed = scalar('uint64', BigInt((init as { seed?: number }).seed ?? 0));
+    const kernel = this.helper(fillKernelName(d.kind, buffer.dtype));
+    const args: KernelArg[] =
+      d.kind === 'uniform'
+        ? [buffer, n, scalar('float64', d.min), scalar('float64', d.max), seed]
+        : d.kind === 'normal'
+          ? [buffer, n, scalar('float64', d.mean), scalar('float64', d.std), seed]
+          : [buffer, n, scalar('int64', BigInt(d.min)), scalar('uint64', BigInt(d.max) - BigInt(d.min) + 1n), seed];
+    await this.gpu.launch(kernel, this.helperLaunch(buffer.length), args);
+  }
+
+  private async runOracle(test: GpuPreparedTest, s: number): Promise<void> {
+    const set = test.sets[s]!;
+    const givenExpected = s === 0 && test.data.kind === 'host' && test.data.arguments.some((a) => a.kind === 'buffer' && a.output && a.expected);
+    await this.resetOutputs(set);
+    await this.gpu.launch(test.oracle.kernel.kernel, test.oracle.launch, set.args, { timeoutMs: test.timeoutMs });
+    for (const slot of set.buffers) {
+      if (!slot.output) {
+        if (slot.fingerprint !== undefined && (await this.fingerprint(slot.buffer)) !== slot.fingerprint) {
+          throw new InvalidTestDataError(`the reference kernel changes its input '${slot.name}', which is not marked as an output: mark it "output": true`);
+        }
+        continue;
+      }
+      if (!givenExpected) await slot.expected!.copyFrom(slot.buffer);
+      slot.tolerance = await this.toleranceFor(slot, test.tolerance);
+    }
+  }
+
+  private async toleranceFor(slot: BufferSlot, override: Partial<Tolerance> | undefined): Promise<{ rtol: number; atol: number } | 'exact'> {
+    if (!isFloatDType(slot.dtype)) return 'exact';
+    const base = DEFAULT_TOLERANCE[slot.dtype as 'float32' | 'float64'];
+    const rtol = override?.rtol ?? base.rtol;
+    if (override?.atol !== undefined) return { rtol, atol: override.atol };
+    const result = await this.runHelper(scaleKernelName(slot.dtype), slot.length, (r) => [slot.expected!, scalar('uint64', BigInt(slot.length)), r], [0n, 0n]);
+    const maxAbs = new Float64Array(new BigUint64Array([result[SCALE_SLOTS.maxAbsBits]!]).buffer)[0]!;
+    return { rtol, atol: (override?.atolScale ?? base.atolScale) * maxAbs };
+  }
+
+  private async resetOutputs(set: InputSet): Promise<void> {
+    for (const slot of set.buffers) {
+      if (!slot.output) continue;
+      if (slot.initial) await slot.buffer.copyFrom(slot.initial);
+      else await slot.buffer.fill(POISON[slot.dtype] as never);
+    }
+  }
+
+  // ---- verification ----
+
+  private async compare(test: GpuPreparedTest, s: number, afterTiming: boolean): Promise<CheckOutcome> {
+    const set = test.sets[s]!;
+    const mismatches: OutputMismatch[] = [];
+    const modifiedInputs: string[] = [];
+    for (const slot of set.buffers) {
+      if (slot.output) {
+        const tol = slot.tolerance!;
+        const [atol, rtol] = tol === 'exact' ? [0, 0] : [tol.atol, tol.rtol];
+        const r = await this.runHelper(
+          compareKernelName(slot.dtype),
+          slot.length,
+          (res) => [slot.buffer, slot.expected!, scalar('uint64', BigInt(slot.length)), scalar('float64', atol), scalar('float64', rtol), res],
+          [0n, 0xffffffffffffffffn],
+        );
+        if (r[COMPARE_SLOTS.mismatches]! > 0n) mismatches.push(await this.describeMismatch(slot, Number(r[COMPARE_SLOTS.mismatches])));
+      } else if (slot.fingerprint !== undefined && (await this.fingerprint(slot.buffer)) !== slot.fingerprint) {
+        modifiedInputs.push(slot.name);
+        await this.restoreInput(test, s, slot);
+      }
+    }
+    if (mismatches.length === 0 && modifiedInputs.length === 0) return { ok: true };
+    return { ok: false, mismatches, modifiedInputs, inputSet: s, afterTiming };
+  }
+
+  /** The rare failing path: download both and describe the difference precisely on the host. */
+  private async describeMismatch(slot: BufferSlot, mismatches: number): Promise<OutputMismatch> {
+    const got = (await slot.buffer.download()) as unknown as NumericArray;
+    const want = (await slot.expected!.download()) as unknown as NumericArray;
+    return summarizeMismatch(slot.name, slot.dtype, got, want, slot.tolerance!, mismatches);
+  }
+
+  private async restoreInput(test: GpuPreparedTest, s: number, slot: BufferSlot): Promise<void> {
+    const entries = test.data.kind === 'spec' ? test.data.test.arguments : test.data.arguments;
+    const index = entries.findIndex((a) => a.name === slot.name);
+    const baseSeed = test.data.kind === 'spec' ? test.data.test.seed : 1;
+    const init = initOf(entries[index]!, s, mixSeed(baseSeed + s, index));
+    if (init) await this.initialize(slot.buffer, init);
+  }
+
+  private async fingerprint(buffer: DeviceBuffer): Promise<bigint> {
+    const r = await this.runHelper(FINGERPRINT_KERNEL_NAME, Math.ceil(buffer.byteLength / 4), (res) => [buffer, scalar('uint64', BigInt(buffer.byteLength)), res], [0n, 0n]);
+    return r[0]!;
+  }
+
+  // ---- helper kernels ----
+
+  private helper(name: string): Kernel {
+    const k = this.helpers?.kernels.get(name);
+    if (!k) throw new Error(`internal: helper kernel ${name} is not loaded`);
+    return k;
+  }
+
+  private helperLaunch(elements: number): Launch {
+    const blocks = Math.max(1, Math.min(Math.ceil(elements / HELPER_BLOCK), this.gpu.device.multiprocessors * 16));
+    return { grid: [blocks, 1, 1], block: [HELPER_BLOCK, 1, 1], sharedMemBytes: 0 };
+  }
+
+  /** Runs a helper that accumulates into a 2-slot uint64 result buffer (initialised to `init`) and returns the result. */
+  private async runHelper(name: string, elements: number, args: (result: DeviceBuffer<'uint64'>) => KernelArg[], init: [bigint, bigint]): Promise<BigUint64Array> {
+    this.scratch ??= await this.gpu.alloc('uint64', 2);
+    await this.scratch.upload(new BigUint64Array(init));
+    await this.gpu.launch(this.helper(name), this.helperLaunch(elements), args(this.scratch));
+    return (await this.scratch.download()) as BigUint64Array;
+  }
+
+  /** Compiles the helpers for these dtypes once (kept on disk per arch and compiler, so later sessions skip NVRTC). */
+  private async ensureHelpers(dtypes: Set<DType>): Promise<void> {
+    if (this.helpers && [...dtypes].every((d) => this.helpers!.dtypes.has(d))) return;
+    const all = new Set<DType>([...(this.helpers?.dtypes ?? []), ...dtypes, 'uint32']);
+    const names = helperNameExpressions([...all].sort());
+    const program = { source: HELPER_KERNELS_SOURCE, fileName: 'lkt_helpers.cu', nameExpressions: names, options: ['-std=c++17'] };
+    const key = createHash('sha256').update(JSON.stringify([program, this.gpu.arch, this.compiler.backend])).digest('hex').slice(0, 24);
+    const cachePath = join(this.cacheDir, `helpers-${key}.json`);
+    let compiled: CompiledProgram;
+    try {
+      const cached = JSON.parse(readFileSync(cachePath, 'utf8')) as CompiledProgram & { cubin: string };
+      compiled = { ...cached, cubin: Buffer.from(cached.cubin, 'base64') };
+    } catch {
+      try {
+        compiled = await this.compiler.compile(program);
+      } catch (e) {
+        if (e instanceof CompileError) throw new Error(`internal: the tuner's helper kernels do not compile on this toolkit:\n${e.message}`);
+        throw e;
+      }
+      mkdirSync(this.cacheDir, { recursive: true });
+      const tmp = `${cachePath}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify({ ...compiled, cubin: compiled.cubin.toString('base64') }));
+      renameSync(tmp, cachePath);
+    }
+    const previous = this.helpers;
+    const module = await this.gpu.loadModule(compiled);
+    const kernels = new Map<string, Kernel>();
+    for (const name of names) kernels.set(name, await module.getKernel(name));
+    this.helpers = { module, kernels, dtypes: all };
+    await previous?.module.unload();
+  }
+}
+
+/** The reference kernel misbehaves on the test data (a test that cannot be trusted). */
+export class InvalidTestDataError extends Error {
+  override readonly name = 'InvalidTestDataError';
+}
+
+/** Seeds that differ per input set and argument, so no two buffers share a sequence. */
+function mixSeed(seed: number, argIndex: number): number {
+  return (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(argIndex + 1, 0xc2b2ae35)) >>> 0;
+}
+
+type InitWithSeed = (BufferInit & { seed?: number }) | { kind: 'upload'; data: ArrayBufferView };
+
+/** How input set `s` of an argument is made: the spec's distribution with that set's seed, or for host data the
+ * uploaded arrays (set 0) and a fresh draw over the same value range (set 1). */
+function initOf(arg: TestDataArgument, s: number, seed: number): InitWithSeed | undefined {
+  if (arg.kind !== 'buffer') return undefined;
+  if ('data' in arg) {
+    if (s === 0) return { kind: 'upload', data: arg.data };
+    return { kind: 'random', distribution: rangeOf(arg), seed };
+  }
+  return arg.init && (arg.init.kind === 'random' ? { ...arg.init, seed } : arg.init);
+}
+
+type TestDataArgument = (TestData & { kind: 'spec' })['test']['arguments'][number] | HostArgument;
+
+/** A distribution over the value range of host-given data, for the freshly drawn second input set. */
+function rangeOf(arg: HostArgument & { kind: 'buffer' }): Distribution {
+  const values = arg.data as unknown as NumericArray;
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < values.length; i++) {
+    const v = Number(values[i]);
+    if (Number.isFinite(v)) {
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+  }
+  if (min > max) [min, max] = [0, 1];
+  if (isFloatDType(arg.dtype)) return { kind: 'uniform', min, max: max > min ? max : min + 1 };
+  return { kind: 'integers', min: Math.trunc(min), max: Math.trunc(max) };
+}
+
+/** Counts, worst errors and the first differing elements of an output, computed on the host from both arrays. */
+export function summarizeMismatch(
+  name: string,
+  dtype: DType,
+  got: NumericArray,
+  want: NumericArray,
+  tolerance: { rtol: number; atol: number } | 'exact',
+  mismatchesOnDevice?: number,
+): OutputMismatch {
+  const isFloat = isFloatDType(dtype);
+  const poison = POISON[dtype];
+  const gotBits = isFloat ? new (dtype === 'float32' ? Uint32Array : BigUint64Array)(got.buffer as ArrayBuffer, got.byteOffset, got.length) : undefined;
+  const poisonBits = dtype === 'float32' ? 0x7fc00000 : 0x7ff8000000000000n;
+  let mismatches = 0;
+  let unwritten = 0;
+  let nonFinite = 0;
+  let maxAbsError = 0;
+  let maxRelError = 0;
+  const firstBad: OutputMismatch['firstBad'] = [];
+  for (let i = 0; i < got.length; i++) {
+    const g = got[i]!;
+    const w = want[i]!;
+    let bad: boolean;
+    if (!isFloat) {
+      bad = g !== w;
+      if (bad && g === (typeof g === 'bigint' ? BigInt(poison) : Number(poison))) unwritten++;
+      if (bad) {
+        const abs = Math.abs(Number(g) - Number(w));
+        maxAbsError = Math.max(maxAbsError, abs);
+        if (w !== 0 && w !== 0n) maxRelError = Math.max(maxRelError, abs / Math.abs(Number(w)));
+      }
+    } else {
+      const gv = g as number;
+      const wv = w as number;
+      if (Number.isNaN(wv)) bad = !Number.isNaN(gv);
+      else if (!Number.isFinite(wv)) bad = gv !== wv;
+      else if (!Number.isFinite(gv)) {
+        bad = true;
+        if (gotBits![i] === poisonBits) unwritten++;
+        else nonFinite++;
+      } else {
+        const abs = Math.abs(gv - wv);
+        const t = tolerance as { rtol: number; atol: number };
+        bad = abs > t.atol + t.rtol * Math.abs(wv);
+        if (bad) {
+          maxAbsError = Math.max(maxAbsError, abs);
+          if (wv !== 0) maxRelError = Math.max(maxRelError, abs / Math.abs(wv));
+        }
+      }
+    }
+    if (bad) {
+      mismatches++;
+      if (firstBad.length < FIRST_BAD_SHOWN) firstBad.push({ index: i, got: g, expected: w });
+    }
+  }
+  return {
+    name,
+    elements: got.length,
+    mismatches: Math.max(mismatches, mismatchesOnDevice ?? 0),
+    unwritten,
+    nonFinite,
+    maxAbsError,
+    maxRelError,
+    firstBad,
+    tolerance,
+  };
+}

@@ -1,0 +1,358 @@
+// TunableKernel and KernelTest: the seed library's API (llm_kernel_tuner.TunableKernel / KernelTest) over our tuner.
+// test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
+// the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
+import { isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
+import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
+import type { BuiltKernel, HostArgument, Launch, TestData, Tolerance, TuningBackend } from './backend';
+import { CacheFile } from './cache';
+import { describeCheckFailure, Evaluator } from './evaluator';
+import { defines, Geometry, type GridDivisor } from './geometry';
+import { GpuBackend } from './gpu-backend';
+import { resolveTestSpec, type ResolvedTest } from './input-spec';
+import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
+import { SearchSpace } from './search-space';
+import { resolveStrategy, type SearchProgress, type Strategy } from './strategies';
+import type { Config, ConfigResult, ProblemSizeSpec, TuneParams, TuneResult } from './types';
+
+/** A configuration produced wrong outputs; the message says which, how many, how wrong and where. */
+export class FailedTestsError extends Error {
+  override readonly name = 'FailedTestsError';
+  constructor(
+    message: string,
+    readonly result: ConfigResult,
+  ) {
+    super(message);
+  }
+}
+
+const DTYPE_OF_ARRAY = new Map<Function, DType>([
+  [Int8Array, 'int8'],
+  [Uint8Array, 'uint8'],
+  [Int16Array, 'int16'],
+  [Uint16Array, 'uint16'],
+  [Int32Array, 'int32'],
+  [Uint32Array, 'uint32'],
+  [BigInt64Array, 'int64'],
+  [BigUint64Array, 'uint64'],
+  [Float32Array, 'float32'],
+  [Float64Array, 'float64'],
+]);
+
+/**
+ * A test case: inputs in argument order (typed arrays for pointer arguments, typed scalars for the others), the expected
+ * outputs in the same order (null: not compared), and the problem size. With `outputs` named and no expected arrays,
+ * the oracle computes the expected outputs. Or built from a declarative spec with KernelTest.fromSpec.
+ */
+export class KernelTest {
+  readonly data: { kind: 'values'; inputs: (AnyTypedArray | KernelScalar)[]; expectedOutputs: (AnyTypedArray | null)[]; outputs: ReadonlySet<number> } | { kind: 'spec'; spec: unknown };
+
+  constructor(
+    inputs: (AnyTypedArray | KernelScalar)[],
+    expectedOutputs: (AnyTypedArray | null)[] | null,
+    readonly problemSize: ProblemSizeSpec,
+    options: { outputs?: readonly number[] } = {},
+  ) {
+    if (!Array.isArray(inputs)) throw new TypeError(`Expected an array of typed arrays and scalars for inputs but received ${typeof inputs}`);
+    inputs.forEach((v, i) => {
+      if (!isKernelScalar(v) && !DTYPE_OF_ARRAY.has((v as object)?.constructor)) {
+        throw new TypeError(`Expected a typed array or a typed scalar (int32(n), float32(x), ...) for inputs[${i}] but received ${describe(v)}`);
+      }
+    });
+    const expected = expectedOutputs ?? inputs.map(() => null);
+    if (expected.length !== inputs.length) throw new TypeError(`expectedOutputs has ${expected.length} entries but inputs has ${inputs.length}; use null for arguments that are not compared`);
+    const outputs = new Set(options.outputs ?? []);
+    expected.forEach((e, i) => {
+      if (e === null) return;
+      const input = inputs[i]!;
+      if (isKernelScalar(input)) throw new TypeError(`expectedOutputs[${i}] is given, but inputs[${i}] is a scalar and cannot be an output`);
+      if (e.constructor !== input.constructor || e.length !== input.length) {
+        throw new TypeError(`expectedOutputs[${i}] must be a ${input.constructor.name} of length ${input.length}, like inputs[${i}]`);
+      }
+      outputs.add(i);
+    });
+    if (outputs.size === 0) throw new TypeError('a KernelTest needs at least one output: give an expected output or name it in options.outputs');
+    this.data = { kind: 'values', inputs, expectedOutputs: expected, outputs };
+  }
+
+  /** A test from a declarative input spec (see input-spec.ts): the data is generated on the device, the oracle gives the answers. */
+  static fromSpec(spec: unknown): KernelTest {
+    const t = Object.create(KernelTest.prototype) as { -readonly [K in keyof KernelTest]: KernelTest[K] };
+    t.data = { kind: 'spec', spec };
+    t.problemSize = (spec as { problemSize?: ProblemSizeSpec })?.problemSize ?? 1;
+    return t as KernelTest;
+  }
+
+  /** The data for a backend, checked against the kernel's signature. */
+  resolve(kernel: KernelSignature): { data: TestData; problemSize: ProblemSizeSpec } {
+    if (this.data.kind === 'spec') {
+      const test: ResolvedTest = resolveTestSpec(this.data.spec, kernel);
+      return { data: { kind: 'spec', test }, problemSize: test.problemSize };
+    }
+    const { inputs, expectedOutputs, outputs } = this.data;
+    if (inputs.length !== kernel.parameters.length) {
+      throw new TypeError(`${kernel.name} takes ${kernel.parameters.length} arguments (${kernel.parameters.map((p) => p.name).join(', ')}) but the test gives ${inputs.length}`);
+    }
+    const args: HostArgument[] = inputs.map((value, i) => {
+      const p = kernel.parameters[i]!;
+      if (isKernelScalar(value)) {
+        if (p.isPointer) throw new TypeError(`argument ${i} (${p.name}) is a pointer (${p.type}) but the test gives a scalar`);
+        return { kind: 'scalar', name: p.name, dtype: value.dtype, value: value.value };
+      }
+      if (!p.isPointer) throw new TypeError(`argument ${i} (${p.name}) is a scalar (${p.type}) but the test gives an array`);
+      return { kind: 'buffer', name: p.name, dtype: DTYPE_OF_ARRAY.get(value.constructor)!, data: value, output: outputs.has(i), expected: expectedOutputs[i] ?? null };
+    });
+    return { data: { kind: 'host', arguments: args }, problemSize: this.problemSize };
+  }
+}
+
+export interface TunableKernelInfo {
+  /** Which __global__ function of the source (required when it has several). */
+  kernelName?: string;
+  /** Template arguments of a templated kernel ("float", 16 ...), for its name expression. */
+  templateArgs?: TemplateArguments;
+  fileName?: string;
+}
+
+export interface LaunchOptions {
+  /** Kernel Tuner's grid divisors; default: the block size parameter of each dimension. */
+  gridDivX?: GridDivisor;
+  gridDivY?: GridDivisor;
+  gridDivZ?: GridDivisor;
+  /** Names of the block dimensions' parameters; default block_size_x, block_size_y, block_size_z. */
+  blockSizeNames?: readonly string[];
+  /** Dynamic shared memory per block, from the configuration. */
+  dynamicSharedMemBytes?: (config: Config) => number;
+}
+
+export interface RunOptions extends LaunchOptions {
+  /** Where to run; default a GpuBackend on `device` (opened and closed by this call). */
+  backend?: TuningBackend;
+  device?: number;
+  compilerOptions?: readonly string[];
+  /** The reference implementation whose outputs are the truth; default this kernel with `referenceConfig`. */
+  oracle?: { code: string; config?: Config; launch?: LaunchOptions; kernelName?: string };
+  /** Configuration of this kernel used as the oracle when none is given; default the first valid configuration. */
+  referenceConfig?: Config;
+  tolerance?: Partial<Tolerance>;
+  /** Time limit of one launch in ms; default 10 000. */
+  launchTimeoutMs?: number;
+  signal?: AbortSignal;
+}
+
+export interface TuneOptions extends RunOptions {
+  strategy?: string | Strategy;
+  strategyOptions?: Record<string, unknown>;
+  maxFevals?: number;
+  timeLimitMs?: number;
+  seed?: number;
+  /** Timed launches per configuration; default 32. */
+  iterations?: number;
+  /** Untimed launches before them; default 3. */
+  warmup?: number;
+  /** Overwrite L2 before every timed launch; default false. */
+  flushL2?: boolean;
+  /** Stop timing a configuration whose first launch is this many times slower than the best so far; default 4, false: never. */
+  earlyStop?: number | false;
+  /** Compiles running ahead of the GPU; default 4. */
+  compileConcurrency?: number;
+  /** A Kernel Tuner cache file: results are appended as they come, and a rerun resumes from it. */
+  cache?: string;
+  onResult?: (result: ConfigResult, progress: SearchProgress & { total: number }) => void;
+}
+
+export class TunableKernel {
+  private constructor(
+    readonly code: string,
+    readonly signature: KernelSignature,
+    readonly info: TunableKernelInfo,
+  ) {}
+
+  /** Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed). */
+  static async create(code: string, info: TunableKernelInfo = {}): Promise<TunableKernel> {
+    const kernels = await parseKernels(code, info.fileName ?? 'kernel.cu');
+    let kernel: KernelSignature | null;
+    if (info.kernelName !== undefined) {
+      kernel = findKernel(kernels, info.kernelName);
+      if (!kernel) throw new Error(`no __global__ kernel named '${info.kernelName}' in ${info.fileName ?? 'the source'}; found: ${kernels.map((k) => k.name).join(', ') || 'none'}`);
+    } else {
+      if (kernels.length !== 1) {
+        throw new Error(`${info.fileName ?? 'the source'} has ${kernels.length} __global__ kernels${kernels.length ? ` (${kernels.map((k) => k.name).join(', ')})` : ''}: name the one to tune`);
+      }
+      kernel = kernels[0]!;
+    }
+    return new TunableKernel(code, kernel, info);
+  }
+
+  get name(): string {
+    return this.signature.name;
+  }
+
+  get nameExpression(): string {
+    return nameExpression(this.signature, this.info.templateArgs);
+  }
+
+  /** Zero-based position of a parameter, or undefined. */
+  getArgPosition(name: string): number | undefined {
+    const i = this.signature.parameters.findIndex((p) => p.name === name);
+    return i < 0 ? undefined : i;
+  }
+
+  copy(): TunableKernel {
+    return new TunableKernel(this.code, structuredClone(this.signature), { ...this.info });
+  }
+
+  /**
+   * Runs one configuration on the test and returns its result; throws FailedTestsError when the outputs are wrong,
+   * CompileError / LaunchError / KernelFaultError / KernelTimeoutError for the other failures.
+   */
+  async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
+    const tuneParams = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, [v]]));
+    const withDummy = Object.keys(tuneParams).length > 0 ? tuneParams : { lkt_no_params: [0] };
+    const result = await this.run(test, withDummy, [], { ...options, iterations: 7, earlyStop: false, strategy: 'brute_force' });
+    const r = result.results.at(-1)!;
+    throwForFailure(r);
+    return r;
+  }
+
+  /** Searches the configurations of tuneParams that satisfy the restrictions; every failure is a result, not an exception. */
+  tune(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[] = [], options: TuneOptions = {}): Promise<TuneResult> {
+    return this.run(test, tuneParams, restrictions, options);
+  }
+
+  private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
+    const { data, problemSize } = test.resolve(this.signature);
+    const backend = options.backend ?? (await GpuBackend.open(options.device !== undefined ? { device: options.device } : {}));
+    const cleanups: (() => Promise<unknown> | void)[] = [];
+    if (!options.backend) cleanups.push(() => backend.dispose());
+    try {
+      const device = await backend.describe();
+      const space = new SearchSpace(tuneParams, restrictions, { deviceLimits: device, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }) });
+      const scalars = scalarsOf(data);
+      const paramNames = Object.keys(tuneParams);
+      const geometry = new Geometry({ problemSize, ...launchSpec(options) }, { paramNames, scalarNames: Object.keys(scalars) });
+      const compilerOptions = options.compilerOptions ?? [];
+      const launchTimeoutMs = options.launchTimeoutMs ?? 10_000;
+
+      const oracle = await this.buildOracle(backend, space, problemSize, scalars, options, compilerOptions);
+      cleanups.push(() => oracle.kernel.release());
+      const prepared = await backend.prepare(data, oracle, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: launchTimeoutMs });
+      cleanups.push(() => prepared.release());
+
+      const evaluator = new Evaluator(backend, device, prepared, {
+        source: this.code,
+        fileName: this.info.fileName ?? `${this.name}.cu`,
+        nameExpression: this.nameExpression,
+        compilerOptions,
+        geometry,
+        paramNames,
+        iterations: options.iterations ?? 32,
+        warmup: options.warmup ?? 3,
+        flushL2: options.flushL2 ?? false,
+        earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 4),
+        launchTimeoutMs,
+        compileConcurrency: options.compileConcurrency ?? 4,
+        ...(options.dynamicSharedMemBytes && { dynamicSharedMemBytes: options.dynamicSharedMemBytes }),
+      });
+      cleanups.push(() => evaluator.dispose());
+
+      const cache = options.cache ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams }) : undefined;
+      if (cache) cleanups.push(() => cache.close());
+
+      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
+      return await strategy.run(
+        space,
+        async (config) => {
+          const cached = cache?.get(space.key(config));
+          if (cached) return cached;
+          const r = await evaluator.evaluate(config, options.signal);
+          cache?.append(r);
+          return r;
+        },
+        {
+          ...(options.maxFevals !== undefined && { maxFevals: options.maxFevals }),
+          ...(options.timeLimitMs !== undefined && { timeLimitMs: options.timeLimitMs }),
+          ...(options.seed !== undefined && { seed: options.seed }),
+          ...(options.signal && { signal: options.signal }),
+          onUpcoming: (configs: readonly Config[]) => evaluator.prefetch(configs.filter((c) => !cache?.has(space.key(c)))),
+          ...(options.onResult && { onResult: (r: ConfigResult, p: SearchProgress) => options.onResult!(r, { ...p, total: space.size }) }),
+        },
+      );
+    } finally {
+      for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
+    }
+  }
+
+  /** The oracle: the given reference code, or this kernel at its reference configuration; compiled once. */
+  private async buildOracle(
+    backend: TuningBackend,
+    space: SearchSpace,
+    problemSize: ProblemSizeSpec,
+    scalars: Record<string, number>,
+    options: RunOptions,
+    compilerOptions: readonly string[],
+  ): Promise<{ kernel: BuiltKernel; launch: Launch }> {
+    const reference = options.oracle;
+    const config = reference?.config ?? options.referenceConfig ?? (space.size > 0 ? space.config(0) : undefined);
+    if (!config) throw new Error('no configuration satisfies the restrictions and the device limits, so there is nothing to run');
+    const code = reference?.code ?? this.code;
+    const oracleKernel = reference ? await TunableKernel.create(reference.code, { kernelName: reference.kernelName ?? this.name }) : this;
+    const launchOptions = reference?.launch ?? options;
+    const geometry = new Geometry({ problemSize, ...launchSpec(launchOptions) }, { paramNames: Object.keys(config), scalarNames: Object.keys(scalars) });
+    const g = geometry.launch(config, scalars);
+    const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: launchOptions.dynamicSharedMemBytes?.(config) ?? 0 };
+    try {
+      const kernel = await backend.build({
+        source: code,
+        fileName: `${oracleKernel.name}.reference.cu`,
+        nameExpression: oracleKernel.nameExpression,
+        defines: defines(config, g, geometry.blockSizeNames),
+        compilerOptions,
+      });
+      return { kernel, launch };
+    } catch (e) {
+      if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
+      throw e;
+    }
+  }
+}
+
+function launchSpec(o: LaunchOptions) {
+  return {
+    ...(o.gridDivX !== undefined && { gridDivX: o.gridDivX }),
+    ...(o.gridDivY !== undefined && { gridDivY: o.gridDivY }),
+    ...(o.gridDivZ !== undefined && { gridDivZ: o.gridDivZ }),
+    ...(o.blockSizeNames && { blockSizeNames: o.blockSizeNames }),
+  };
+}
+
+function scalarsOf(data: TestData): Record<string, number> {
+  if (data.kind === 'spec') return data.test.scalars;
+  return Object.fromEntries(data.arguments.filter((a) => a.kind === 'scalar').map((a) => [a.name, Number(a.value)]));
+}
+
+/** test(): a failed configuration as the typed error of its kind. */
+function throwForFailure(r: ConfigResult): void {
+  const message = r.error?.message ?? r.status;
+  switch (r.status) {
+    case 'ok':
+      return;
+    case 'wrong_result':
+      throw new FailedTestsError(message, r);
+    case 'compile_error':
+      throw new CompileError(message, { code: 'NVRTC_ERROR_COMPILATION', explanation: 'The kernel does not compile with these parameters.', log: r.error?.log ?? '' });
+    case 'timeout':
+      throw new KernelTimeoutError(message, { code: 'KERNEL_TIMEOUT', explanation: 'The kernel did not finish within the time limit.' });
+    case 'fault':
+      throw new KernelFaultError(message, { code: 'KERNEL_FAULT', explanation: 'The kernel faulted (illegal address or similar).' });
+    default:
+      throw new LaunchError(message, { code: 'LAUNCH_FAILED', explanation: 'The configuration cannot be launched on this device.' });
+  }
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (typeof v === 'object') return (v as object).constructor?.name ?? 'an object';
+  return `${typeof v} ${String(v)}`;
+}
+
+export { describeCheckFailure };
