@@ -13,7 +13,7 @@ async function kernel(name: string) {
   return kernels.find((k) => k.name === name)!;
 }
 
-const saxpySpec = {
+const saxpySpec: { problemSize: string; arguments: Record<string, object> } = {
   problemSize: 'n',
   arguments: {
     y: { dtype: 'float32', length: 'n', output: true },
@@ -98,10 +98,10 @@ describe('resolveTestSpec', () => {
 
   it('refuses a const output, a spec without outputs and a test over the size limit', async () => {
     const k = await kernel('saxpy');
-    const constOut = structuredClone(saxpySpec) as typeof saxpySpec & { arguments: Record<string, object> };
+    const constOut = structuredClone(saxpySpec);
     constOut.arguments.x = { dtype: 'float32', length: 'n', output: true };
     expect(() => resolveTestSpec(constOut, k)).toThrow(/x: is const .* cannot be an output/);
-    const noOut = structuredClone(saxpySpec) as typeof saxpySpec & { arguments: Record<string, object> };
+    const noOut = structuredClone(saxpySpec);
     noOut.arguments.y = { dtype: 'float32', length: 'n' };
     expect(() => resolveTestSpec(noOut, k)).toThrow(/no argument is marked "output": true/);
     expect(() => resolveTestSpec(saxpySpec, k, { maxBytes: 1000 })).toThrow(/the buffers need 24\.0 KiB, over the limit of 1000 B/);
