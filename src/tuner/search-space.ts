@@ -52,7 +52,6 @@ function validateTuneParams(tuneParams: TuneParams, blockSizeNames: readonly str
     throw new SearchSpaceError(`Expected an object of tunable parameters (name → list of values) but received ${JSON.stringify(tuneParams)}`);
   }
   const entries = Object.entries(tuneParams);
-  if (entries.length === 0) throw new SearchSpaceError('Expected at least one tunable parameter but received none');
   for (const [name, values] of entries) {
     if (!IDENTIFIER.test(name)) throw new SearchSpaceError(`Tunable parameter name '${name}' is not a C identifier; it is injected as a #define`);
     if (RESERVED_NAMES.has(name) || name.startsWith('__') || name.startsWith('lkt_')) {
@@ -133,6 +132,13 @@ export class SearchSpace {
       } else buckets[level]!.push(r);
     }
     const blockPositions = this.blockSizeNames.map((n) => this.paramNames.indexOf(n));
+    // No tunable parameters: the one configuration {} (testing or timing a kernel as it is).
+    if (P === 0) {
+      const reason = limits && this.deviceLimitReason(new Int32Array(0), blockPositions, limits);
+      if (reason) excluded.push({ config: {}, key: '', reason });
+      else raws.push(0);
+      return { indices, raws, excluded };
+    }
     const idx = new Int32Array(P);
     const env: Config = {};
     let level = 0;

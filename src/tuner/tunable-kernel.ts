@@ -207,8 +207,7 @@ export class TunableKernel {
    */
   async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
     const tuneParams = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, [v]]));
-    const withDummy = Object.keys(tuneParams).length > 0 ? tuneParams : { lkt_no_params: [0] };
-    const result = await this.run(test, withDummy, [], { ...options, iterations: 7, earlyStop: false, strategy: 'brute_force' });
+    const result = await this.run(test, tuneParams, [], { ...options, iterations: 7, earlyStop: false, strategy: 'brute_force' });
     const r = result.results.at(-1)!;
     throwForFailure(r);
     return r;

@@ -209,9 +209,22 @@ describe('search space: sampling and repair', () => {
   });
 });
 
+describe('search space: no tunable parameters', () => {
+  it('is the one configuration {}, so a kernel can be tested or timed as it is', () => {
+    const space = new SearchSpace({});
+    expect(space.size).toBe(1);
+    expect(space.config(0)).toEqual({});
+  });
+
+  it('is empty when the default block does not fit the device', () => {
+    const space = new SearchSpace({}, [], { deviceLimits: { maxThreadsPerBlock: 128, maxBlockDim: [128, 128, 64] } });
+    expect(space.size).toBe(0);
+    expect(space.excluded[0]?.reason).toMatch(/256 threads/);
+  });
+});
+
 describe('search space: validation', () => {
   it.each<[string, unknown, RegExp]>([
-    ['no parameters', {}, /at least one tunable parameter/],
     ['an empty value list', { a: [] }, /non-empty list of values for tunable parameter 'a'/],
     ['a duplicate value', { a: [1, 2, 1] }, /lists the value 1 twice/],
     ['a reserved name', { time: [1] }, /'time' is reserved/],
