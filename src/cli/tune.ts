@@ -1,14 +1,13 @@
 // llm-kernel-tuner tune: Kernel Tuner's job without an LLM. A tuning spec (YAML/JSON: inputs, tunable parameters,
 // restrictions, geometry) drives a search on the GPU, or replays a cache file (--simulate) on any machine.
-import { readFileSync } from 'node:fs';
-import { basename, extname } from 'node:path';
+import { extname } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
 import { CacheFile, replay } from '../tuner/cache';
 import { SearchSpace } from '../tuner/search-space';
 import { resolveStrategy } from '../tuner/strategies';
-import { KernelTest, TunableKernel, type TuneOptions } from '../tuner/tunable-kernel';
-import { loadTuningSpec, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
+import type { TuneOptions } from '../tuner/tunable-kernel';
+import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
 import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
 import { ms, ProgressBar, table } from './format';
 
@@ -67,17 +66,8 @@ export async function run(args: string[]): Promise<number> {
   const specPath = isSource ? values.spec : first;
   if (!specPath) throw new TuningSpecError(`${first} needs a tuning spec for its inputs: --spec SPEC.yaml`);
   const spec = applyFlags(loadTuningSpec(specPath), values);
-  const sourcePath = isSource ? first : spec.file;
-  if (!sourcePath) throw new TuningSpecError(`the spec ${specPath} names no kernel file ("file:"), so give the .cu file first`);
-  const code = readFileSync(sourcePath, 'utf8');
-  const kernel = await TunableKernel.create(code, {
-    fileName: basename(sourcePath),
-    ...(spec.kernel && { kernelName: spec.kernel }),
-    ...(spec.templateArgs && { templateArgs: spec.templateArgs }),
-  });
-  // Resolving the inputs now reports a spec that does not fit the kernel before any GPU or cache work.
-  const test = KernelTest.fromSpec({ arguments: spec.arguments, problemSize: spec.problemSize, seed: spec.seed });
-  test.resolve(kernel.signature);
+  const job = await tuningJob(spec, isSource ? { file: first } : {});
+  const { kernel } = job;
 
   const progress = new ProgressBar();
   let failures = 0;
@@ -91,45 +81,24 @@ export async function run(args: string[]): Promise<number> {
   const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
   if (replayFile !== undefined) {
     mode = `replayed from ${replayFile} (simulation: no GPU used)`;
-    result = await simulate(spec, kernel.name, replayFile, onResult);
+    result = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
   } else {
     mode = 'measured on the GPU';
     const options: TuneOptions = {
-      strategy: spec.strategy,
-      ...(spec.strategyOptions && { strategyOptions: spec.strategyOptions }),
-      ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
-      ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
+      ...job.options,
       ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
       ...(values.device !== undefined && { device: integer('--device', values.device) }),
       ...(values.cache !== undefined && { cache: values.cache }),
-      iterations: spec.iterations,
-      warmup: spec.warmup,
-      flushL2: spec.flushL2,
-      earlyStop: spec.earlyStop,
-      compilerOptions: spec.compilerOptions,
-      ...(spec.tolerance && { tolerance: spec.tolerance }),
-      ...(spec.gridDivX !== undefined && { gridDivX: spec.gridDivX }),
-      ...(spec.gridDivY !== undefined && { gridDivY: spec.gridDivY }),
-      ...(spec.gridDivZ !== undefined && { gridDivZ: spec.gridDivZ }),
-      ...(spec.blockSizeNames && { blockSizeNames: spec.blockSizeNames }),
-      ...(spec.referenceConfig && { referenceConfig: spec.referenceConfig }),
-      ...(spec.reference && {
-        oracle: {
-          code: readFileSync(spec.reference.file, 'utf8'),
-          ...(spec.referenceConfig && { config: spec.referenceConfig }),
-          ...(spec.reference.kernel && { kernelName: spec.reference.kernel }),
-        },
-      }),
       onResult,
     };
-    result = await kernel.tune(test, spec.tuneParams, spec.restrictions, options);
+    result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
   }
   progress.finish();
 
   if (values.json) {
     process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result }, null, 2)}\n`);
   } else {
-    process.stdout.write(report(result, Object.keys(spec.tuneParams), kernel.name, mode));
+    process.stdout.write(report(result, Object.keys(spec.tuneParams), kernel.name, mode, replayFile !== undefined));
   }
   return result.best ? 0 : 1;
 }
@@ -139,6 +108,7 @@ async function simulate(
   spec: TuningSpec,
   kernelName: string,
   cachePath: string,
+  seed: number | undefined,
   onResult: (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => void,
 ): Promise<TuneResult> {
   const cache = CacheFile.load(cachePath);
@@ -150,6 +120,7 @@ async function simulate(
   const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
   return strategy.run(space, evaluate, {
     clock,
+    ...(seed !== undefined && { seed }),
     ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
     ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
     onResult: (r, p) => onResult(r, { ...p, total: space.size }),
@@ -157,7 +128,7 @@ async function simulate(
 }
 
 /** The results table (fastest first, then failures by kind) and the best configuration. */
-function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string): string {
+function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string, replayed: boolean): string {
   const ok = result.results.filter((r) => r.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!);
   const failed = result.results.filter((r) => r.timeMs === undefined);
   const rows = [...ok, ...failed].map((r) => [
@@ -171,7 +142,7 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
   let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
   const counts = new Map<string, number>();
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
-  text += `\n${kernelName}: ${result.evaluations} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s (${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}; stopped: ${result.stopReason})\n`;
+  text += `\n${kernelName}: ${result.evaluations} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''} (${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}; stopped: ${result.stopReason})\n`;
   const best = result.best;
   if (best) {
     text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;

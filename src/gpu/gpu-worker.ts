@@ -18,6 +18,7 @@
 import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import * as path from 'node:path';
+import { availableParallelism } from 'node:os';
 import {
   AbortError,
   GpuError,
@@ -340,7 +341,8 @@ export class GpuWorker {
     const child = fork(this.workerPath, [`--device=${this.device}`], {
       serialization: 'advanced',
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      env: { ...process.env, ...this.options.env },
+      // NVRTC compiles run on libuv's pool (4 threads by default): room for compiling ahead while other work waits.
+      env: { UV_THREADPOOL_SIZE: String(Math.min(16, Math.max(4, availableParallelism()))), ...process.env, ...this.options.env },
       execArgv: [],
     });
     let stderrTail = '';

@@ -104,7 +104,7 @@ export interface TimingOptions {
   iterations: number;
   flushL2: boolean;
   timeoutMs: number;
-  /** Launch once first and stop there when that launch alone takes longer than this (a hopeless configuration). */
+  /** Time a few launches first and stop there when their median is already longer than this (it cannot win). */
   stopAboveMs?: number;
 }
 
@@ -112,7 +112,7 @@ export interface TimingOutcome {
   stats: SampleStats;
   /** The outputs compared again after the timed launches (catches races and results that drift with repetition). */
   recheck: CheckOutcome;
-  /** Only the one probing launch was timed (see TimingOptions.stopAboveMs). */
+  /** Only the probing launches were timed (see TimingOptions.stopAboveMs). */
   stoppedEarly: boolean;
 }
 

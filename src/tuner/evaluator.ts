@@ -19,7 +19,7 @@ export interface EvaluatorOptions {
   iterations: number;
   warmup: number;
   flushL2: boolean;
-  /** A configuration whose first launch takes longer than this factor times the best median so far is not timed further. */
+  /** A configuration whose first few timed launches take longer than this factor times the best median so far is not timed further. */
   earlyStopFactor: number | undefined;
   /** Time limit of one launch of the kernel under test (ms); a whole benchmark gets this per launch. */
   launchTimeoutMs: number;
@@ -108,7 +108,7 @@ export class Evaluator {
       result.timeMs = timed.stats.medianMs;
       if (timed.stoppedEarly) {
         result.status = 'stopped_early';
-        result.note = `stopped after its first timed launch: ${timed.stats.medianMs.toFixed(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toFixed(4)} ms)`;
+        result.note = `stopped after ${timed.stats.samplesMs.length} timed launches: their median ${timed.stats.medianMs.toPrecision(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toPrecision(4)} ms)`;
       } else {
         this.bestMs = Math.min(this.bestMs, timed.stats.medianMs);
       }

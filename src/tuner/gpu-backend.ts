@@ -79,6 +79,8 @@ const POISON: Record<DType, number | bigint> = {
 };
 
 const FIRST_BAD_SHOWN = 8;
+/** Timed launches of the probe that decides an early stop. */
+export const PROBE_LAUNCHES = 3;
 const HELPER_BLOCK = 256;
 
 type NumericArray = ArrayBufferView & { length: number; [i: number]: number | bigint };
@@ -253,12 +255,13 @@ export class GpuBackend implements TuningBackend {
     await this.resetOutputs(set);
     let stats: SampleStats;
     let stoppedEarly = false;
-    const probe = options.stopAboveMs === undefined ? undefined : await this.gpu.benchmark(k, launch, set.args, { warmup: 1, iterations: 1, flushL2: options.flushL2, timeoutMs: options.timeoutMs });
-    if (probe && probe.medianMs > options.stopAboveMs!) {
-      stats = probe;
-      stoppedEarly = true;
-    } else {
+    if (options.stopAboveMs === undefined) {
       stats = await this.gpu.benchmark(k, launch, set.args, options);
+    } else {
+      // A few launches first: when their median is already over the bar, this configuration cannot win.
+      const probe = await this.gpu.benchmark(k, launch, set.args, { ...options, iterations: Math.min(PROBE_LAUNCHES, options.iterations) });
+      stoppedEarly = probe.medianMs > options.stopAboveMs && options.iterations > PROBE_LAUNCHES;
+      stats = stoppedEarly || options.iterations <= PROBE_LAUNCHES ? probe : await this.gpu.benchmark(k, launch, set.args, { ...options, warmup: 0 });
     }
     // Outputs after many launches must still be right (races, accumulation across launches); in/out buffers legitimately
     // change with every launch, so they are only checked before timing.
@@ -280,7 +283,8 @@ export class GpuBackend implements TuningBackend {
   /** The prepared test, rebuilt first when the worker restarted since (its device data died with the old worker). */
   private async current(prepared: PreparedTest): Promise<GpuPreparedTest> {
     if (!(prepared instanceof GpuPreparedTest)) throw new TypeError('a test prepared by another backend was passed to GpuBackend');
-    if (prepared.generation !== this.gpu.worker.generation) await this.materialize(prepared);
+    // After a fault or a timeout the worker is gone (or already replaced): whatever kernels wrote died with it.
+    if (!this.gpu.worker.isCurrent(prepared.generation)) await this.materialize(prepared);
     return prepared;
   }
 

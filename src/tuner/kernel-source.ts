@@ -138,10 +138,13 @@ const WASM_FILES = {
   cuda: { file: 'tree-sitter-cuda.wasm', pkg: 'tree-sitter-cuda' },
 } as const;
 
-/** Beside the bundle (scripts/build.mjs copies both files into dist/), else from the installed package. */
+/**
+ * Beside the bundle or in its parent folder (scripts/build.mjs copies both files into dist/, and the GPU tests and
+ * benchmarks are bundled one level below it), else from the installed package.
+ */
 function locateWasm({ file, pkg }: { file: string; pkg: string }): string {
   const beside = path.join(__dirname, file);
-  if (fs.existsSync(beside)) return beside;
+  for (const candidate of [beside, path.join(__dirname, '..', file)]) if (fs.existsSync(candidate)) return candidate;
   try {
     return require.resolve(`${pkg}/${file}`);
   } catch {

@@ -74,6 +74,13 @@ export class KernelTest {
     this.data = { kind: 'values', inputs, expectedOutputs: expected, outputs };
   }
 
+  /** Whether every compared output comes with its expected value (else the oracle computes them). */
+  get hasExpectedOutputs(): boolean {
+    if (this.data.kind === 'spec') return false;
+    const { expectedOutputs, outputs } = this.data;
+    return [...outputs].every((i) => expectedOutputs[i] !== null);
+  }
+
   /** A test from a declarative input spec (see input-spec.ts): the data is generated on the device, the oracle gives the answers. */
   static fromSpec(spec: unknown): KernelTest {
     const t = Object.create(KernelTest.prototype) as { -readonly [K in keyof KernelTest]: KernelTest[K] };
@@ -147,11 +154,14 @@ export interface TuneOptions extends RunOptions {
   seed?: number;
   /** Timed launches per configuration; default 32. */
   iterations?: number;
-  /** Untimed launches before them; default 3. */
+  /** Untimed launches before them; default 1 (the two checked runs before timing have warmed the kernel up already). */
   warmup?: number;
   /** Overwrite L2 before every timed launch; default false. */
   flushL2?: boolean;
-  /** Stop timing a configuration whose first launch is this many times slower than the best so far; default 4, false: never. */
+  /**
+   * Stop timing a configuration whose first few timed launches are this many times slower than the best so far (it
+   * cannot win; its time is their median and its status 'stopped_early'); default 1.5, false: time every one fully.
+   */
   earlyStop?: number | false;
   /** Compiles running ahead of the GPU; default 4. */
   compileConcurrency?: number;
@@ -206,6 +216,10 @@ export class TunableKernel {
    * CompileError / LaunchError / KernelFaultError / KernelTimeoutError for the other failures.
    */
   async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
+    if (!test.hasExpectedOutputs && !options.oracle && !options.referenceConfig) {
+      // The default oracle would be this very configuration: it would only catch unwritten outputs and cached results.
+      throw new TypeError('test() needs the right answers: a KernelTest with expected outputs, or options.oracle / options.referenceConfig');
+    }
     const tuneParams = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, [v]]));
     const result = await this.run(test, tuneParams, [], { ...options, iterations: 7, earlyStop: false, strategy: 'brute_force' });
     const r = result.results.at(-1)!;
@@ -245,9 +259,9 @@ export class TunableKernel {
         geometry,
         paramNames,
         iterations: options.iterations ?? 32,
-        warmup: options.warmup ?? 3,
+        warmup: options.warmup ?? 1,
         flushL2: options.flushL2 ?? false,
-        earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 4),
+        earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
         compileConcurrency: options.compileConcurrency ?? 4,
         ...(options.dynamicSharedMemBytes && { dynamicSharedMemBytes: options.dynamicSharedMemBytes }),
@@ -273,7 +287,11 @@ export class TunableKernel {
           ...(options.seed !== undefined && { seed: options.seed }),
           ...(options.signal && { signal: options.signal }),
           onUpcoming: (configs: readonly Config[]) => evaluator.prefetch(configs.filter((c) => !cache?.has(space.key(c)))),
-          ...(options.onResult && { onResult: (r: ConfigResult, p: SearchProgress) => options.onResult!(r, { ...p, total: space.size }) }),
+          onResult: (r: ConfigResult, p: SearchProgress) => {
+            // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
+            if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
+            options.onResult?.(r, { ...p, total: space.size });
+          },
         },
       );
     } finally {

@@ -2,10 +2,12 @@
 // tunable parameters and restrictions, the launch geometry and how to measure. Everything a run needs besides the GPU,
 // so a spec plus its cache file reproduce a tuning session anywhere.
 import { readFileSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { basename, dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import { argumentSpecSchema } from './input-spec';
+import { KernelTest, TunableKernel, type TuneOptions } from './tunable-kernel';
+import type { TuneParams } from './types';
 
 const paramValue = z.union([z.number(), z.string(), z.boolean()]);
 const gridDivisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
@@ -33,9 +35,9 @@ export const tuningSpecSchema = z
     maxFevals: z.number().int().positive().optional(),
     timeLimitS: z.number().positive().optional(),
     iterations: z.number().int().positive().default(32),
-    warmup: z.number().int().nonnegative().default(3),
+    warmup: z.number().int().nonnegative().default(1),
     flushL2: z.boolean().default(false),
-    earlyStop: z.union([z.number().gt(1), z.literal(false)]).default(4),
+    earlyStop: z.union([z.number().gt(1), z.literal(false)]).default(1.5),
     tolerance: z.object({ rtol: z.number().nonnegative().optional(), atol: z.number().nonnegative().optional(), atolScale: z.number().nonnegative().optional() }).strict().optional(),
     /** The oracle: this kernel at this configuration (default: the first valid configuration). */
     referenceConfig: z.record(z.string(), paramValue).optional(),
@@ -70,5 +72,70 @@ export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
     ...(spec.file && { file: resolve(dir, spec.file) }),
     ...(spec.reference && { reference: { ...spec.reference, file: resolve(dir, spec.reference.file) } }),
     dir,
+  };
+}
+
+/** Everything a spec stands for, ready for TunableKernel.tune(test, tuneParams, restrictions, options). */
+export interface TuningJob {
+  spec: TuningSpec & { dir: string };
+  /** The .cu file (absolute). */
+  file: string;
+  source: string;
+  kernel: TunableKernel;
+  test: KernelTest;
+  tuneParams: TuneParams;
+  restrictions: string[];
+  /** Launch geometry, oracle, strategy and measurement; the caller adds device, cache, callbacks. */
+  options: TuneOptions;
+}
+
+/** Parses the spec's kernel and builds its test and options; `file` (absolute) replaces the file the spec names. */
+export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: { file?: string } = {}): Promise<TuningJob> {
+  const file = overrides.file ?? spec.file;
+  if (!file) throw new TuningSpecError('the spec names no kernel file ("file:"), so give the .cu file');
+  let source: string;
+  try {
+    source = readFileSync(file, 'utf8');
+  } catch (e) {
+    throw new TuningSpecError(`cannot read the kernel file ${file}: ${(e as Error).message}`);
+  }
+  const kernel = await TunableKernel.create(source, {
+    fileName: basename(file),
+    ...(spec.kernel !== undefined && { kernelName: spec.kernel }),
+    ...(spec.templateArgs && { templateArgs: spec.templateArgs }),
+  });
+  const test = KernelTest.fromSpec({ arguments: spec.arguments, problemSize: spec.problemSize, seed: spec.seed });
+  // Resolving now reports inputs that do not fit the kernel before any GPU or cache work.
+  test.resolve(kernel.signature);
+  return { spec, file, source, kernel, test, tuneParams: spec.tuneParams, restrictions: spec.restrictions, options: tuneOptionsFromSpec(spec) };
+}
+
+/** The TuneOptions a spec stands for (paths already resolved by loadTuningSpec). */
+export function tuneOptionsFromSpec(spec: TuningSpec): TuneOptions {
+  const reference = spec.reference;
+  return {
+    ...(spec.gridDivX !== undefined && { gridDivX: spec.gridDivX }),
+    ...(spec.gridDivY !== undefined && { gridDivY: spec.gridDivY }),
+    ...(spec.gridDivZ !== undefined && { gridDivZ: spec.gridDivZ }),
+    ...(spec.blockSizeNames && { blockSizeNames: spec.blockSizeNames }),
+    compilerOptions: spec.compilerOptions,
+    strategy: spec.strategy,
+    ...(spec.strategyOptions && { strategyOptions: spec.strategyOptions }),
+    ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
+    ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
+    iterations: spec.iterations,
+    warmup: spec.warmup,
+    flushL2: spec.flushL2,
+    earlyStop: spec.earlyStop,
+    ...(spec.tolerance && { tolerance: spec.tolerance }),
+    ...(reference
+      ? {
+          oracle: {
+            code: readFileSync(reference.file, 'utf8'),
+            ...(reference.kernel !== undefined && { kernelName: reference.kernel }),
+            ...(spec.referenceConfig && { config: spec.referenceConfig }),
+          },
+        }
+      : spec.referenceConfig && { referenceConfig: spec.referenceConfig }),
   };
 }

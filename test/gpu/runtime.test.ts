@@ -15,21 +15,10 @@ import {
   type Kernel,
   type ProgramInit,
 } from '../../src/gpu/client';
-import { loadNativeAddon } from '../../src/gpu/native';
+import { gpuSkipReason } from '../support/gpu-available';
 
-function skipReason(): string | false {
-  try {
-    const addon = loadNativeAddon();
-    const status = addon.status();
-    if (!status.cuda.loaded) return `libcuda is not loaded (${status.cuda.error ?? 'unknown reason'})`;
-    if (addon.deviceCount() === 0) return 'no CUDA device';
-    return false;
-  } catch (e) {
-    return `the native addon cannot be loaded: ${e instanceof Error ? e.message : String(e)}`;
-  }
-}
 
-const skip = skipReason();
+const skip = gpuSkipReason();
 if (skip) console.log(`# GPU runtime tests skipped: ${skip}`);
 /** Every test carries the skip reason, so that the runner counts each one as skipped (not a single skipped suite). */
 const test = (name: string, fn: () => Promise<void>): void => {

@@ -1,0 +1,236 @@
+// The tuner on the real device (node --test after bundling: dist/gpu-tests/tuner.test.js; no vitest, no node_modules
+// there). Every test is skipped, with the reason, where the driver or a device is missing.
+//  - every example spec tunes to a correct best configuration;
+//  - wrong kernels (test/fixtures/gpu/wrong_*.cu) are rejected with the right status, and the search goes on;
+//  - results are stable between two runs; a hopelessly slow configuration stops early; a cache replays a run.
+import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
+import { PROBE_LAUNCHES } from '../../src/tuner/gpu-backend';
+import { gpuSkipReason } from '../support/gpu-available';
+import type { BuildRequest, BuiltKernel, CheckOutcome, DeviceDescription, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../../src/tuner/backend';
+import { CacheFile } from '../../src/tuner/cache';
+import { GpuBackend } from '../../src/tuner/gpu-backend';
+import type { TuneOptions } from '../../src/tuner/tunable-kernel';
+import type { Config, ConfigResult, ConfigStatus, TuneResult } from '../../src/tuner/types';
+
+// The bundle runs from dist/gpu-tests/; the repository root is two levels up.
+const root = path.resolve(__dirname, '..', '..');
+const examplesDir = path.join(root, 'examples');
+const fixturesDir = path.join(root, 'test', 'fixtures', 'gpu');
+
+
+const skip = gpuSkipReason();
+if (skip) console.log(`# tuner GPU tests skipped: ${skip}`);
+/** Every test carries the skip reason, so that the runner counts each one as skipped (not a single skipped suite). */
+const test = (name: string, fn: () => Promise<void>): void => {
+  it(name, { skip, timeout: 600_000 }, fn);
+};
+
+/** One line per result, for assertion messages. */
+function summary(result: TuneResult): string {
+  return result.results.map((r) => `  ${r.key}: ${r.status}${r.timeMs !== undefined ? ` ${r.timeMs.toFixed(4)} ms` : ''}${r.error ? ` (${r.error.message.slice(0, 300)})` : ''}`).join('\n');
+}
+
+/** Forwards to another backend and counts the calls that do GPU work, to show what a tuning run really did. */
+class CountingBackend implements TuningBackend {
+  readonly calls = { build: 0, prepare: 0, check: 0, time: 0 };
+  constructor(private readonly inner: TuningBackend) {}
+  describe(): Promise<DeviceDescription> {
+    return this.inner.describe();
+  }
+  build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
+    this.calls.build++;
+    return this.inner.build(request, signal);
+  }
+  prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest> {
+    this.calls.prepare++;
+    return this.inner.prepare(data, oracle, options);
+  }
+  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: { timeoutMs: number }): Promise<CheckOutcome> {
+    this.calls.check++;
+    return this.inner.check(kernel, launch, prepared, inputSet, options);
+  }
+  time(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
+    this.calls.time++;
+    return this.inner.time(kernel, launch, prepared, options);
+  }
+  dispose(): Promise<void> {
+    return Promise.resolve(); // the wrapped backend belongs to the caller
+  }
+}
+
+describe('tuner on the device', () => {
+  let gpu: GpuBackend;
+  before(async () => {
+    if (!skip) gpu = await GpuBackend.open();
+  });
+  after(async () => {
+    await gpu?.dispose();
+  });
+
+  const tune = (loaded: LoadedSpec, options: TuneOptions = {}): Promise<TuneResult> =>
+    loaded.kernel.tune(loaded.test, loaded.tuneParams, loaded.restrictions, { ...loaded.options, backend: gpu, ...options });
+
+  /** Medians of the configurations that ran, by key. */
+  const medians = (result: TuneResult): Map<string, number> =>
+    new Map(result.results.filter((r) => r.status === 'ok').map((r) => [r.key, r.timeMs!]));
+
+  // ---- the examples ----
+
+  /** The failures an example's space holds by construction (everything else must run and be correct). */
+  function expectedFailure(name: string, config: Config): ConfigStatus | undefined {
+    if (name !== 'matmul_tiled') return undefined;
+    const [bx, by, tx, ty] = [config.block_size_x, config.block_size_y, config.tile_size_x, config.tile_size_y].map(Number) as [number, number, number, number];
+    if (bx * by > 1024) return 'exceeds_device_limits';
+    if (4 * (by * ty * bx + bx * bx * tx) > 48 * 1024) return 'compile_error'; // static shared memory over 48 KiB
+    return undefined;
+  }
+
+  for (const name of EXAMPLE_NAMES) {
+    test(`example ${name} tunes by brute force to a correct best configuration`, async () => {
+      const ex = await loadExample(examplesDir, name);
+      const result = await tune(ex, { iterations: 7, strategy: 'brute_force' });
+      const report = `${name}:\n${summary(result)}`;
+      assert.equal(result.stopReason, 'completed', report);
+      assert.ok(result.best, `no configuration succeeded\n${report}`);
+      assert.equal(result.best.status, 'ok');
+
+      for (const r of result.results) {
+        const expected = expectedFailure(name, r.config);
+        if (expected) {
+          assert.equal(r.status, expected, `${r.key}\n${report}`);
+          continue;
+        }
+        // Verified on both input sets (and after timing) or it would be wrong_result; stopped_early ran its checks too.
+        assert.ok(r.status === 'ok' || r.status === 'stopped_early', `${r.key}: ${r.status}\n${report}`);
+        assert.ok(r.timings!.verifyMs > 0, `${r.key} was not verified`);
+        assert.equal(r.stats!.samplesMs.length, r.status === 'ok' ? 7 : 1, r.key);
+        assert.equal(r.timeMs, r.stats!.medianMs, r.key);
+        assert.ok(r.timeMs! >= result.best.timeMs!, `${r.key} (${r.timeMs} ms) is faster than the best (${result.best.timeMs} ms)`);
+      }
+      if (name === 'matmul_tiled') {
+        assert.equal(result.results.filter((r) => r.status === 'exceeds_device_limits').length, 4, report);
+        assert.equal(result.results.filter((r) => r.status === 'compile_error').length, 4, report);
+      }
+
+      // An independent check of the best: against the spec's reference kernel where it has one, else against another
+      // configuration that ran (test() alone would take the configuration under test as its own oracle).
+      const other = result.results.find((r) => r.status === 'ok' && r.key !== result.best!.key);
+      assert.ok(ex.options.oracle || other, `${name} needs a second correct configuration to cross-check the best`);
+      const checked = await ex.kernel.test(ex.test, result.best.config, {
+        ...ex.options,
+        backend: gpu,
+        ...(!ex.options.oracle && { referenceConfig: other!.config }),
+      });
+      assert.equal(checked.status, 'ok');
+    });
+  }
+
+  // ---- wrong kernels ----
+
+  const WRONG_KERNELS: { file: string; status: ConfigStatus; message?: RegExp }[] = [
+    { file: 'wrong_writes_nothing.cu', status: 'wrong_result', message: /c: 1048576 of 1048576 elements differ.*1048576 never written/ },
+    { file: 'wrong_writes_zeros.cu', status: 'wrong_result', message: /c: \d+ of 1048576 elements differ/ },
+    { file: 'wrong_writes_half.cu', status: 'wrong_result', message: /c: 524288 of 1048576 elements differ.*524288 never written/ },
+    { file: 'wrong_cached_result.cu', status: 'wrong_result', message: /^wrong result on input set 2 / },
+    { file: 'wrong_race.cu', status: 'wrong_result' },
+    { file: 'wrong_overwrites_input.cu', status: 'wrong_result', message: /it overwrote input a, which must stay unchanged/ },
+    { file: 'wrong_slightly_off.cu', status: 'wrong_result', message: /max rel error/ },
+    { file: 'wrong_fault.cu', status: 'fault' },
+    { file: 'wrong_infinite_loop.cu', status: 'timeout' },
+  ];
+
+  for (const { file, status, message } of WRONG_KERNELS) {
+    test(`${file} is rejected as '${status}', and the next (correct) configuration is 'ok'`, async () => {
+      const loaded = await loadSpec(path.join(fixturesDir, 'wrong_kernels.yaml'), { file: path.join(fixturesDir, file) });
+      assert.ok(loaded.options.oracle, 'the correct vector add is the oracle');
+      const started = performance.now();
+      const result = await tune(loaded, { launchTimeoutMs: 2000 });
+      const report = `${file}:\n${summary(result)}`;
+      assert.deepEqual(
+        result.results.map((r) => r.config.broken),
+        [1, 0],
+        report,
+      );
+      const [wrong, fixed] = result.results as [ConfigResult, ConfigResult];
+      assert.equal(wrong.status, status, report);
+      if (message) assert.match(wrong.error?.message ?? '', message, report);
+      assert.equal(wrong.timeMs, undefined, 'a rejected configuration has no time');
+      assert.equal(fixed.status, 'ok', report);
+      assert.equal(result.best?.key, fixed.key);
+      if (status === 'timeout') assert.ok(performance.now() - started >= 2000, 'the watchdog waited for the time limit');
+    });
+  }
+
+  // ---- stability, early stop, cache ----
+
+  test('vector_add gives stable results over two runs', async () => {
+    const ex = await loadExample(examplesDir, 'vector_add');
+    const first = await tune(ex);
+    const second = await tune(ex);
+    const [t1, t2] = [medians(first), medians(second)];
+    const report = `first:\n${summary(first)}\nsecond:\n${summary(second)}`;
+    assert.equal(t1.size, 5, report);
+    assert.equal(t2.size, 5, report);
+    const [best1, best2] = [first.best!, second.best!];
+    // 1. The best configuration's median reproduces within ±10%.
+    assert.ok(Math.abs(t2.get(best1.key)! / best1.timeMs! - 1) <= 0.1, `best ${best1.key}: ${best1.timeMs} ms, then ${t2.get(best1.key)} ms\n${report}`);
+    // 2. Each run's best is near-best in the other run: the block sizes of a memory-bound kernel are often within a few
+    //    percent of each other, so which one wins is noise, but both runs must agree on which ones are near the top.
+    assert.ok(t2.get(best1.key)! <= 1.1 * best2.timeMs!, report);
+    assert.ok(t1.get(best2.key)! <= 1.1 * best1.timeMs!, report);
+    // 3. Every pair the first run separates by more than 10% is ordered the same way in the second.
+    for (const [a, ta] of t1) {
+      for (const [b, tb] of t1) {
+        if (ta * 1.1 < tb) assert.ok(t2.get(a)! < t2.get(b)!, `${a} (${ta} ms) beat ${b} (${tb} ms) by over 10%, but not in the second run\n${report}`);
+      }
+    }
+  });
+
+  test('a configuration 10x slower than the best so far stops after its probing launches', async () => {
+    const loaded = await loadSpec(path.join(fixturesDir, 'slow_vector_add.yaml'));
+    const result = await tune(loaded);
+    const report = summary(result);
+    const [plain, slow] = result.results as [ConfigResult, ConfigResult];
+    assert.equal(plain.config.extra_fma, 0);
+    assert.equal(plain.status, 'ok', report);
+    assert.equal(slow.status, 'stopped_early', report);
+    assert.match(slow.note ?? '', /stopped after 3 timed launches: their median .* ms is more than 4x the best so far/);
+    assert.equal(slow.stats!.samplesMs.length, PROBE_LAUNCHES);
+    assert.ok(slow.timeMs! > 4 * plain.timeMs!, report);
+    assert.equal(result.best?.key, plain.key);
+  });
+
+  test('a Kernel Tuner cache replays a finished run without evaluating anything again', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'lkt-cache-test-'));
+    try {
+      const cache = path.join(dir, 'vector_add.json');
+      const ex = await loadExample(examplesDir, 'vector_add');
+      const first = await tune(ex, { iterations: 7, cache });
+      assert.equal(first.results.filter((r) => r.status === 'ok').length, 5, summary(first));
+
+      const file = CacheFile.load(cache);
+      assert.equal(file.size, 5);
+      assert.equal(file.header.device_name, (await gpu.describe()).name);
+      assert.equal(file.header.kernel_name, 'vector_add');
+
+      const counting = new CountingBackend(gpu);
+      const replayed: ConfigResult[] = [];
+      const second = await tune(ex, { iterations: 7, cache, backend: counting, onResult: (r) => replayed.push(r) });
+      // The oracle is compiled and the test data prepared (the run could need them), but no configuration is compiled,
+      // checked or timed again.
+      assert.deepEqual(counting.calls, { build: 1, prepare: 1, check: 0, time: 0 });
+      assert.equal(replayed.length, 5);
+      const project = (r: ConfigResult) => ({ key: r.key, status: r.status, timeMs: r.timeMs, samples: r.stats?.samplesMs, timestamp: r.timestamp });
+      assert.deepEqual(replayed.map(project), first.results.map(project));
+      assert.equal(second.best?.key, first.best?.key);
+      assert.equal(second.best?.timeMs, first.best?.timeMs);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

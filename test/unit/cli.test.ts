@@ -1,0 +1,107 @@
+// The command line end to end, as a user runs it: the bundled dist/cli.js in a child process (the vitest global setup
+// builds it). CI has no GPU, so the GPU commands must fail cleanly and `tune` replays the examples' real GPU caches.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { CacheFile } from '../../src/tuner/cache';
+import { gpuSkipReason } from '../support/gpu-available';
+
+const root = join(__dirname, '..', '..');
+const cli = join(root, 'dist', 'cli.js');
+const scratch = mkdtempSync(join(tmpdir(), 'lkt-cli-'));
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+function run(...args: string[]) {
+  const r = spawnSync(process.execPath, [cli, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+const example = (name: string, file: string) => join('examples', name, file);
+
+/** The fastest valid configuration of a cache, computed directly from the file. */
+function bestOf(cachePath: string) {
+  const results = CacheFile.load(join(root, cachePath)).results().filter((r) => r.status === 'ok');
+  return results.reduce((a, b) => (b.timeMs! < a.timeMs! ? b : a));
+}
+
+describe('llm-kernel-tuner without a GPU', () => {
+  const noGpu = gpuSkipReason() !== false;
+
+  it.runIf(noGpu)('devices and probe say what is missing, exit 1, and print no stack trace', () => {
+    for (const command of ['devices', 'probe']) {
+      const r = run(command);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toMatch(/^error: CUDA is not available: libcuda\.so\.1/);
+      expect(r.stderr).toMatch(/Install the NVIDIA driver/);
+      expect(r.stderr).not.toMatch(/\n\s+at /);
+    }
+  });
+
+  it.runIf(noGpu)('tune --simulate-if-no-gpu replays the shipped cache', () => {
+    const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate-if-no-gpu', example('vector_add', 'cache.json'));
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('replayed from examples/vector_add/cache.json');
+  });
+});
+
+describe('llm-kernel-tuner tune --simulate', () => {
+  it('replays the tiled matmul search of a real GPU run and reports its best configuration', () => {
+    const cache = example('matmul_tiled', 'cache.json');
+    const r = run('tune', example('matmul_tiled', 'tune.yaml'), '--simulate', cache);
+    expect(r.code).toBe(0);
+    const best = bestOf(cache);
+    const expected = Object.entries(best.config).map(([k, v]) => `${k}=${v}`).join(' ');
+    expect(r.stdout).toContain(`best: ${expected}  ${best.timeMs!.toPrecision(4)} ms`);
+    // Every configuration of the space appears once, failures included, with their kind.
+    expect(r.stdout).toMatch(/44 configurations replayed/);
+    expect(r.stdout).toMatch(/4 compile_error, 4 exceeds_device_limits/);
+    expect(r.stderr).toMatch(/\[#+\] 44\/44/);
+  });
+
+  it('--json gives every result; a seeded optimiser repeats its search exactly', () => {
+    const args = ['tune', example('matmul_tiled', 'tune.yaml'), '--simulate', example('matmul_tiled', 'cache.json'), '--strategy', 'greedy_mls', '--max-fevals', '12', '--seed', '7', '--json'];
+    const a = JSON.parse(run(...args).stdout);
+    const b = JSON.parse(run(...args).stdout);
+    expect(a.strategy).toBe('greedy_mls');
+    expect(a.evaluations).toBeLessThanOrEqual(12);
+    expect(a.stopReason).toBe('max_fevals');
+    expect(a.results.map((x: { key: string }) => x.key)).toEqual(b.results.map((x: { key: string }) => x.key));
+    expect(a.best.timeMs).toBeGreaterThanOrEqual(bestOf(example('matmul_tiled', 'cache.json')).timeMs!);
+  });
+
+  it('flags override the spec: --param narrows the space', () => {
+    const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate', example('vector_add', 'cache.json'), '--param', 'block_size_x=128,512', '--json');
+    const out = JSON.parse(r.stdout);
+    expect(out.results.map((x: { config: { block_size_x: number } }) => x.config.block_size_x)).toEqual([128, 512]);
+  });
+
+  it('refuses a cache of another kernel with a clear reason', () => {
+    const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate', example('reduction', 'cache.json'));
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/holds results for kernel 'reduce_sum', not 'vector_add'/);
+  });
+
+  it('reports an invalid spec with the path of each bad field', () => {
+    const spec = join(scratch, 'bad.yaml');
+    writeFileSync(spec, 'file: ../x.cu\narguments: {}\nproblemSize: n\ntuneParams: { block_size_x: [] }\niterations: -1\n');
+    const r = run('tune', spec);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/tuneParams\.block_size_x: /);
+    expect(r.stderr).toMatch(/iterations: /);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('reports inputs that do not fit the kernel before any GPU work', () => {
+    const spec = join(scratch, 'misfit.yaml');
+    writeFileSync(
+      spec,
+      `file: ${join(root, 'examples', 'vector_add', 'vector_add.cu')}\nproblemSize: n\narguments:\n  c: { dtype: float64, length: n, output: true }\n  n: { dtype: int32, value: 16 }\ntuneParams: { block_size_x: [32] }\n`,
+    );
+    const r = run('tune', spec);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/c: the kernel declares .* which is float32, but the spec says float64/);
+    expect(r.stderr).toMatch(/a: missing/);
+  });
+});
