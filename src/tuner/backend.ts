@@ -55,6 +55,8 @@ export type HostArgument =
       dtype: ResolvedTest['arguments'][number]['dtype'];
       data: ArrayBufferView & { length: number };
       output: boolean;
+      /** An output the kernel also reads: `data` is its initial content before every run (else it is poisoned). */
+      inOut?: boolean;
       /** The expected content after the run, when the user gave it; otherwise the oracle produces it. */
       expected?: (ArrayBufferView & { length: number }) | null;
     };

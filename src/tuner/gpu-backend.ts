@@ -498,6 +498,7 @@ type InitWithSeed = (BufferInit & { seed?: number }) | { kind: 'upload'; data: A
 function initOf(arg: TestDataArgument, s: number, seed: number): InitWithSeed | undefined {
   if (arg.kind !== 'buffer') return undefined;
   if ('data' in arg) {
+    if (arg.output && !arg.inOut) return undefined; // a pure output: poisoned before every run
     if (s === 0) return { kind: 'upload', data: arg.data };
     return { kind: 'random', distribution: rangeOf(arg), seed };
   }

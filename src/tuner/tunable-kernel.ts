@@ -44,13 +44,16 @@ const DTYPE_OF_ARRAY = new Map<Function, DType>([
  * the oracle computes the expected outputs. Or built from a declarative spec with KernelTest.fromSpec.
  */
 export class KernelTest {
-  readonly data: { kind: 'values'; inputs: (AnyTypedArray | KernelScalar)[]; expectedOutputs: (AnyTypedArray | null)[]; outputs: ReadonlySet<number> } | { kind: 'spec'; spec: unknown };
+  readonly data:
+    | { kind: 'values'; inputs: (AnyTypedArray | KernelScalar)[]; expectedOutputs: (AnyTypedArray | null)[]; outputs: ReadonlySet<number>; inOut: ReadonlySet<number> }
+    | { kind: 'spec'; spec: unknown };
 
   constructor(
     inputs: (AnyTypedArray | KernelScalar)[],
     expectedOutputs: (AnyTypedArray | null)[] | null,
     readonly problemSize: ProblemSizeSpec,
-    options: { outputs?: readonly number[] } = {},
+    /** outputs: positions compared against the oracle; inOut: outputs whose given content the kernel reads (c += a*b). */
+    options: { outputs?: readonly number[]; inOut?: readonly number[] } = {},
   ) {
     if (!Array.isArray(inputs)) throw new TypeError(`Expected an array of typed arrays and scalars for inputs but received ${typeof inputs}`);
     inputs.forEach((v, i) => {
@@ -70,8 +73,9 @@ export class KernelTest {
       }
       outputs.add(i);
     });
+    for (const i of options.inOut ?? []) outputs.add(i);
     if (outputs.size === 0) throw new TypeError('a KernelTest needs at least one output: give an expected output or name it in options.outputs');
-    this.data = { kind: 'values', inputs, expectedOutputs: expected, outputs };
+    this.data = { kind: 'values', inputs, expectedOutputs: expected, outputs, inOut: new Set(options.inOut ?? []) };
   }
 
   /** Whether every compared output comes with its expected value (else the oracle computes them). */
@@ -95,7 +99,7 @@ export class KernelTest {
       const test: ResolvedTest = resolveTestSpec(this.data.spec, kernel);
       return { data: { kind: 'spec', test }, problemSize: test.problemSize };
     }
-    const { inputs, expectedOutputs, outputs } = this.data;
+    const { inputs, expectedOutputs, outputs, inOut } = this.data;
     if (inputs.length !== kernel.parameters.length) {
       throw new TypeError(`${kernel.name} takes ${kernel.parameters.length} arguments (${kernel.parameters.map((p) => p.name).join(', ')}) but the test gives ${inputs.length}`);
     }
@@ -106,7 +110,15 @@ export class KernelTest {
         return { kind: 'scalar', name: p.name, dtype: value.dtype, value: value.value };
       }
       if (!p.isPointer) throw new TypeError(`argument ${i} (${p.name}) is a scalar (${p.type}) but the test gives an array`);
-      return { kind: 'buffer', name: p.name, dtype: DTYPE_OF_ARRAY.get(value.constructor)!, data: value, output: outputs.has(i), expected: expectedOutputs[i] ?? null };
+      return {
+        kind: 'buffer',
+        name: p.name,
+        dtype: DTYPE_OF_ARRAY.get(value.constructor)!,
+        data: value,
+        output: outputs.has(i),
+        inOut: inOut.has(i),
+        expected: expectedOutputs[i] ?? null,
+      };
     });
     return { data: { kind: 'host', arguments: args }, problemSize: this.problemSize };
   }

@@ -14,7 +14,8 @@ import { gpuSkipReason } from '../support/gpu-available';
 import type { BuildRequest, BuiltKernel, CheckOutcome, DeviceDescription, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../../src/tuner/backend';
 import { CacheFile } from '../../src/tuner/cache';
 import { GpuBackend } from '../../src/tuner/gpu-backend';
-import type { TuneOptions } from '../../src/tuner/tunable-kernel';
+import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
+import { int32 } from '../../src/gpu/dtype';
 import type { Config, ConfigResult, ConfigStatus, TuneResult } from '../../src/tuner/types';
 
 // The bundle runs from dist/gpu-tests/; the repository root is two levels up.
@@ -233,4 +234,34 @@ describe('tuner on the device', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  test('KernelTest given by value: test() passes the right kernel and throws FailedTestsError for a wrong one', async () => {
+    const n = 1 << 20;
+    const a = Float32Array.from({ length: n }, (_, i) => Math.sin(i));
+    const b = Float32Array.from({ length: n }, (_, i) => Math.cos(i) * 2);
+    const expected = a.map((x, i) => x + b[i]!);
+    const source = (op: string) => `
+      extern "C" __global__ void add(float *c, const float *a, const float *b, int n) {
+        int i = blockIdx.x * block_size_x + threadIdx.x;
+        if (i < n) c[i] = ${op};
+      }`;
+    // The output array's own content is irrelevant: a pure output is poisoned before each run.
+    const kernelTest = new KernelTest([new Float32Array(n), a, b, int32(n)], [expected, null, null, null], n);
+    const right = await TunableKernel.create(source('a[i] + b[i]'));
+    const ok = await right.test(kernelTest, { block_size_x: 128 }, { backend: gpu });
+    assert.equal(ok.status, 'ok');
+
+    const wrong = await TunableKernel.create(source('i < n / 2 ? a[i] + b[i] : a[i] - b[i]'));
+    await assert.rejects(wrong.test(kernelTest, { block_size_x: 128 }, { backend: gpu }), (e: unknown) => {
+      assert.ok(e instanceof FailedTestsError, String(e));
+      assert.match(e.message, /c: 52428\d of 1048576 elements differ/);
+      assert.match(e.message, /first: \[524288\]/);
+      return true;
+    });
+
+    // Without expected outputs there is nothing to compare with but the kernel itself: refused, not silently weak.
+    const unanswered = new KernelTest([new Float32Array(n), a, b, int32(n)], null, n, { outputs: [0] });
+    await assert.rejects(right.test(unanswered, { block_size_x: 128 }, { backend: gpu }), /test\(\) needs the right answers/);
+  });
 });
+
