@@ -12,6 +12,7 @@ interface Entry {
 export const commands: Record<string, Entry> = {
   devices: { summary: 'list the GPUs with their limits, driver and NVRTC versions', load: () => import('./devices') },
   tune: { summary: 'tune a kernel from a spec file (Kernel Tuner semantics, no LLM), or replay a cache with --simulate', load: () => import('./tune') },
+  auto: { summary: 'let a model make a kernel tunable and faster, step by step, tuning every candidate on the GPU', load: () => import('./auto') },
   probe: { summary: 'compile, check and time a vector add over a few block sizes (a health check of the GPU path)', load: () => import('./probe') },
 };
 

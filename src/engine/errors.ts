@@ -49,3 +49,66 @@ export class TimeoutError extends Error {
     super(message);
   }
 }
+
+/** The model's answer holds no kernel code. */
+export class NoCodeError extends Error {
+  override name = 'NoCodeError';
+}
+
+/** A rewrite changed the kernel's name or parameter list, which the host code depends on. */
+export class SignatureChangedError extends Error {
+  override name = 'SignatureChangedError';
+
+  constructor(
+    message: string,
+    readonly differences: readonly string[],
+    /** The interface to keep, as the source declares it. */
+    readonly expected: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Problems with an answer that the model can fix; `problems` has one line each, meant for the model. */
+export abstract class AnswerProblemsError extends Error {
+  constructor(
+    message: string,
+    readonly problems: readonly string[],
+  ) {
+    super(message);
+  }
+}
+
+/** Tunable parameters the model named are unusable (bad names or values, block sizes not called block_size_x/y/z). */
+export class InvalidTuneParamsError extends AnswerProblemsError {
+  override name = 'InvalidTuneParamsError';
+}
+
+/** A structured answer that parsed but does not make sense (a plan step without a title, a verdict for an unknown step). */
+export class InvalidAnswerError extends AnswerProblemsError {
+  override name = 'InvalidAnswerError';
+}
+
+/** The kernel analysis (problem size, outputs) does not fit the kernel's parameters. */
+export class InvalidAnalysisError extends AnswerProblemsError {
+  override name = 'InvalidAnalysisError';
+}
+
+/** A test's baseline run is too short to time reliably or too long for the time budget. */
+export class TestSizeError extends Error {
+  override name = 'TestSizeError';
+
+  constructor(
+    message: string,
+    readonly timeMs: number,
+    readonly minMs: number,
+    readonly maxMs: number,
+  ) {
+    super(message);
+  }
+}
+
+/** The kernel to tune cannot be the oracle: it does not compile, or does not reproduce its own results. */
+export class UnusableKernelError extends Error {
+  override name = 'UnusableKernelError';
+}

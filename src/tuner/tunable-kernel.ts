@@ -148,7 +148,10 @@ export interface RunOptions extends LaunchOptions {
   backend?: TuningBackend;
   device?: number;
   compilerOptions?: readonly string[];
-  /** The reference implementation whose outputs are the truth; default this kernel with `referenceConfig`. */
+  /**
+   * The reference implementation whose outputs are the truth, launched with its own geometry (`launch`, default Kernel
+   * Tuner's defaults for `config`); default this kernel with `referenceConfig` and the tuning's geometry.
+   */
   oracle?: { code: string; config?: Config; launch?: LaunchOptions; kernelName?: string };
   /** Configuration of this kernel used as the oracle when none is given; default the first valid configuration. */
   referenceConfig?: Config;
@@ -325,7 +328,9 @@ export class TunableKernel {
     if (!config) throw new Error('no configuration satisfies the restrictions and the device limits, so there is nothing to run');
     const code = reference?.code ?? this.code;
     const oracleKernel = reference ? await TunableKernel.create(reference.code, { kernelName: reference.kernelName ?? this.name }) : this;
-    const launchOptions = reference?.launch ?? options;
+    // A separate reference has its own launch geometry (default: Kernel Tuner's, from its own configuration); the
+    // candidate's grid divisors may name parameters the reference does not have.
+    const launchOptions = reference ? (reference.launch ?? {}) : options;
     const geometry = new Geometry({ problemSize, ...launchSpec(launchOptions) }, { paramNames: Object.keys(config), scalarNames: Object.keys(scalars) });
     const g = geometry.launch(config, scalars);
     const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: launchOptions.dynamicSharedMemBytes?.(config) ?? 0 };

@@ -73,6 +73,11 @@ export interface ScriptedLlmServer {
 export interface ScriptedServerOptions {
   /** Models listed by GET /api/tags and GET /v1/models. */
   models?: string[];
+  /**
+   * 'sequential' (default): request n gets turn n. 'first-match': each request gets the first unused turn whose `match`
+   * it satisfies, for clients that send requests side by side (parallel graph branches) in no fixed order.
+   */
+  order?: 'sequential' | 'first-match';
 }
 
 const SCRIPTS = join(__dirname, '..', 'fixtures', 'llm-scripts');
@@ -133,8 +138,8 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
   const requests: RecordedRequest[] = [];
   const mismatches: ScriptMismatch[] = [];
   const models = options.models ?? ['scripted-model'];
-  let next = 0;
   let counter = 0;
+  const used = new Set<number>();
 
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -170,12 +175,14 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
       req.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : req.method === 'POST' && path === '/api/chat' ? 'ollama' : undefined;
     if (!wire) return sendJson(res, 404, { error: `scripted server: no route for ${req.method} ${path}` });
 
-    if (next >= script.length) {
+    if (used.size >= script.length) {
       const reason = `the script has ${script.length} turn(s), all used; this is request ${requests.length}`;
       mismatches.push({ turn: null, path, reason });
       return sendError(res, wire, 500, `scripted server: ${reason}`);
     }
-    const index = next++;
+    const firstMatch = options.order === 'first-match' ? script.findIndex((t, i) => !used.has(i) && checkMatch(t, body) === undefined) : -1;
+    const index = firstMatch >= 0 ? firstMatch : script.findIndex((_, i) => !used.has(i));
+    used.add(index);
     const turn = script[index]!;
     record.turn = index;
     const mismatch = checkMatch(turn, body);
@@ -216,7 +223,7 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
     url: `http://127.0.0.1:${port}`,
     requests,
     mismatches,
-    remaining: () => script.length - next,
+    remaining: () => script.length - used.size,
     close: () =>
       new Promise<void>((resolve, reject) => {
         server.closeAllConnections();

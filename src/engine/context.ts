@@ -1,0 +1,56 @@
+/**
+ * What every node of a session needs besides the graph state: the GPU boundary, the user's tests, the settings of the
+ * run. It travels in LangGraph's run context (`config.context.engine`), so it reaches subgraphs and Send tasks without
+ * being checkpointed: the state holds only plain data, and a resumed session gets a fresh context (a new backend).
+ */
+import type { LangGraphRunnableConfig, RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
+import type { DeviceDescription, TuningBackend } from '../tuner/backend';
+import type { KernelTest } from '../tuner/tunable-kernel';
+import type { StructuredOutputType } from './llm/structured';
+
+export interface EngineSettings {
+  structuredOutputType: StructuredOutputType;
+  compilerOptions: readonly string[];
+  /** Seconds; the budget of one configuration (see tuningTimeoutMs). */
+  timePerTestS: number;
+  /** Percent of improvement a candidate needs to be accepted. */
+  performanceThreshold: number;
+  /** Interrupt after planning, until the plan is approved (resumed with a Command). */
+  approvePlan: boolean;
+}
+
+export class EngineContext {
+  private gpuQueue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    readonly backend: TuningBackend,
+    readonly device: DeviceDescription,
+    /** Tests the user gave (addTest / options.tests); the state refers to them by index. */
+    readonly userTests: readonly KernelTest[],
+    readonly settings: EngineSettings,
+  ) {}
+
+  /**
+   * Runs GPU work alone: candidates of one step are generated side by side (Send), but timings taken while another
+   * candidate runs on the same GPU would be worthless, so tuning runs one at a time.
+   */
+  exclusive<T>(work: () => Promise<T>): Promise<T> {
+    const run = this.gpuQueue.then(work, work);
+    this.gpuQueue = run.catch(() => undefined);
+    return run;
+  }
+}
+
+export function engineContext(config: LangGraphRunnableConfig | undefined): EngineContext {
+  const engine = (config?.context as { engine?: unknown } | undefined)?.engine;
+  if (!(engine instanceof EngineContext)) {
+    throw new TypeError('this graph runs inside a tuning session: pass { context: { engine } } (LLMKernelTransformer does)');
+  }
+  return engine;
+}
+
+/** How a subgraph's nodes that call the model are built. */
+export interface GraphOptions {
+  /** LangGraph's node retry for transient transport failures (429, 5xx, broken connections); default transportRetryPolicy. */
+  transportRetryPolicy?: NodeRetryPolicy;
+}

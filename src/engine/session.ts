@@ -1,0 +1,51 @@
+/**
+ * A run of a session graph as the typed event stream: the events nodes emit (LangGraph's `custom` stream mode), a plan
+ * interrupt as `plan.awaiting_approval`, and exactly one way of ending: `session.finished` (emitted by the graph),
+ * `session.failed`, `session.cancelled`, or the pause for approval. Node names never reach the consumer.
+ */
+import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { isTuningEvent, makeEvent, type PlanStepView, type TuningEvent } from './events';
+import { isAbortError } from './llm/errors';
+import { isPlanInterrupt } from './strategies/approval';
+
+export type SessionEnd =
+  | { status: 'finished' }
+  | { status: 'awaiting_approval'; steps: PlanStepView[] }
+  | { status: 'failed'; error: Error }
+  | { status: 'cancelled' };
+
+/** What streamSession needs of a compiled graph. */
+export interface StreamableGraph {
+  stream(input: unknown, options: LangGraphRunnableConfig & { streamMode: ('custom' | 'updates')[] }): Promise<AsyncIterable<unknown>>;
+}
+
+/**
+ * Runs the graph and yields its events; returns how the run ended. Errors never escape: a failure is the
+ * `session.failed` event (and `error` in the returned end), an abort is `session.cancelled`.
+ */
+export async function* streamSession(graph: StreamableGraph, input: unknown, config: LangGraphRunnableConfig): AsyncGenerator<TuningEvent, SessionEnd> {
+  let end: SessionEnd = { status: 'finished' };
+  try {
+    const stream = await graph.stream(input, { ...config, streamMode: ['custom', 'updates'] });
+    for await (const chunk of stream) {
+      const [mode, payload] = chunk as [string, unknown];
+      if (mode === 'custom' && isTuningEvent(payload)) yield payload;
+      if (mode !== 'updates' || typeof payload !== 'object' || payload === null || !('__interrupt__' in payload)) continue;
+      const interrupts = (payload as { __interrupt__: { value: unknown }[] }).__interrupt__;
+      const plan = interrupts.map((i) => i.value).find(isPlanInterrupt);
+      if (plan) {
+        end = { status: 'awaiting_approval', steps: plan.steps };
+        yield makeEvent({ type: 'plan.awaiting_approval', steps: plan.steps });
+      }
+    }
+  } catch (thrown) {
+    if (isAbortError(thrown, config.signal)) {
+      yield makeEvent({ type: 'session.cancelled' });
+      return { status: 'cancelled' };
+    }
+    const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+    yield makeEvent({ type: 'session.failed', error: { name: error.name, message: error.message } });
+    return { status: 'failed', error };
+  }
+  return end;
+}

@@ -1,0 +1,65 @@
+/**
+ * The state of a tuning session, shared by the top graph and every subgraph (analysis, testing strategies, tuning
+ * strategies extend it with their own channels). Plain data only, so that checkpoints can be written to files and a
+ * session resumed: the kernel as source, tests as declarative specs (or indices of the user's tests), the tracker as JSON.
+ *
+ * Every channel here keeps the last value written. A subgraph returns its whole state to its parent, which would apply
+ * an appending reducer a second time; so lists are replaced whole (`tests: [...state.tests, added]`).
+ */
+import { Annotation } from '@langchain/langgraph';
+import type { TestSpecInput } from '../tuner/input-spec';
+import type { Config, ProblemSizeSpec } from '../tuner/types';
+import type { TuneParamLists } from './code';
+import type { GridDivisors } from './finalize';
+import type { PerformanceTrackerJSON } from './tracker';
+
+/** What the model said the kernel does, validated against its signature. */
+export interface KernelAnalysis {
+  description: string;
+  /** One expression per grid dimension (x first), over the kernel's scalar arguments. */
+  problemSize: string[];
+  /** The pointer arguments the kernel writes: the outputs compared against the original kernel. */
+  outputs: string[];
+}
+
+/** A test of the session: generated from a spec, or one the user gave (by its index in EngineContext.userTests). */
+export interface TestRef {
+  id: string;
+  origin: 'user' | 'generated';
+  userIndex?: number;
+  spec?: TestSpecInput;
+  problemSize: ProblemSizeSpec;
+  outputs: string[];
+  /** Bytes of all its buffers (generated tests). */
+  bytes: number | null;
+  /** The original kernel's time on it, when it was measured. */
+  timeMs: number | null;
+}
+
+export const TuningState = Annotation.Root({
+  /** The kernel to tune (its plain name; the source may hold other kernels). */
+  kernelName: Annotation<string>,
+  /** Shown in diffs and compiler messages. */
+  fileName: Annotation<string>,
+  /** The source as given: the oracle every candidate is compared against. */
+  originalCode: Annotation<string>,
+  /** The best kernel so far (tunable: parameters are preprocessor names). */
+  code: Annotation<string>,
+  analysis: Annotation<KernelAnalysis | null>,
+  tests: Annotation<TestRef[]>,
+  /** The launch parameters the original kernel runs with, as the oracle and for the baseline. */
+  baselineParams: Annotation<Config>,
+  /** Tunable parameters of the best kernel. */
+  tuneParams: Annotation<TuneParamLists>,
+  restrictions: Annotation<string[]>,
+  /** Grid divisors of the best kernel (default: the block size of each dimension). */
+  gridDivisors: Annotation<GridDivisors>,
+  /** The best configuration of the best kernel. */
+  bestParams: Annotation<Config>,
+  /** Its time on the first test; null before the baseline was measured. */
+  bestTimeMs: Annotation<number | null>,
+  tracker: Annotation<PerformanceTrackerJSON>,
+});
+
+export type TuningStateValue = typeof TuningState.State;
+export type TuningStateUpdate = typeof TuningState.Update;

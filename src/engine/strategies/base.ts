@@ -1,0 +1,249 @@
+/**
+ * The seed's BaseTuningStrategy: what every strategy shares. A strategy is a class whose `createGraph(llm)` returns a
+ * graph over the session state (TuningState); it decides which steps to try, and uses these helpers to turn a model's
+ * answer into a tested candidate: extract the code, keep the interface, merge the tunable parameters, ask for
+ * restrictions, run the tests through the tuner, and accept the candidate only when it beats the best kernel by the
+ * performance threshold (recording the step in the tracker).
+ */
+import { basename } from 'node:path';
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { z } from 'zod';
+import { CompileError } from '../../gpu/errors';
+import { compileRestriction, compileRestrictions } from '../../tuner/restrictions';
+import { FailedTestsError } from '../../tuner/tunable-kernel';
+import type { Config } from '../../tuner/types';
+import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, type TuneParamLists } from '../code';
+import { engineContext, type GraphOptions } from '../context';
+import { unifiedDiff } from '../diff';
+import { InvalidTuneParamsError, NoCodeError, RetriesExhaustedError } from '../errors';
+import { emit, type RejectionReason } from '../events';
+import { conversation, defaultRetryPolicy, withAnswer, withRetries, type Attempt } from '../feedback';
+import type { GridDivisors } from '../finalize';
+import { formatZodIssues } from '../llm/json';
+import { askStructured, askText } from '../llm-call';
+import { SYSTEM_PROMPT } from '../prompts';
+import type { RetryPolicy } from '../retry';
+import { originalKernel, runCandidate, type CandidateKernel, type CandidateRun } from '../run-tests';
+import type { TuningStateUpdate, TuningStateValue } from '../state';
+import { PerformanceTracker, improvementPct } from '../tracker';
+import { restrictionsPrompt } from './prompts';
+
+export interface TuningStrategyOptions {
+  /** Content retries of the strategy's model calls; default defaultRetryPolicy() (3 retries, corrections for every error). */
+  retryPolicy?: RetryPolicy<Attempt>;
+}
+
+/** A compiled graph over the session state; it returns the state with the best kernel it found. */
+export interface TuningGraph {
+  invoke(state: TuningStateValue, config?: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>>;
+}
+
+/** What one candidate of a step came to. */
+export type CandidateOutcome =
+  | { ok: true; stepId: string; candidate: number; kernel: CandidateKernel; timeMs: number; bestParams: Config }
+  | { ok: false; stepId: string; candidate: number; reason: RejectionReason };
+
+/** One request to the model for a rewrite. */
+export interface StepRequest {
+  stepId: string;
+  candidate: number;
+  /** The whole request: what to do, the kernel, the rules, the answer's form. */
+  prompt: string;
+  /** Parameters the step itself defines (explicit steps), merged into the current ones with those the answer names. */
+  stepTuneParams?: TuneParamLists;
+}
+
+export interface Decision {
+  update: TuningStateUpdate;
+  accepted: boolean;
+  /** A candidate passed the tests (accepted, or rejected only for too little gain). */
+  correct: boolean;
+}
+
+const divisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
+const StepAnswerJson = z
+  .object({
+    tunableParameters: z.record(z.string(), z.unknown()).default({}),
+    gridDivisors: z.object({ x: divisor.optional(), y: divisor.optional(), z: divisor.optional() }).strict().default({}),
+  });
+
+const RestrictionsAnswer = z.object({ restrictions: z.array(z.string()).describe('expressions over the tunable parameter names') });
+
+export abstract class BaseTuningStrategy {
+  readonly retryPolicy: RetryPolicy<Attempt>;
+
+  constructor(options: TuningStrategyOptions = {}) {
+    this.retryPolicy = options.retryPolicy ?? defaultRetryPolicy();
+  }
+
+  abstract createGraph(llm: BaseChatModel, options?: GraphOptions): TuningGraph;
+
+  /** The kernel code of an answer, `#define`s of tunable parameters removed; NoCodeError when there is none. */
+  extractCode(answer: string, kernelName: string, tunableNames: Iterable<string>): string {
+    const code = extractKernelCode(answer, { kernelName, tunableNames });
+    if (code === null) throw new NoCodeError('the answer contains no kernel code');
+    return code;
+  }
+
+  /** Throws SignatureChangedError when the kernel's name or parameter list differs from the original's. */
+  async checkSignature(code: string, state: TuningStateValue): Promise<void> {
+    await checkInterface(code, (await originalKernel(state)).signature, state.fileName);
+  }
+
+  /** Restrictions for a candidate, every name checked against its tunable parameters (RestrictionCheckError otherwise). */
+  async askRestrictions(llm: BaseChatModel, code: string, tuneParams: TuneParamLists, existing: readonly string[], config: LangGraphRunnableConfig): Promise<string[]> {
+    const names = Object.keys(tuneParams);
+    const stillValid = existing.filter((r) => {
+      try {
+        compileRestriction(r, names);
+        return true;
+      } catch {
+        return false;
+      }
+    });
+    return withRetries(this.retryPolicy, config, 'restrictions', async ({ feedback }) => {
+      const prompt = restrictionsPrompt(code, tuneParams, stillValid);
+      const answer = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), RestrictionsAnswer, config, 'restrictions');
+      const restrictions = answer.restrictions.map((r) => r.trim()).filter((r) => r !== '');
+      try {
+        compileRestrictions(restrictions, names);
+      } catch (error) {
+        throw withAnswer(error, JSON.stringify(answer));
+      }
+      return restrictions;
+    });
+  }
+
+  /** Tunes the candidate on the first test, checks the best configuration on the others (typed errors on failure). */
+  runTests(candidate: CandidateKernel, state: TuningStateValue, config: LangGraphRunnableConfig, progress: { stepId: string; candidate: number }): Promise<CandidateRun> {
+    return runCandidate(candidate, state, config, progress);
+  }
+
+  /**
+   * Asks for a rewrite and tests it, feeding every correctable failure back (retry policy) until a candidate passes or
+   * the attempts are spent; the outcome says which, with the reason of the last failure.
+   */
+  async tryCandidate(llm: BaseChatModel, request: StepRequest, state: TuningStateValue, config: LangGraphRunnableConfig): Promise<CandidateOutcome> {
+    const { stepId, candidate } = request;
+    const purpose = `step ${stepId}`;
+    let attempt = 0;
+    try {
+      return await withRetries(this.retryPolicy, config, purpose, async ({ feedback }) => {
+        attempt++;
+        const answer = await askText(llm, conversation(SYSTEM_PROMPT, request.prompt, feedback), config, purpose);
+        try {
+          const kernel = await this.candidateFrom(answer, request, state);
+          if (countConfigurations(kernel.tuneParams) > 1) {
+            kernel.restrictions = await this.askRestrictions(llm, kernel.code, kernel.tuneParams, state.restrictions, config);
+          }
+          emit(config, {
+            type: 'candidate',
+            stepId,
+            candidate,
+            attempt,
+            code: kernel.code,
+            diff: unifiedDiff(state.code, kernel.code, { fileName: basename(state.fileName) }),
+            tuneParams: kernel.tuneParams,
+            restrictions: kernel.restrictions,
+          });
+          const run = await this.runTests(kernel, state, config, { stepId, candidate });
+          return { ok: true as const, stepId, candidate, kernel, timeMs: run.timeMs, bestParams: run.bestParams };
+        } catch (error) {
+          throw withAnswer(error, answer);
+        }
+      });
+    } catch (error) {
+      if (!(error instanceof RetriesExhaustedError)) throw error;
+      return { ok: false, stepId, candidate, reason: rejectionFor(error) };
+    }
+  }
+
+  /**
+   * The candidate an answer describes: its code, interface checked, parameters merged (the current ones, the step's,
+   * and those a ```json block names), grid divisors from the json block over the current ones.
+   */
+  private async candidateFrom(answer: string, request: StepRequest, state: TuningStateValue): Promise<CandidateKernel> {
+    const json = parseStepJson(answer);
+    const proposed = { ...request.stepTuneParams, ...json.tunableParameters };
+    const code = this.extractCode(answer, state.kernelName, [...Object.keys(state.tuneParams), ...Object.keys(proposed)]);
+    await this.checkSignature(code, state);
+    return {
+      code,
+      tuneParams: mergeTuneParams(state.tuneParams, proposed, code),
+      restrictions: [],
+      gridDivisors: { ...state.gridDivisors, ...(json.gridDivisors as GridDivisors) },
+    };
+  }
+
+  /**
+   * Accepts the fastest correct candidate when it improves on the best time by at least the performance threshold
+   * (recording the step in the tracker), else rejects the step with the reason; emits step.accepted / step.rejected.
+   */
+  decide(state: TuningStateValue, step: { id: string; title: string }, outcomes: readonly CandidateOutcome[], config: LangGraphRunnableConfig): Decision {
+    const threshold = engineContext(config).settings.performanceThreshold;
+    const passed = outcomes.filter((o): o is Extract<CandidateOutcome, { ok: true }> => o.ok).sort((a, b) => a.timeMs - b.timeMs);
+    const best = passed[0];
+    if (!best) {
+      const failed = outcomes.filter((o): o is Extract<CandidateOutcome, { ok: false }> => !o.ok);
+      const reason = (['wrong_result', 'compile_error', 'failed'] as const).map((k) => failed.find((o) => o.reason.kind === k)).find((o) => o !== undefined)?.reason;
+      emit(config, { type: 'step.rejected', stepId: step.id, reason: reason ?? { kind: 'failed', error: 'Error', message: 'no candidate was produced', attempts: 0 } });
+      return { update: {}, accepted: false, correct: false };
+    }
+    const oldTimeMs = state.bestTimeMs;
+    if (oldTimeMs === null) throw new Error('a candidate is judged against the baseline time, which was not measured');
+    const gain = improvementPct(oldTimeMs, best.timeMs);
+    if (gain < threshold) {
+      emit(config, {
+        type: 'step.rejected',
+        stepId: step.id,
+        reason: { kind: 'insufficient_gain', oldTimeMs, newTimeMs: best.timeMs, improvementPct: gain, thresholdPct: threshold },
+      });
+      return { update: {}, accepted: false, correct: true };
+    }
+    const tracker = PerformanceTracker.fromJSON(state.tracker);
+    tracker.addStep({
+      description: step.title,
+      code: best.kernel.code,
+      oldTimeMs,
+      newTimeMs: best.timeMs,
+      tunableParams: best.kernel.tuneParams,
+      restrictions: best.kernel.restrictions,
+      bestParams: best.bestParams,
+    });
+    emit(config, { type: 'step.accepted', stepId: step.id, candidate: best.candidate, oldTimeMs, newTimeMs: best.timeMs, improvementPct: gain, bestParams: best.bestParams });
+    return {
+      update: {
+        code: best.kernel.code,
+        tuneParams: best.kernel.tuneParams,
+        restrictions: best.kernel.restrictions,
+        gridDivisors: best.kernel.gridDivisors,
+        bestParams: best.bestParams,
+        bestTimeMs: best.timeMs,
+        tracker: tracker.toJSON(),
+      },
+      accepted: true,
+      correct: true,
+    };
+  }
+}
+
+function parseStepJson(answer: string): z.infer<typeof StepAnswerJson> {
+  const raw = extractAnswerJson(answer);
+  if (raw === undefined) return { tunableParameters: {}, gridDivisors: {} };
+  const parsed = StepAnswerJson.safeParse(raw);
+  if (!parsed.success) {
+    const problems = formatZodIssues(parsed.error.issues).map((p) => `in the json block, ${p}`);
+    throw new InvalidTuneParamsError(`invalid json block: ${problems.join('; ')}`, problems);
+  }
+  return parsed.data;
+}
+
+/** Why a candidate failed, from the last attempt's error. */
+function rejectionFor(error: RetriesExhaustedError): RejectionReason {
+  const last = error.attempts.at(-1)!;
+  const attempts = error.attempts.length;
+  if (last instanceof FailedTestsError) return { kind: 'wrong_result', summary: last.message };
+  if (last instanceof CompileError) return { kind: 'compile_error', message: last.message, log: last.log, attempts };
+  return { kind: 'failed', error: last.name, message: last.message, attempts };
+}

@@ -1,0 +1,259 @@
+/**
+ * The seed's LLMKernelTransformer in TypeScript: give it a kernel and a chat model, and it analyses the kernel,
+ * generates tests, measures the baseline and lets a tuning strategy rewrite the kernel with tunable parameters, tuning
+ * every candidate on the GPU. `stream()` is the session as typed events (the UI and the CLI consume only that);
+ * `makeKernelTunable()` runs it to the end and returns the seed's result.
+ *
+ * Sessions are resumable: every step is checkpointed (`checkpointer`, e.g. a FileCheckpointSaver, under `threadId`), so a
+ * new transformer on the same checkpoint directory and thread continues a session that crashed, was cancelled, or
+ * waits for plan approval (`stream({ approval })`).
+ */
+import { randomUUID } from 'node:crypto';
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { Command, MemorySaver, type BaseCheckpointSaver, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
+import type { DeviceDescription, TuningBackend } from '../tuner/backend';
+import { GpuBackend } from '../tuner/gpu-backend';
+import { TunableKernel, type KernelTest } from '../tuner/tunable-kernel';
+import type { Config } from '../tuner/types';
+import { EngineContext, type GraphOptions } from './context';
+import { describeEvent, makeEvent, type EventLevel, type EventOf, type TuningEvent } from './events';
+import { defaultRetryPolicy, type Attempt } from './feedback';
+import { isAbortError } from './llm/errors';
+import { compileThinkingPattern, DEFAULT_THINKING_PATTERN, withThinkingStripped } from './llm/thinking';
+import type { StructuredOutputType } from './llm/structured';
+import type { RetryPolicy } from './retry';
+import { streamSession, type SessionEnd } from './session';
+import { createSessionGraph } from './session-graph';
+import { finishedEvent } from './session-graph/nodes/finish';
+import type { TestRef, TuningStateValue } from './state';
+import { AutonomousTuningStrategy } from './strategies/autonomous';
+import type { PlanApproval } from './strategies/approval';
+import type { TuningGraph } from './strategies/base';
+import type { TestingGraph } from './testing/base';
+import { NaiveLLMTester } from './testing/naive';
+import { PerformanceTracker } from './tracker';
+
+export type Verbosity = 'none' | 'debug' | 'info' | 'warning' | 'all';
+
+export interface LLMKernelTransformerOptions {
+  /** Any LangChain chat model (see createChatModel for one from plain config). */
+  llm: BaseChatModel;
+  /** The kernel to tune; required when the source has several. */
+  kernelName?: string;
+  /** Shown in diffs and compiler messages; default "<kernel>.cu". */
+  fileName?: string;
+  tuningStrategy?: { createGraph(llm: BaseChatModel, options?: GraphOptions): TuningGraph };
+  tests?: KernelTest[];
+  /** Default [new NaiveLLMTester()]; [] to use only the given tests. */
+  testingStrategies?: { createGraph(llm: BaseChatModel, options?: GraphOptions): TestingGraph }[];
+  /** Content retries of the kernel analysis; default defaultRetryPolicy(). */
+  retryPolicy?: RetryPolicy<Attempt>;
+  /** LangGraph's retry of nodes that call the model, for transient transport failures; default transportRetryPolicy. */
+  transportRetryPolicy?: NodeRetryPolicy;
+  /** CUDA device of the default backend. Default 0. */
+  device?: number;
+  /** Where kernels run; default GpuBackend.open({ device }), closed at the end of each run. */
+  backend?: TuningBackend;
+  /** Options for every compile (the seed's clang_args), e.g. ["-use_fast_math"]. */
+  compilerOptions?: string[];
+  /** Expected compile target ("sm_90"); kernels are compiled for the device they run on, so a mismatch is an error. */
+  gpuArch?: string;
+  /** Seconds per configuration; tuning time limits scale with the number of configurations. Default 15. */
+  timePerTest?: number;
+  stripThinkingOutput?: boolean;
+  /** Default <think>...</think>. */
+  thinkingPattern?: string | RegExp;
+  structuredOutputType?: StructuredOutputType;
+  /** Percent a candidate must improve on the best time to be accepted. Default 1.0. */
+  performanceThreshold?: number;
+  /** Which events makeKernelTunable logs. Default 'info'. */
+  verbosity?: Verbosity;
+  /** Where makeKernelTunable's log lines go; default stderr. */
+  log?: (line: string, level: EventLevel) => void;
+  signal?: AbortSignal;
+  /** Default an in-memory saver (the session can be resumed by this transformer only). */
+  checkpointer?: BaseCheckpointSaver;
+  /** The session's id in the checkpointer; default a new UUID. */
+  threadId?: string;
+  /** Pause after planning until the plan is approved: stream({ approval }). */
+  approvePlan?: boolean;
+}
+
+export interface TunableResult {
+  /** The tuned kernel, tunable: its parameters are preprocessor names. */
+  kernel: TunableKernel;
+  bestParams: Config;
+  tracker: PerformanceTracker;
+  /** The kernel with the best values defined and its launch geometry. */
+  final: EventOf<'session.finished'>;
+}
+
+export interface StreamOptions {
+  /** Resume a session waiting for plan approval with this plan. */
+  approval?: PlanApproval;
+}
+
+const LEVELS: Record<Verbosity, readonly EventLevel[]> = {
+  none: [],
+  warning: ['warning', 'error'],
+  info: ['info', 'warning', 'error'],
+  debug: ['debug', 'info', 'warning', 'error'],
+  all: ['debug', 'info', 'warning', 'error'],
+};
+
+export class LLMKernelTransformer {
+  readonly threadId: string;
+  private readonly llm: BaseChatModel;
+  private readonly tests: KernelTest[];
+  private readonly checkpointer: BaseCheckpointSaver;
+  private graph: ReturnType<typeof createSessionGraph> | undefined;
+
+  constructor(
+    readonly kernelCode: string,
+    private readonly options: LLMKernelTransformerOptions,
+  ) {
+    const threshold = options.performanceThreshold ?? 1.0;
+    if (!Number.isFinite(threshold) || threshold < 0) throw new RangeError(`performanceThreshold must be a number >= 0 (percent), got ${threshold}`);
+    const timePerTest = options.timePerTest ?? 15;
+    if (!Number.isFinite(timePerTest) || timePerTest <= 0) throw new RangeError(`timePerTest must be a positive number of seconds, got ${timePerTest}`);
+    this.llm = options.stripThinkingOutput
+      ? withThinkingStripped(options.llm, options.thinkingPattern === undefined ? DEFAULT_THINKING_PATTERN : compileThinkingPattern(options.thinkingPattern))
+      : options.llm;
+    this.tests = [...(options.tests ?? [])];
+    this.checkpointer = options.checkpointer ?? new MemorySaver();
+    this.threadId = options.threadId ?? randomUUID();
+  }
+
+  /** A test used to check every candidate (before the session starts). */
+  addTest(test: KernelTest): void {
+    this.tests.push(test);
+  }
+
+  /**
+   * The session as events. Starts it, or continues it when the checkpointer holds an unfinished session under
+   * `threadId` (after a crash, a cancel, or with `approval` when it waits for one). The returned generator's value is
+   * how the run ended.
+   */
+  async *stream(streamOptions: StreamOptions = {}): AsyncGenerator<TuningEvent, SessionEnd> {
+    const o = this.options;
+    let backend: TuningBackend;
+    try {
+      backend = o.backend ?? (await GpuBackend.open(o.device !== undefined ? { device: o.device } : {}));
+    } catch (e) {
+      return yield* failed(e, o.signal);
+    }
+    try {
+      const kernel = await TunableKernel.create(this.kernelCode, { ...(o.kernelName !== undefined && { kernelName: o.kernelName }), ...(o.fileName !== undefined && { fileName: o.fileName }) });
+      const device = await backend.describe();
+      if (o.gpuArch !== undefined && o.gpuArch !== device.arch) {
+        throw new RangeError(`gpuArch is ${o.gpuArch}, but ${device.name} is ${device.arch}: kernels are compiled for the device they run on; leave gpuArch out or pick that device`);
+      }
+      const engine = new EngineContext(backend, device, this.tests, {
+        structuredOutputType: o.structuredOutputType ?? 'default',
+        compilerOptions: o.compilerOptions ?? [],
+        timePerTestS: o.timePerTest ?? 15,
+        performanceThreshold: o.performanceThreshold ?? 1.0,
+        approvePlan: o.approvePlan ?? false,
+      });
+      const graph = (this.graph ??= this.createGraph());
+      const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };
+      const snapshot = await graph.getState(config);
+      const started = snapshot.values && Object.keys(snapshot.values).length > 0;
+      const interrupted = snapshot.tasks.some((t) => t.interrupts.length > 0);
+      yield this.startedEvent(kernel, device, started);
+      if (streamOptions.approval !== undefined) {
+        if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
+        return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
+      }
+      if (started && snapshot.next.length === 0) {
+        yield makeEvent(finishedEvent(snapshot.values as TuningStateValue).event);
+        return { status: 'finished' };
+      }
+      return yield* streamSession(graph, started ? null : this.initialState(kernel), config);
+    } catch (e) {
+      return yield* failed(e, o.signal);
+    } finally {
+      if (!o.backend) await backend.dispose().catch(() => undefined);
+    }
+  }
+
+  /** Runs the session to its end and returns the seed's result; logs events by `verbosity`. */
+  async makeKernelTunable(): Promise<TunableResult> {
+    const levels = LEVELS[this.options.verbosity ?? 'info'];
+    const log = this.options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+    let finished: EventOf<'session.finished'> | undefined;
+    const events = this.stream();
+    let next = await events.next();
+    for (; !next.done; next = await events.next()) {
+      const event = next.value;
+      if (event.type === 'session.finished') finished = event;
+      const { level, text } = describeEvent(event);
+      if (levels.includes(level)) log(text, level);
+    }
+    const end = next.value;
+    if (end.status === 'failed') throw end.error;
+    if (end.status === 'cancelled') throw this.options.signal?.reason ?? new DOMException('the session was cancelled', 'AbortError');
+    if (end.status === 'awaiting_approval') {
+      throw new Error(`session ${this.threadId} waits for plan approval: drive it with stream() and resume with stream({ approval })`);
+    }
+    if (!finished) throw new Error('internal: the session ended without a result');
+    const kernel = await TunableKernel.create(finished.tunableCode, { ...(this.options.kernelName !== undefined && { kernelName: this.options.kernelName }) });
+    const tracker = PerformanceTracker.fromJSON((await this.graph!.getState({ configurable: { thread_id: this.threadId } })).values.tracker);
+    return { kernel, bestParams: finished.bestParams, tracker, final: finished };
+  }
+
+  private createGraph() {
+    const o = this.options;
+    const graphOptions: GraphOptions = o.transportRetryPolicy ? { transportRetryPolicy: o.transportRetryPolicy } : {};
+    return createSessionGraph({
+      llm: this.llm,
+      analysisRetryPolicy: o.retryPolicy ?? defaultRetryPolicy(),
+      testingStrategies: o.testingStrategies ?? [new NaiveLLMTester()],
+      tuningStrategy: o.tuningStrategy ?? new AutonomousTuningStrategy(),
+      graphOptions,
+      checkpointer: this.checkpointer,
+    });
+  }
+
+  private startedEvent(kernel: TunableKernel, device: DeviceDescription, resumed: boolean): TuningEvent {
+    return makeEvent({
+      type: 'session.started',
+      threadId: this.threadId,
+      resumed,
+      kernel: { name: kernel.name, signature: kernel.signature.signatureText },
+      device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability },
+    });
+  }
+
+  private initialState(kernel: TunableKernel): TuningStateValue {
+    const tests: TestRef[] = this.tests.map((test, i) => {
+      const outputs = test.data.kind === 'values' ? [...test.data.outputs].map((index) => kernel.signature.parameters[index]?.name ?? `#${index}`) : [];
+      return { id: `user-${i + 1}`, origin: 'user', userIndex: i, problemSize: test.problemSize, outputs, bytes: null, timeMs: null };
+    });
+    return {
+      kernelName: kernel.name,
+      fileName: this.options.fileName ?? `${kernel.name}.cu`,
+      originalCode: this.kernelCode,
+      code: this.kernelCode,
+      analysis: null,
+      tests,
+      baselineParams: {},
+      tuneParams: {},
+      restrictions: [],
+      gridDivisors: {},
+      bestParams: {},
+      bestTimeMs: null,
+      tracker: new PerformanceTracker().toJSON(),
+    };
+  }
+}
+
+async function* failed(thrown: unknown, signal: AbortSignal | undefined): AsyncGenerator<TuningEvent, SessionEnd> {
+  if (isAbortError(thrown, signal)) {
+    yield makeEvent({ type: 'session.cancelled' });
+    return { status: 'cancelled' };
+  }
+  const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+  yield makeEvent({ type: 'session.failed', error: { name: error.name, message: error.message } });
+  return { status: 'failed', error };
+}

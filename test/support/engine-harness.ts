@@ -1,0 +1,72 @@
+/**
+ * Runs engine sessions in tests: the scripted LLM server (real LangChain clients over HTTP), the fake backend, and the
+ * event stream collected with how the session ended.
+ */
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { createChatModel } from '../../src/engine/llm/providers';
+import { transportRetryPolicy } from '../../src/engine/llm/transport';
+import type { TuningEvent, TuningEventType } from '../../src/engine/events';
+import type { SessionEnd } from '../../src/engine/session';
+import type { LLMKernelTransformer, StreamOptions } from '../../src/engine/transformer';
+import { largestBuffer, type FakeVariant } from './fake-backend';
+import { loadScript, startScriptedLlmServer, type ScriptedLlmServer, type ScriptedServerOptions, type ScriptTurn } from './scripted-llm-server';
+
+export const SAXPY = `__global__ void saxpy(const float *x, float *y, float a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+`;
+
+/** LangGraph's node retry for transport errors, without the production backoff (tests need not wait seconds). */
+export const FAST_TRANSPORT_RETRY = { ...transportRetryPolicy, maxAttempts: 3, initialInterval: 5, backoffFactor: 1, maxInterval: 10, jitter: false };
+
+export async function serve(script: string | ScriptTurn[], options: ScriptedServerOptions = {}): Promise<ScriptedLlmServer> {
+  return startScriptedLlmServer(typeof script === 'string' ? loadScript(script) : script, options);
+}
+
+export function openaiModel(server: ScriptedLlmServer, model = 'scripted-model'): BaseChatModel {
+  return createChatModel({ provider: 'openai', model, baseUrl: `${server.url}/v1`, apiKey: 'sk-test' });
+}
+
+export function ollamaModel(server: ScriptedLlmServer, model = 'scripted-model'): BaseChatModel {
+  return createChatModel({ provider: 'ollama', model, baseUrl: server.url });
+}
+
+export interface Collected {
+  events: TuningEvent[];
+  end: SessionEnd;
+  types: TuningEventType[];
+  of<T extends TuningEventType>(type: T): Extract<TuningEvent, { type: T }>[];
+}
+
+export async function collect(transformer: LLMKernelTransformer, options: StreamOptions = {}, onEvent?: (e: TuningEvent) => void): Promise<Collected> {
+  const events: TuningEvent[] = [];
+  const stream = transformer.stream(options);
+  let next = await stream.next();
+  for (; !next.done; next = await stream.next()) {
+    events.push(next.value);
+    onEvent?.(next.value);
+  }
+  return {
+    events,
+    end: next.value,
+    types: events.map((e) => e.type),
+    of: <T extends TuningEventType>(type: T) => events.filter((e): e is Extract<TuningEvent, { type: T }> => e.type === type),
+  };
+}
+
+/** The text of every message of a recorded chat request, joined. */
+export function requestText(body: { messages?: { content?: unknown }[] }): string {
+  return (body.messages ?? []).map((m) => (typeof m.content === 'string' ? m.content : JSON.stringify(m.content))).join('\n');
+}
+
+/**
+ * The time model of the saxpy sessions: 1 ns per element of the largest buffer; a source marked FAKE_BLOCK_AWARE is 40 %
+ * faster with 512 threads per block, one marked FAKE_SLIGHTLY_FASTER 0.5 % faster.
+ */
+export function saxpyTime(v: FakeVariant): number {
+  let t = largestBuffer(v.test) * 1e-6;
+  if (v.source.includes('FAKE_BLOCK_AWARE') && v.defines.block_size_x === '512') t *= 0.6;
+  if (v.source.includes('FAKE_SLIGHTLY_FASTER')) t *= 0.995;
+  return t;
+}

@@ -1,0 +1,203 @@
+/**
+ * TEST DOUBLE: a TuningBackend without a GPU, for the LLM layer's tests (CI has no GPU). Everything above the backend
+ * (search space, geometry, restrictions, strategies, the engine) is the real code; only what a GPU would answer is
+ * scripted.
+ *
+ * Contract:
+ * - `build()` compiles with the real nvcc when `compile: 'nvcc'` (so a compile error is nvcc's CompileError with its real
+ *   log and diagnostics) and otherwise accepts any source. Compiles are cached per source + defines for the whole test
+ *   file, so repeated sessions do not pay for nvcc again.
+ * - `check()` and `time()` ask the test's model about the variant being run (its source without the injected defines,
+ *   the defines, the launch, the test data): `model.correct(variant)` is true or a reason; a reason becomes a wrong
+ *   result on the first output, as the real backend reports one. `model.timeMs(variant)` is the time of every timed
+ *   launch. Default correctness: right unless the source contains WRONG_MARKER (a scripted answer puts it there).
+ * - The oracle (the kernel passed to `prepare`) is never judged: it defines the expected outputs.
+ * - `timeDelayMs` makes each `time()` take that long (for cancelling mid-step); `log` records every build and timing;
+ *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once (the engine must keep it at 1).
+ */
+import { CompileError } from '../../src/gpu/errors';
+import { computeStats } from '../../src/gpu/stats';
+import { NvccCompiler } from '../../src/gpu/nvcc';
+import type {
+  BuildRequest,
+  BuiltKernel,
+  CheckOutcome,
+  DeviceDescription,
+  Launch,
+  PreparedTest,
+  TestData,
+  TimingOptions,
+  TimingOutcome,
+  TuningBackend,
+} from '../../src/tuner/backend';
+
+export const WRONG_MARKER = 'FAKE_WRONG_RESULT';
+
+export interface FakeVariant {
+  source: string;
+  defines: Record<string, string>;
+  launch: Launch;
+  test: TestData;
+}
+
+export interface FakeModel {
+  /** Milliseconds of one launch of this variant. */
+  timeMs(variant: FakeVariant): number;
+  /** True when the variant's outputs are right, else why they are wrong. */
+  correct?(variant: FakeVariant): true | string;
+}
+
+export interface FakeBackendOptions {
+  model: FakeModel;
+  compile?: 'nvcc' | 'none';
+  timeDelayMs?: number;
+  device?: Partial<DeviceDescription>;
+}
+
+export const FAKE_DEVICE: DeviceDescription = {
+  name: 'Fake GPU (test double)',
+  computeCapability: [9, 0],
+  multiprocessors: 132,
+  globalMemoryBytes: 80 * 1024 ** 3,
+  l2CacheBytes: 50 * 1024 ** 2,
+  maxThreadsPerBlock: 1024,
+  maxBlockDim: [1024, 1024, 64],
+  maxGridDim: [2147483647, 65535, 65535],
+  maxSharedMemoryPerBlock: 48 * 1024,
+  maxSharedMemoryPerBlockOptin: 227 * 1024,
+  driverVersion: 13000,
+  nvrtcVersion: null,
+  arch: 'sm_90',
+};
+
+const compiles = new Map<string, Promise<string>>();
+const nvcc = new NvccCompiler({ defaultArch: 'sm_90' });
+
+class FakeKernel implements BuiltKernel {
+  readonly resources = { registers: 32, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
+  readonly compileMs = 1;
+  readonly loadMs = 0;
+  constructor(
+    readonly request: BuildRequest,
+    readonly log: string,
+  ) {}
+  async release(): Promise<void> {}
+}
+
+class FakePrepared implements PreparedTest {
+  readonly inputSets = 2;
+  constructor(readonly data: TestData) {}
+  get scalars(): Record<string, number> {
+    if (this.data.kind === 'spec') return this.data.test.scalars;
+    return Object.fromEntries(this.data.arguments.filter((a) => a.kind === 'scalar').map((a) => [a.name, Number(a.value)]));
+  }
+  async release(): Promise<void> {}
+}
+
+export interface FakeLogEntry {
+  kind: 'build' | 'time';
+  source: string;
+  defines: Record<string, string>;
+  timeMs?: number;
+}
+
+export class FakeBackend implements TuningBackend {
+  readonly log: FakeLogEntry[] = [];
+  disposed = false;
+  maxConcurrentTimings = 0;
+  private timingsInFlight = 0;
+
+  constructor(private readonly options: FakeBackendOptions) {}
+
+  async describe(): Promise<DeviceDescription> {
+    return { ...FAKE_DEVICE, ...this.options.device };
+  }
+
+  async build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
+    this.log.push({ kind: 'build', source: request.source, defines: request.defines });
+    if (this.options.compile !== 'nvcc') return new FakeKernel(request, '');
+    const key = JSON.stringify([request.source, request.defines, request.nameExpression, request.compilerOptions]);
+    let compiled = compiles.get(key);
+    if (!compiled) {
+      compiled = nvcc
+        .compile(
+          { source: request.source, fileName: request.fileName, nameExpressions: [request.nameExpression], defines: request.defines, options: [...request.compilerOptions] },
+          signal ? { signal } : {},
+        )
+        .then((p) => p.log);
+      compiles.set(key, compiled);
+      // A failed compile is cached too (the same source fails the same way), but not an aborted one.
+      compiled.catch((e: unknown) => {
+        if (!(e instanceof CompileError)) compiles.delete(key);
+      });
+    }
+    return new FakeKernel(request, await compiled);
+  }
+
+  async prepare(data: TestData): Promise<PreparedTest> {
+    return new FakePrepared(data);
+  }
+
+  async check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number): Promise<CheckOutcome> {
+    const verdict = this.verdict(kernel as FakeKernel, launch, test as FakePrepared);
+    if (verdict === true) return { ok: true };
+    const data = (test as FakePrepared).data;
+    const output =
+      data.kind === 'spec'
+        ? data.test.arguments.find((a) => a.kind === 'buffer' && a.output)
+        : data.arguments.find((a) => a.kind === 'buffer' && a.output);
+    const elements = output && 'length' in output ? output.length : output && 'data' in output ? output.data.length : 1;
+    return {
+      ok: false,
+      inputSet,
+      afterTiming: false,
+      modifiedInputs: [],
+      mismatches: [
+        {
+          name: `${output?.name ?? 'output'} (${verdict})`,
+          elements,
+          mismatches: Math.max(1, Math.floor(elements / 2)),
+          unwritten: 0,
+          nonFinite: 0,
+          maxAbsError: 1,
+          maxRelError: 0.5,
+          firstBad: [{ index: 0, got: 1, expected: 2 }],
+          tolerance: { rtol: 1e-4, atol: 1e-5 },
+        },
+      ],
+    };
+  }
+
+  async time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, _options: TimingOptions): Promise<TimingOutcome> {
+    const k = kernel as FakeKernel;
+    this.maxConcurrentTimings = Math.max(this.maxConcurrentTimings, ++this.timingsInFlight);
+    try {
+      if (this.options.timeDelayMs) await new Promise((resolve) => setTimeout(resolve, this.options.timeDelayMs));
+    } finally {
+      this.timingsInFlight--;
+    }
+    const timeMs = this.options.model.timeMs(this.variant(k, launch, test as FakePrepared));
+    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs });
+    return { stats: computeStats([timeMs, timeMs, timeMs]), recheck: { ok: true }, stoppedEarly: false };
+  }
+
+  async dispose(): Promise<void> {
+    this.disposed = true;
+  }
+
+  private variant(kernel: FakeKernel, launch: Launch, test: FakePrepared): FakeVariant {
+    return { source: kernel.request.source, defines: kernel.request.defines, launch, test: test.data };
+  }
+
+  private verdict(kernel: FakeKernel, launch: Launch, test: FakePrepared): true | string {
+    const variant = this.variant(kernel, launch, test);
+    if (this.options.model.correct) return this.options.model.correct(variant);
+    return variant.source.includes(WRONG_MARKER) ? `the source contains ${WRONG_MARKER}` : true;
+  }
+}
+
+/** Elements of the largest buffer of a test: a problem-size measure for time models. */
+export function largestBuffer(test: TestData): number {
+  const lengths = test.kind === 'spec' ? test.test.arguments.map((a) => (a.kind === 'buffer' ? a.length : 0)) : test.arguments.map((a) => (a.kind === 'buffer' ? a.data.length : 0));
+  return Math.max(0, ...lengths);
+}
