@@ -13,7 +13,8 @@
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { configKey, type FailureKind, type ParamValue } from '../tuner/types.js';
+import { KT_ERROR_OF } from '../tuner/cache.js';
+import { configKey, type ParamValue } from '../tuner/types.js';
 import { removeStaleTempFiles, writeFileAtomic } from './fs-atomic.js';
 
 export const SESSION_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'interrupted'] as const;
@@ -94,21 +95,8 @@ export interface Disposable {
 /** Patch for {@link HistoryStore.update}; `updatedAt` defaults to now. */
 export type HistoryPatch = Partial<Omit<HistoryEntry, 'id' | 'createdAt' | 'ownerPid'>>;
 
-/**
- * Kernel Tuner writes failures as these strings in `time` (kernel_tuner.util ErrorConfig subclasses); the mapping is the
- * one src/tuner/cache.ts uses, so exported and tuner-written caches agree. Keyed by the tuner's FailureKind, so a new
- * kind there fails to compile here until it is mapped. ('stopped_early' is not a failure: it has a time.)
- */
-const KT_FAILURE: Record<Exclude<FailureKind, 'stopped_early'>, 'InvalidConfig' | 'CompilationFailedConfig' | 'RuntimeFailedConfig'> = {
-  restricted: 'InvalidConfig',
-  exceeds_device_limits: 'InvalidConfig',
-  compile_error: 'CompilationFailedConfig',
-  launch_error: 'RuntimeFailedConfig',
-  fault: 'RuntimeFailedConfig',
-  timeout: 'RuntimeFailedConfig',
-  wrong_result: 'RuntimeFailedConfig',
-};
-const FAILURES = Object.keys(KT_FAILURE) as (keyof typeof KT_FAILURE)[];
+// Failures are exported as the strings Kernel Tuner writes (the mapping src/tuner/cache.ts uses for its own files).
+const FAILURES = Object.keys(KT_ERROR_OF) as (keyof typeof KT_ERROR_OF)[];
 
 /** One timed (or failed) configuration, as the engine records it in `report.configurations`. */
 export const ReportConfigurationSchema = z.object({
@@ -436,7 +424,7 @@ function toKernelTunerCache(entry: HistoryEntry): Record<string, unknown> {
     }
     cache[configKey(c.config, keys)] = {
       ...c.config,
-      time: c.failure ? KT_FAILURE[c.failure] : c.timeMs,
+      time: c.failure ? KT_ERROR_OF[c.failure] : c.timeMs,
       ...(c.failure ? {} : { times: c.timesMs ?? [c.timeMs] }),
       compile_time: c.compileTimeMs ?? 0,
       verification_time: c.verificationTimeMs ?? 0,

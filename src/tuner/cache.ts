@@ -29,7 +29,8 @@ import {
 /** Kernel Tuner's ErrorConfig strings. */
 export type KernelTunerError = 'InvalidConfig' | 'CompilationFailedConfig' | 'RuntimeFailedConfig';
 
-const KT_ERROR_OF: Record<Exclude<FailureKind, 'stopped_early'>, KernelTunerError> = {
+/** The string Kernel Tuner writes into `time` for each kind of failure ('stopped_early' is not one: it has a time). */
+export const KT_ERROR_OF: Record<Exclude<FailureKind, 'stopped_early'>, KernelTunerError> = {
   restricted: 'InvalidConfig',
   exceeds_device_limits: 'InvalidConfig',
   compile_error: 'CompilationFailedConfig',
