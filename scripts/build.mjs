@@ -52,6 +52,9 @@ async function buildJs() {
   const entries = [
     { in: 'src/gpu/worker-main.ts', out: 'gpu-worker' },
     { in: 'src/cli.ts', out: 'cli', banner: '#!/usr/bin/env node' },
+    // The VS Code extension: a small bundle for activation, the engine in its own bundle loaded on first use.
+    { in: 'src/extension/extension.ts', out: 'extension' },
+    { in: 'src/extension/session-runner.ts', out: 'engine-runtime' },
   ];
   for (const e of entries) {
     if (!existsSync(join(root, e.in))) continue;
@@ -71,6 +74,23 @@ async function buildJs() {
     if (files.length === 0) continue;
     rmSync(join(dist, outDir), { recursive: true, force: true });
     await esbuild.build({ ...common, entryPoints: files, outdir: join(dist, outDir) });
+  }
+  // The tuning panel runs in a webview: a browser bundle.
+  await esbuild.build({
+    bundle: true,
+    platform: 'browser',
+    target: 'chrome120',
+    format: 'iife',
+    sourcemap: 'linked',
+    logLevel: 'warning',
+    entryPoints: [join(root, 'webview', 'main.ts')],
+    outfile: join(dist, 'webview.js'),
+  });
+  // Extension tests (they run inside the extension host) and the Playwright UI test (Node), for scripts/test-extension.mjs.
+  const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));
+  if (extensionTests.length > 0) {
+    rmSync(join(dist, 'extension-tests'), { recursive: true, force: true });
+    await esbuild.build({ ...common, external: ['vscode', 'playwright-core'], entryPoints: extensionTests.map((f) => ({ in: join(root, f), out: f.split('/').pop().replace(/\.ts$/, '') })), outdir: join(dist, 'extension-tests') });
   }
   copyRuntimeAssets();
   console.log('bundles: dist/');

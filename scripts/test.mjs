@@ -1,11 +1,12 @@
 #!/usr/bin/env node
 // The whole test suite, as CI runs it: build everything, then
 //   1. vitest (unit and integration tests, no GPU needed),
-//   2. node --test over the bundled GPU tests (they skip cleanly where there is no driver).
+//   2. node --test over the bundled GPU tests (they skip cleanly where there is no driver),
+//   3. the VS Code extension's tests in code-server + Chromium (scripts/test-extension.mjs).
 // Prints one closing line "N passed, N failed, N skipped" and exits non-zero on any failure.
 // vitest's own summary line is not the plain line CI reads, so the counts come from its JSON report.
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -74,6 +75,19 @@ if (gpuFiles.length > 0) {
   totals.failed += count('fail') + count('cancelled');
   totals.skipped += skipped;
   if (status !== 0 && count('fail') + count('cancelled') === 0) problems.push(`gpu tests exited with ${status}`);
+}
+
+// 3. The extension in a real VS Code (code-server), its extension tests and the UI test.
+const extensionJson = join(results, 'extension-tests.json');
+rmSync(extensionJson, { force: true });
+const extensionStatus = run('extension tests', process.execPath, [join(root, 'scripts', 'test-extension.mjs'), '--no-build']);
+if (existsSync(extensionJson)) {
+  const report = JSON.parse(readFileSync(extensionJson, 'utf8'));
+  totals.passed += report.passed;
+  totals.failed += report.failed;
+  totals.skipped += report.skipped;
+} else {
+  problems.push(`extension tests wrote no report (exit ${extensionStatus})`);
 }
 
 for (const p of problems) console.log(`problem: ${p}`);

@@ -1,0 +1,179 @@
+/**
+ * Settings (contributes.configuration, `kernelTuner.*`) → the engine's run configuration. Pure: it reads through a
+ * getter, so the same function runs on `workspace.getConfiguration()` and on a plain object under vitest. Every bad value
+ * is reported with the setting it came from, for an "Open settings" button that goes straight to it. The API key is
+ * passed in (from SecretStorage), never read from settings.
+ */
+import type { ProviderConfig } from '../engine/llm/providers';
+import type { StructuredOutputType } from '../engine/llm/structured';
+
+export const SECTION = 'kernelTuner';
+
+export const EXPLICIT_STEP_IDS = [
+  'block_size_x',
+  'block_size_y',
+  'process_2elem_x',
+  'tunable_nr_elem_x',
+  'tile_stride_x',
+  'process_2elem_y',
+  'tunable_nr_elem_y',
+  'tile_stride_y',
+  'shared_memory_input',
+  'shared_memory_output',
+  'memory_prefetching',
+  'multi_dimensional_tiling_x',
+  'multi_dimensional_tiling_y',
+  'loop_unrolling',
+  'instruction_parallelism',
+] as const;
+export type ExplicitStepId = (typeof EXPLICIT_STEP_IDS)[number];
+
+const STRUCTURED: readonly StructuredOutputType[] = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'];
+
+export type StrategyConfig =
+  | { kind: 'autonomous'; breakdownSteps: boolean; maxBreakdowns: number; withReplanning: boolean; maxReplanning: number }
+  | { kind: 'explicit'; steps: ExplicitStepId[] };
+
+export interface EngineConfig {
+  llm: ProviderConfig;
+  structuredOutputType: StructuredOutputType;
+  stripThinkingOutput: boolean;
+  strategy: StrategyConfig;
+  performanceThreshold: number;
+  candidatesPerStep: number;
+  approvePlan: boolean;
+  /** Corrections the model may make to a failing answer before it is given up. */
+  retries: number;
+  device: number;
+  /** Timed runs per configuration. */
+  iterations: number;
+  /** Seconds for one configuration. */
+  timePerTestS: number;
+  compilerOptions: string[];
+}
+
+export interface SettingProblem {
+  /** Full setting id, e.g. "kernelTuner.llm.model". */
+  setting: string;
+  message: string;
+}
+
+export type ConfigResult =
+  | { ok: true; config: EngineConfig; endpoint: string }
+  /** `needsApiKey`: the endpoint is a hosted one that requires a key and SecretStorage has none. */
+  | { ok: false; problems: SettingProblem[]; needsApiKey: boolean };
+
+export const DEFAULT_BASE_URL = { ollama: 'http://127.0.0.1:11434', openai: 'https://api.openai.com/v1' } as const;
+
+/** Reads one setting, `undefined` when unset (the getter applies the manifest's defaults, as VS Code's does). */
+export type SettingGetter = (key: string) => unknown;
+
+/** Hosted OpenAI needs a key; a local OpenAI-compatible server (vLLM, llama.cpp, LM Studio) usually does not. */
+export function requiresApiKey(provider: 'ollama' | 'openai', baseUrl: string): boolean {
+  if (provider !== 'openai') return false;
+  try {
+    return /(^|\.)openai\.com$/.test(new URL(baseUrl).hostname);
+  } catch {
+    return false;
+  }
+}
+
+export function readEngineConfig(get: SettingGetter, apiKey: string | undefined): ConfigResult {
+  const problems: SettingProblem[] = [];
+  const key = (name: string) => `${SECTION}.${name}`;
+  const problem = (name: string, message: string) => problems.push({ setting: key(name), message });
+
+  const oneOf = <T extends string>(name: string, allowed: readonly T[], fallback: T): T => {
+    const v = get(name) ?? fallback;
+    if (typeof v === 'string' && (allowed as readonly string[]).includes(v)) return v as T;
+    problem(name, `must be one of ${allowed.join(', ')} (is ${JSON.stringify(v)})`);
+    return fallback;
+  };
+  const number = (name: string, fallback: number, min: number, max: number, integer: boolean): number => {
+    const v = get(name) ?? fallback;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < min || v > max || (integer && !Number.isInteger(v))) {
+      problem(name, `must be ${integer ? 'an integer' : 'a number'} from ${min} to ${max} (is ${JSON.stringify(v)})`);
+      return fallback;
+    }
+    return v;
+  };
+  const bool = (name: string, fallback: boolean): boolean => {
+    const v = get(name) ?? fallback;
+    if (typeof v !== 'boolean') {
+      problem(name, `must be true or false (is ${JSON.stringify(v)})`);
+      return fallback;
+    }
+    return v;
+  };
+  const strings = (name: string, fallback: readonly string[]): string[] => {
+    const v = get(name) ?? fallback;
+    if (!Array.isArray(v) || v.some((s) => typeof s !== 'string')) {
+      problem(name, 'must be a list of strings');
+      return [...fallback];
+    }
+    return v as string[];
+  };
+
+  const provider = oneOf('llm.provider', ['ollama', 'openai'] as const, 'ollama');
+  const modelSetting = get('llm.model');
+  const model = typeof modelSetting === 'string' ? modelSetting.trim() : '';
+  if (model === '') problem('llm.model', 'names no model: set the model the server should use (e.g. qwen2.5-coder:14b for Ollama)');
+  const urlSetting = get('llm.baseUrl');
+  let baseUrl: string = DEFAULT_BASE_URL[provider];
+  if (typeof urlSetting === 'string' && urlSetting.trim() !== '') {
+    const candidate = urlSetting.trim().replace(/\/+$/, '');
+    if (URL.canParse(candidate) && /^https?:$/.test(new URL(candidate).protocol)) baseUrl = candidate;
+    else problem('llm.baseUrl', `must be an http(s) URL such as ${DEFAULT_BASE_URL[provider]} (is ${JSON.stringify(urlSetting)})`);
+  } else if (urlSetting !== undefined && typeof urlSetting !== 'string') problem('llm.baseUrl', 'must be a URL string');
+  const temperature = number('llm.temperature', 0.2, 0, 2, false);
+  const timeoutMs = Math.round(number('llm.timeoutSeconds', 600, 1, 24 * 3600, false) * 1000);
+  const structuredOutputType = oneOf('llm.structuredOutput', STRUCTURED, 'default');
+  const stripThinkingOutput = bool('llm.stripThinking', true);
+
+  const kind = oneOf('strategy', ['autonomous', 'explicit'] as const, 'autonomous');
+  let strategy: StrategyConfig;
+  if (kind === 'autonomous') {
+    strategy = {
+      kind,
+      breakdownSteps: bool('autonomous.breakdownSteps', false),
+      maxBreakdowns: number('autonomous.maxBreakdowns', 1, 1, 5, true),
+      withReplanning: bool('autonomous.withReplanning', true),
+      maxReplanning: number('autonomous.maxReplanning', 3, 1, 10, true),
+    };
+  } else {
+    const steps = strings('explicit.steps', EXPLICIT_STEP_IDS);
+    const unknown = steps.filter((s) => !(EXPLICIT_STEP_IDS as readonly string[]).includes(s));
+    if (unknown.length > 0) problem('explicit.steps', `has unknown step ids: ${unknown.join(', ')} (known: ${EXPLICIT_STEP_IDS.join(', ')})`);
+    const known = [...new Set(steps.filter((s): s is ExplicitStepId => (EXPLICIT_STEP_IDS as readonly string[]).includes(s)))];
+    if (known.length === 0 && unknown.length === 0) problem('explicit.steps', 'is empty: the explicit strategy needs at least one step');
+    strategy = { kind, steps: known };
+  }
+
+  const config: EngineConfig = {
+    llm:
+      provider === 'openai'
+        ? { provider, model, baseUrl, temperature, timeoutMs, ...(apiKey ? { apiKey } : {}) }
+        : { provider, model, baseUrl, temperature, timeoutMs },
+    structuredOutputType,
+    stripThinkingOutput,
+    strategy,
+    performanceThreshold: number('performanceThreshold', 1.0, 0, 100, false),
+    candidatesPerStep: number('candidatesPerStep', 1, 1, 8, true),
+    approvePlan: bool('approvePlan', false),
+    retries: number('retries', 3, 0, 10, true),
+    device: number('device', 0, 0, 64, true),
+    iterations: number('iterations', 32, 1, 1000, true),
+    timePerTestS: number('timePerTest', 15, 1, 3600, false),
+    compilerOptions: strings('compilerOptions', []),
+  };
+  const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
+  if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };
+  return { ok: true, config, endpoint: `${provider === 'ollama' ? 'Ollama' : 'OpenAI-compatible server'} at ${baseUrl}` };
+}
+
+/** The config with the secret removed, for logs and reports. */
+export function redactConfig(config: EngineConfig): EngineConfig {
+  if (config.llm.provider !== 'openai' || config.llm.apiKey === undefined) return config;
+  const { apiKey: _secret, ...llm } = config.llm;
+  return { ...config, llm };
+}

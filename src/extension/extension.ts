@@ -1,0 +1,366 @@
+/**
+ * Entry point of the VS Code extension. Activation is cheap: it registers commands, the CodeLens providers, the
+ * history view and the panel serializer. The engine (LangChain, LangGraph, the GPU client) lives in a second bundle,
+ * dist/engine-runtime.js, loaded on the first "Tune this kernel".
+ *
+ * Test hook (test-only): when the environment variable KERNEL_TUNER_TEST_BACKEND names a JavaScript module when the
+ * extension activates, sessions run on the TuningBackend that module creates instead of the GPU. It is logged loudly
+ * and never chosen otherwise; the extension tests set it for the extension host they start.
+ */
+import { join } from 'node:path';
+import * as vscode from 'vscode';
+import { HistoryStore, type HistoryEntry } from '../engine/history-store';
+import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
+import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
+import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
+import { InlineDiffController } from './inline-diff';
+import { isCudaDocument, KernelIndex, type KernelTarget } from './kernels';
+import { PanelManager } from './panel';
+import type { FromWebviewMessage } from './protocol';
+import { isSessionReport } from './report';
+import { reduceAll, stepCode } from './session-view';
+import { SessionManager } from './sessions';
+
+export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';
+const API_KEY_SECRET = 'kernelTuner.openai.apiKey';
+
+/** What activate() returns: used by the extension tests to observe the extension from outside. */
+export interface KernelTunerApi {
+  readonly sessions: SessionManager;
+  readonly panels: PanelManager;
+  readonly inlineDiff: InlineDiffController;
+  readonly history: HistoryStore;
+  readonly historyTree: HistoryTreeProvider;
+  /** Resolves when the session started by the last tune command has ended. */
+  lastSession(): { sessionId: string; finished: Promise<void> } | undefined;
+}
+
+export async function activate(context: vscode.ExtensionContext): Promise<KernelTunerApi> {
+  const log = vscode.window.createOutputChannel('Kernel Tuner', { log: true });
+  const storage = context.globalStorageUri.fsPath;
+  const history = new HistoryStore(join(storage, 'history'));
+  const checkpointDir = join(storage, 'checkpoints');
+  const testBackendModule = process.env[TEST_BACKEND_ENV] || undefined;
+  if (testBackendModule) log.warn(`TEST MODE: sessions run on the test backend ${testBackendModule} (${TEST_BACKEND_ENV}), not on the GPU`);
+
+  const inlineDiff = new InlineDiffController(log);
+  const kernels = new KernelIndex(log);
+  const relative = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
+  const sessions = new SessionManager(history, log, inlineDiff, relative);
+  const tree = new HistoryTreeProvider(history, log);
+  const historyView = vscode.window.createTreeView<HistoryNode>('kernelTuner.history', { treeDataProvider: tree, showCollapseAll: true });
+  let runtime: Promise<EngineRuntime> | undefined;
+  let last: { sessionId: string; finished: Promise<void> } | undefined;
+
+  const loadRuntime = (): Promise<EngineRuntime> => {
+    // A separate bundle, required on first use: `require` with a computed path keeps esbuild from inlining it.
+    runtime ??= Promise.resolve().then(() => {
+      const started = Date.now();
+      const mod = require(join(context.extensionPath, 'dist', 'engine-runtime.js')) as { runtime: EngineRuntime };
+      log.info(`engine loaded in ${Date.now() - started} ms`);
+      return mod.runtime;
+    });
+    runtime.catch(() => (runtime = undefined));
+    return runtime;
+  };
+
+  const panels = new PanelManager(context.extensionUri, sessions, (message) => onPanelMessage(message), log);
+
+  async function onPanelMessage(message: FromWebviewMessage): Promise<void> {
+    switch (message.type) {
+      case 'cancel':
+        sessions.cancel(message.sessionId);
+        return;
+      case 'approvePlan':
+        if (!sessions.approvePlan(message.sessionId, message.steps)) void vscode.window.showWarningMessage('This session is not waiting for a plan approval any more.');
+        return;
+      case 'showDiff':
+      case 'openSideBySide': {
+        const shown = await showSessionDiff(message.sessionId, message.stepId);
+        if (shown && message.type === 'openSideBySide') await inlineDiff.openSideBySide(shown);
+        return;
+      }
+      case 'ready':
+      case 'rendered':
+        return;
+    }
+  }
+
+  /** Opens the inline diff of a session's final kernel (or of one accepted step). Returns the document's uri. */
+  async function showSessionDiff(sessionId: string, stepId: string | null): Promise<vscode.Uri | undefined> {
+    const entry = await history.get(sessionId);
+    if (!entry) throw new Error(`no session ${sessionId} in the history`);
+    const snapshot = await sessions.snapshot(sessionId);
+    const view = snapshot ? reduceAll(snapshot.header, snapshot.events) : undefined;
+    const code = stepId === null ? (view?.final?.finalCode ?? entry.finalCode) : view && stepCode(view, stepId);
+    if (!code) throw new Error(stepId === null ? 'this session has no final kernel' : 'this step changed nothing that could be applied');
+    const uri = entry.fileUri ? vscode.Uri.parse(entry.fileUri) : vscode.Uri.file(entry.filePath);
+    const title = stepId === null ? `${entry.kernelName} tuned` : `${entry.kernelName} after ${view?.steps[stepId]?.title ?? stepId}`;
+    await sessions.showDiff(sessionId, entry.kernelName, code, entry.originalCode, uri, title);
+    return uri;
+  }
+
+  const settingsGetter = () => {
+    const config = vscode.workspace.getConfiguration(SECTION);
+    return (key: string) => config.get(key);
+  };
+
+  async function openSettings(setting?: string): Promise<void> {
+    await vscode.commands.executeCommand('workbench.action.openSettings', setting ?? SECTION);
+  }
+
+  /** Settings and the API key; on a problem, tells the user with the button that fixes it and returns undefined. */
+  async function engineConfig(): Promise<{ config: EngineConfig; endpoint: string } | undefined> {
+    const apiKey = await context.secrets.get(API_KEY_SECRET);
+    const result = readEngineConfig(settingsGetter(), apiKey);
+    if (result.ok) return result;
+    if (result.needsApiKey && result.problems.length === 0) {
+      const choice = await vscode.window.showErrorMessage('Kernel Tuner needs an API key for OpenAI. It is kept in VS Code\'s secret storage, never in settings.', 'Set API key', 'Open settings');
+      if (choice === 'Set API key') await vscode.commands.executeCommand('kernelTuner.setApiKey');
+      if (choice === 'Open settings') await openSettings(`${SECTION}.llm`);
+      return undefined;
+    }
+    const first = result.problems[0]!;
+    const more = result.problems.length > 1 ? ` (and ${result.problems.length - 1} more problem(s))` : '';
+    const choice = await vscode.window.showErrorMessage(`Setting ${first.setting} ${first.message}${more}.`, 'Open settings');
+    if (choice) await openSettings(first.setting);
+    return undefined;
+  }
+
+  async function reportFailure(failure: EngineFailure): Promise<void> {
+    log.error(`pre-flight: ${failure.kind}: ${failure.message}`);
+    const actions: Record<EngineFailure['kind'], string[]> = {
+      'gpu-unavailable': ['Show log', 'Open settings'],
+      'llm-unreachable': ['Open settings', 'Show log'],
+      'llm-auth': ['Set API key', 'Open settings'],
+      'llm-model-missing': ['Open settings'],
+      'llm-config': ['Open settings'],
+      other: ['Show log'],
+    };
+    const title = failure.kind === 'gpu-unavailable' ? 'No usable GPU' : failure.kind.startsWith('llm') ? 'The LLM cannot be used' : 'Cannot start tuning';
+    const choice = await vscode.window.showErrorMessage(`${title}: ${failure.message}`, ...actions[failure.kind]);
+    if (choice === 'Show log') log.show();
+    if (choice === 'Set API key') await vscode.commands.executeCommand('kernelTuner.setApiKey');
+    if (choice === 'Open settings') await openSettings(failure.kind === 'gpu-unavailable' ? `${SECTION}.device` : `${SECTION}.llm`);
+  }
+
+  /** The LLM answers and the GPU opens, checked side by side; undefined (after telling the user) when either fails. */
+  async function preflight(config: EngineConfig, endpoint: string): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
+    return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Kernel Tuner: checking ${endpoint} and the GPU…` }, async () => {
+      let engine: EngineRuntime;
+      try {
+        engine = await loadRuntime();
+      } catch (error) {
+        await reportFailure({ kind: 'other', message: `the engine could not be loaded: ${error instanceof Error ? error.message : String(error)}` });
+        return undefined;
+      }
+      const [llm, gpu] = await Promise.allSettled([
+        engine.checkLlm(config),
+        engine.openBackend({ device: config.device, ...(testBackendModule && { testBackendModule }) }),
+      ]);
+      const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
+      if (llm.status === 'rejected') {
+        if (gpu.status === 'fulfilled') await gpu.value.dispose().catch(() => undefined);
+        await reportFailure(asFailure(llm.reason));
+        return undefined;
+      }
+      if (gpu.status === 'rejected') {
+        await reportFailure(asFailure(gpu.reason));
+        return undefined;
+      }
+      return { engine, backend: gpu.value };
+    });
+  }
+
+  /** Which kernel to tune: the lens's, the one under the cursor, or one picked from the file's kernels. */
+  async function resolveTarget(arg: unknown): Promise<{ document: vscode.TextDocument; kernelName: string } | undefined> {
+    const lens = arg as KernelTarget | undefined;
+    if (lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri) {
+      return { document: await vscode.workspace.openTextDocument(lens.uri), kernelName: lens.kernelName };
+    }
+    const editor = vscode.window.activeTextEditor;
+    const fromMenu = arg instanceof vscode.Uri ? arg : undefined;
+    const document = fromMenu && editor?.document.uri.toString() !== fromMenu.toString() ? await vscode.workspace.openTextDocument(fromMenu) : editor?.document;
+    if (!document || !isCudaDocument(document)) {
+      void vscode.window.showErrorMessage('Open a CUDA file (.cu or .cuh) and put the cursor inside a __global__ kernel to tune it.');
+      return undefined;
+    }
+    const parsed = await kernels.kernels(document);
+    if (editor && editor.document === document) {
+      const atCursor = await kernels.kernelAtCursor(editor);
+      if (atCursor) return { document, kernelName: atCursor.name };
+    }
+    if (parsed.kernels.length === 0) {
+      const detail = parsed.error ? ` It could not be read: ${parsed.error.message}` : '';
+      const choice = await vscode.window.showErrorMessage(`No __global__ kernel found in ${relative(document.uri)}.${detail}`, ...(parsed.error ? ['Go to error'] : []));
+      if (choice && parsed.error && editor?.document === document) {
+        const pos = new vscode.Position(parsed.error.line, parsed.error.column);
+        editor.selection = new vscode.Selection(pos, pos);
+        editor.revealRange(new vscode.Range(pos, pos));
+      }
+      return undefined;
+    }
+    const pick = await vscode.window.showQuickPick(
+      parsed.kernels.map((k) => ({ label: k.qualifiedName, description: `line ${k.nameRange.startLine + 1}`, detail: k.signatureText.replace(/\s+/g, ' '), kernel: k })),
+      { title: 'The cursor is not inside a __global__ kernel: which kernel should be tuned?', placeHolder: 'Kernel to tune' },
+    );
+    return pick ? { document, kernelName: pick.kernel.name } : undefined;
+  }
+
+  async function tune(arg: unknown, resume?: HistoryEntry): Promise<void> {
+    const running = sessions.current();
+    if (running) {
+      // One session at a time: timings taken while another session uses the GPU would be worthless.
+      const choice = await vscode.window.showWarningMessage('A tuning session is already running; timings of two sessions on one GPU would disturb each other.', 'Show it', 'Cancel it');
+      if (choice === 'Show it') await vscode.commands.executeCommand('kernelTuner.showPanel', running);
+      if (choice === 'Cancel it') sessions.cancel(running);
+      return;
+    }
+    const target = resume ? { document: await openEntryDocument(resume), kernelName: resume.kernelName } : await resolveTarget(arg);
+    if (!target) return;
+    const settings = await engineConfig();
+    if (!settings) return;
+    const { config, endpoint } = settings;
+    const ready = await preflight(config, endpoint);
+    if (!ready) return;
+    log.info(`${resume ? 'resuming' : 'tuning'} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.name}`);
+    log.debug(`engine config: ${JSON.stringify(redactConfig(config))}`);
+    try {
+      const started = await sessions.start({ document: target.document, kernelName: target.kernelName, config, runtime: ready.engine, backend: ready.backend, checkpointDir, ...(resume && { resume }) });
+      last = started;
+      panels.show(started.sessionId, target.kernelName, true);
+    } catch (error) {
+      await ready.backend.dispose().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  async function openEntryDocument(entry: HistoryEntry): Promise<vscode.TextDocument> {
+    return vscode.workspace.openTextDocument(entry.fileUri ? vscode.Uri.parse(entry.fileUri) : vscode.Uri.file(entry.filePath));
+  }
+
+  async function entryFor(arg: unknown): Promise<HistoryEntry | undefined> {
+    const id = sessionIdOf(arg, historyView);
+    if (!id) return undefined;
+    const entry = await history.get(id);
+    if (!entry) void vscode.window.showWarningMessage('That session is no longer in the history.');
+    return entry;
+  }
+
+  async function exportEntry(arg: unknown, format: 'json' | 'kernel-tuner-cache'): Promise<void> {
+    const entry = await entryFor(arg);
+    if (!entry) return;
+    const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
+    const suffix = format === 'json' ? 'report.json' : 'cache.json';
+    const dest = await vscode.window.showSaveDialog({
+      defaultUri: vscode.Uri.joinPath(base, `${entry.kernelName}-${entry.id}-${suffix}`),
+      filters: { JSON: ['json'] },
+      title: format === 'json' ? 'Export the session as a JSON report' : 'Export the final step as a Kernel Tuner cache',
+    });
+    if (!dest) return;
+    await history.export(entry.id, format, dest.fsPath);
+    void vscode.window.showInformationMessage(`Exported to ${relative(dest)}.`);
+  }
+
+  const command = (id: string, run: (...args: unknown[]) => unknown) =>
+    vscode.commands.registerCommand(id, async (...args: unknown[]) => {
+      try {
+        return await run(...args);
+      } catch (error) {
+        const text = error instanceof Error ? error.message : String(error);
+        log.error(`${id}: ${text}`);
+        void vscode.window.showErrorMessage(`Kernel Tuner: ${text}`, 'Show log').then((c) => c && log.show());
+        return undefined;
+      }
+    });
+
+  context.subscriptions.push(
+    log,
+    inlineDiff,
+    kernels,
+    sessions,
+    tree,
+    historyView,
+    panels,
+    command('kernelTuner.tuneKernel', (arg) => tune(arg)),
+    command('kernelTuner.cancel', (arg) => {
+      const id = typeof arg === 'string' ? arg : sessions.current();
+      if (!id || !sessions.cancel(id)) void vscode.window.showInformationMessage('No tuning session is running.');
+    }),
+    command('kernelTuner.showPanel', async (arg) => {
+      const id = typeof arg === 'string' ? arg : (last?.sessionId ?? sessions.current());
+      const snapshot = id ? await sessions.snapshot(id) : undefined;
+      if (!id || !snapshot) return void vscode.window.showInformationMessage('No tuning session to show yet.');
+      panels.show(id, snapshot.header.kernelName);
+    }),
+    command('kernelTuner.acceptHunk', (uri, id) => inlineDiff.acceptHunk(uri as vscode.Uri | undefined, id as string | undefined)),
+    command('kernelTuner.rejectHunk', (uri, id) => inlineDiff.rejectHunk(uri as vscode.Uri | undefined, id as string | undefined)),
+    command('kernelTuner.acceptAll', (uri) => inlineDiff.acceptAll(uri instanceof vscode.Uri ? uri : undefined)),
+    command('kernelTuner.rejectAll', (uri) => inlineDiff.rejectAll(uri instanceof vscode.Uri ? uri : undefined)),
+    command('kernelTuner.openSideBySide', (uri) => inlineDiff.openSideBySide(uri instanceof vscode.Uri ? uri : undefined)),
+    command('kernelTuner.setApiKey', async () => {
+      const key = await vscode.window.showInputBox({
+        title: 'Kernel Tuner: API key for the OpenAI-compatible server',
+        prompt: 'Stored in VS Code\'s secret storage (the OS keychain), never in settings or logs. Leave empty to remove the stored key.',
+        password: true,
+        ignoreFocusOut: true,
+      });
+      if (key === undefined) return;
+      if (key.trim() === '') {
+        await context.secrets.delete(API_KEY_SECRET);
+        void vscode.window.showInformationMessage('Kernel Tuner: the API key was removed.');
+      } else {
+        await context.secrets.store(API_KEY_SECRET, key.trim());
+        void vscode.window.showInformationMessage('Kernel Tuner: the API key was stored.');
+      }
+    }),
+    command('kernelTuner.clearApiKey', async () => {
+      await context.secrets.delete(API_KEY_SECRET);
+      void vscode.window.showInformationMessage('Kernel Tuner: the API key was removed.');
+    }),
+    command('kernelTuner.showLog', () => log.show()),
+    command('kernelTuner.history.refresh', () => tree.refresh()),
+    command('kernelTuner.history.open', async (arg) => {
+      const entry = await entryFor(arg);
+      if (entry) panels.show(entry.id, entry.kernelName);
+    }),
+    command('kernelTuner.history.applyAgain', async (arg) => {
+      const entry = await entryFor(arg);
+      if (entry) await showSessionDiff(entry.id, null);
+    }),
+    command('kernelTuner.history.resume', async (arg) => {
+      const entry = await entryFor(arg);
+      if (!entry) return;
+      if (entry.status !== 'interrupted') return void vscode.window.showInformationMessage(`This session is ${entry.status}; only an interrupted session can be resumed.`);
+      if (!isSessionReport(entry.report)) return void vscode.window.showWarningMessage('This session was stored without its report and cannot be resumed.');
+      await tune(undefined, entry);
+    }),
+    command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
+    command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
+    command('kernelTuner.history.delete', async (arg) => {
+      const entry = await entryFor(arg);
+      if (!entry) return;
+      if (sessions.isLive(entry.id)) return void vscode.window.showWarningMessage('Cancel the session before deleting it.');
+      const choice = await vscode.window.showWarningMessage(`Delete the session of ${entry.kernelName} from ${entry.createdAt.slice(0, 10)}?`, { modal: true }, 'Delete');
+      if (choice !== 'Delete') return;
+      panels.close(entry.id);
+      await history.delete(entry.id);
+    }),
+  );
+
+  // Sessions that were running when their window went away become "interrupted" (resumable).
+  void history.markInterruptedOnStartup().then(
+    (ids) => ids.length > 0 && log.info(`history: ${ids.length} interrupted session(s) can be resumed: ${ids.join(', ')}`),
+    (error: unknown) => log.error(`history: ${error instanceof Error ? error.message : String(error)}`),
+  );
+
+  return {
+    sessions,
+    panels,
+    inlineDiff,
+    history,
+    historyTree: tree,
+    lastSession: () => last,
+  };
+}
+

@@ -1,0 +1,99 @@
+/**
+ * Which kernels a CUDA document holds, parsed once per document version: the "Tune kernel" CodeLens above each
+ * `__global__` definition and the `kernelTuner.cursorInKernel` context key behind the editor menu item.
+ */
+import * as vscode from 'vscode';
+import { kernelAt, parseKernels, ParseError, type KernelSignature } from '../tuner/kernel-source';
+
+export interface ParsedKernels {
+  kernels: KernelSignature[];
+  /** Set when part of the file could not be parsed; `kernels` still holds those whose signature was intact. */
+  error?: ParseError;
+}
+
+/** Arguments of the CodeLens command: which kernel of which document. */
+export interface KernelTarget {
+  uri: vscode.Uri;
+  kernelName: string;
+  line: number;
+}
+
+export function isCudaDocument(doc: vscode.TextDocument): boolean {
+  return doc.languageId === 'cuda-cpp' || /\.cuh?$/i.test(doc.uri.path);
+}
+
+const CURSOR_CONTEXT = 'kernelTuner.cursorInKernel';
+
+export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
+  private readonly cache = new Map<string, { version: number; result: Promise<ParsedKernels> }>();
+  private readonly changed = new vscode.EventEmitter<void>();
+  readonly onDidChangeCodeLenses = this.changed.event;
+  private readonly disposables: vscode.Disposable[] = [];
+  private cursorTimer: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(private readonly log: vscode.LogOutputChannel) {
+    this.disposables.push(
+      this.changed,
+      vscode.languages.registerCodeLensProvider([{ language: 'cuda-cpp' }, { pattern: '**/*.{cu,cuh}' }], this),
+      vscode.window.onDidChangeTextEditorSelection((e) => this.scheduleCursorCheck(e.textEditor)),
+      vscode.window.onDidChangeActiveTextEditor((editor) => this.scheduleCursorCheck(editor)),
+      vscode.workspace.onDidCloseTextDocument((doc) => this.cache.delete(doc.uri.toString())),
+      vscode.workspace.onDidChangeTextDocument((e) => {
+        if (isCudaDocument(e.document) && e.document === vscode.window.activeTextEditor?.document) this.scheduleCursorCheck(vscode.window.activeTextEditor);
+      }),
+    );
+    this.scheduleCursorCheck(vscode.window.activeTextEditor);
+  }
+
+  /** The kernels of the document at its current version. Never rejects: a parse failure is in `error`. */
+  kernels(doc: vscode.TextDocument): Promise<ParsedKernels> {
+    const key = doc.uri.toString();
+    const cached = this.cache.get(key);
+    if (cached && cached.version === doc.version) return cached.result;
+    const result = parseKernels(doc.getText(), doc.uri.fsPath).then(
+      (kernels): ParsedKernels => ({ kernels }),
+      (error: unknown): ParsedKernels => {
+        if (error instanceof ParseError) return { kernels: error.kernels, error };
+        this.log.error(`could not parse ${doc.uri.fsPath}: ${error instanceof Error ? error.message : String(error)}`);
+        return { kernels: [] };
+      },
+    );
+    this.cache.set(key, { version: doc.version, result });
+    return result;
+  }
+
+  async kernelAtCursor(editor: vscode.TextEditor): Promise<KernelSignature | null> {
+    const { kernels } = await this.kernels(editor.document);
+    const pos = editor.selection.active;
+    return kernelAt(kernels, pos.line, pos.character);
+  }
+
+  async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
+    if (!isCudaDocument(doc)) return [];
+    const { kernels } = await this.kernels(doc);
+    return kernels.map((k) => {
+      const target: KernelTarget = { uri: doc.uri, kernelName: k.name, line: k.nameRange.startLine };
+      return new vscode.CodeLens(new vscode.Range(k.range.startLine, 0, k.range.startLine, 0), {
+        title: '$(rocket) Tune kernel',
+        tooltip: `Tune ${k.qualifiedName} with the LLM and measure every configuration on the GPU`,
+        command: 'kernelTuner.tuneKernel',
+        arguments: [target],
+      });
+    });
+  }
+
+  dispose(): void {
+    if (this.cursorTimer) clearTimeout(this.cursorTimer);
+    vscode.Disposable.from(...this.disposables).dispose();
+  }
+
+  private scheduleCursorCheck(editor: vscode.TextEditor | undefined): void {
+    if (this.cursorTimer) clearTimeout(this.cursorTimer);
+    this.cursorTimer = setTimeout(() => void this.updateCursorContext(editor), 75);
+  }
+
+  private async updateCursorContext(editor: vscode.TextEditor | undefined): Promise<void> {
+    const inKernel = editor !== undefined && isCudaDocument(editor.document) && (await this.kernelAtCursor(editor)) !== null;
+    await vscode.commands.executeCommand('setContext', CURSOR_CONTEXT, inKernel);
+  }
+}

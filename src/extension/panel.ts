@@ -1,0 +1,187 @@
+/**
+ * The tuning panel's host: one webview panel per session (opening it again reveals it), restored after a window
+ * reload by a WebviewPanelSerializer. Strict CSP with a fresh crypto nonce per page; the script and styles come from
+ * dist/ and media/ through asWebviewUri; nothing remote. Messages both ways follow protocol.ts; the panel's content is
+ * the session's event log (SessionManager.snapshot) plus the events appended since.
+ */
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import { parseFromWebview, ProtocolError, type FromWebviewMessage, type ToWebviewMessage } from './protocol';
+import type { SessionManager } from './sessions';
+
+export const PANEL_VIEW_TYPE = 'kernelTuner.session';
+
+/** What the webview keeps with setState; the serializer gets it back after a reload. */
+interface PersistedState {
+  sessionId?: string;
+}
+
+export type PanelMessageHandler = (message: FromWebviewMessage) => Promise<void>;
+
+interface PanelEntry {
+  panel: vscode.WebviewPanel;
+  /** Events the webview reported as drawn (its `rendered` acknowledgement). */
+  renderedEvents: number;
+}
+
+export class PanelManager implements vscode.WebviewPanelSerializer<PersistedState>, vscode.Disposable {
+  private readonly panels = new Map<string, PanelEntry>();
+  private readonly disposables: vscode.Disposable[] = [];
+
+  constructor(
+    private readonly extensionUri: vscode.Uri,
+    private readonly sessions: SessionManager,
+    private readonly handle: PanelMessageHandler,
+    private readonly log: vscode.LogOutputChannel,
+  ) {
+    this.disposables.push(
+      vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, this),
+      sessions.onDidAppend(({ sessionId, from, events }) => this.post(sessionId, { type: 'events', sessionId, from, events })),
+      sessions.onDidChangeLive(({ sessionId, live, header }) => {
+        this.post(sessionId, { type: 'live', sessionId, live, header });
+        const entry = this.panels.get(sessionId);
+        if (entry) entry.panel.title = panelTitle(header.kernelName, live);
+      }),
+    );
+  }
+
+  /** Opens or reveals the panel of a session. */
+  show(sessionId: string, kernelName: string, preserveFocus = false): vscode.WebviewPanel {
+    const existing = this.panels.get(sessionId);
+    if (existing) {
+      existing.panel.reveal(undefined, preserveFocus);
+      return existing.panel;
+    }
+    const panel = vscode.window.createWebviewPanel(PANEL_VIEW_TYPE, panelTitle(kernelName, this.sessions.isLive(sessionId)), { viewColumn: vscode.ViewColumn.Beside, preserveFocus }, this.options());
+    this.attach(panel, sessionId);
+    return panel;
+  }
+
+  async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: PersistedState | undefined): Promise<void> {
+    const sessionId = typeof state?.sessionId === 'string' ? state.sessionId : undefined;
+    if (!sessionId || this.panels.has(sessionId)) {
+      panel.dispose();
+      return;
+    }
+    panel.webview.options = this.options();
+    this.attach(panel, sessionId);
+  }
+
+  /** How many events the session's panel has drawn (0 without a panel). */
+  renderedEvents(sessionId: string): number {
+    return this.panels.get(sessionId)?.renderedEvents ?? 0;
+  }
+
+  hasPanel(sessionId: string): boolean {
+    return this.panels.has(sessionId);
+  }
+
+  close(sessionId: string): void {
+    this.panels.get(sessionId)?.panel.dispose();
+  }
+
+  dispose(): void {
+    for (const { panel } of [...this.panels.values()]) panel.dispose();
+    vscode.Disposable.from(...this.disposables).dispose();
+  }
+
+  private options(): vscode.WebviewPanelOptions & vscode.WebviewOptions {
+    return {
+      enableScripts: true,
+      retainContextWhenHidden: true,
+      localResourceRoots: [vscode.Uri.joinPath(this.extensionUri, 'dist'), vscode.Uri.joinPath(this.extensionUri, 'media')],
+    };
+  }
+
+  private attach(panel: vscode.WebviewPanel, sessionId: string): void {
+    const entry: PanelEntry = { panel, renderedEvents: 0 };
+    this.panels.set(sessionId, entry);
+    panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'activity-bar.svg');
+    panel.webview.html = this.html(panel.webview, sessionId);
+    const subscriptions = [
+      panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(sessionId, entry, raw)),
+      panel.onDidDispose(() => {
+        if (this.panels.get(sessionId) === entry) this.panels.delete(sessionId);
+        vscode.Disposable.from(...subscriptions).dispose();
+      }),
+    ];
+  }
+
+  private async receive(sessionId: string, entry: PanelEntry, raw: unknown): Promise<void> {
+    let message: FromWebviewMessage;
+    try {
+      message = parseFromWebview(raw);
+    } catch (error) {
+      if (error instanceof ProtocolError) this.log.warn(`panel sent an invalid message: ${error.message}`);
+      else throw error;
+      return;
+    }
+    if (message.type === 'ready') {
+      const snapshot = await this.sessions.snapshot(sessionId);
+      if (!snapshot) {
+        this.log.warn(`panel for session ${sessionId}: no such session in this window or the history`);
+        entry.panel.dispose();
+        return;
+      }
+      entry.panel.title = panelTitle(snapshot.header.kernelName, snapshot.live);
+      this.postTo(entry, { type: 'session', header: snapshot.header, events: snapshot.events, live: snapshot.live });
+      return;
+    }
+    if (message.type === 'rendered') {
+      if (message.sessionId === sessionId) entry.renderedEvents = message.eventCount;
+      return;
+    }
+    if (message.sessionId !== sessionId) {
+      this.log.warn(`panel of session ${sessionId} sent a message about session ${message.sessionId}; ignored`);
+      return;
+    }
+    await this.handle(message).catch((error: unknown) => {
+      const text = error instanceof Error ? error.message : String(error);
+      this.log.error(`panel action ${message.type} failed: ${text}`);
+      void vscode.window.showErrorMessage(`Kernel Tuner: ${text}`);
+    });
+  }
+
+  private post(sessionId: string, message: ToWebviewMessage): void {
+    const entry = this.panels.get(sessionId);
+    if (entry) this.postTo(entry, message);
+  }
+
+  private postTo(entry: PanelEntry, message: ToWebviewMessage): void {
+    void entry.panel.webview.postMessage(message);
+  }
+
+  private html(webview: vscode.Webview, sessionId: string): string {
+    const nonce = randomBytes(18).toString('base64');
+    const asset = (...path: string[]) => webview.asWebviewUri(vscode.Uri.joinPath(this.extensionUri, ...path)).toString();
+    const csp = [
+      "default-src 'none'",
+      `img-src ${webview.cspSource} data:`,
+      `font-src ${webview.cspSource}`,
+      `style-src ${webview.cspSource} 'nonce-${nonce}'`,
+      `script-src 'nonce-${nonce}'`,
+    ].join('; ');
+    return `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="UTF-8">
+<meta http-equiv="Content-Security-Policy" content="${csp}">
+<meta name="viewport" content="width=device-width, initial-scale=1.0">
+<link rel="stylesheet" nonce="${nonce}" href="${asset('media', 'panel.css')}">
+<title>Kernel Tuner</title>
+</head>
+<body data-session-id="${escapeAttribute(sessionId)}">
+<main id="app" aria-live="polite"><p class="muted">Loading the session…</p></main>
+<script nonce="${nonce}" src="${asset('dist', 'webview.js')}"></script>
+</body>
+</html>`;
+  }
+}
+
+function panelTitle(kernelName: string, live: boolean): string {
+  return `${live ? 'Tuning' : 'Report'}: ${kernelName}`;
+}
+
+function escapeAttribute(value: string): string {
+  return value.replace(/[&"<>]/g, (c) => ({ '&': '&amp;', '"': '&quot;', '<': '&lt;', '>': '&gt;' })[c]!);
+}

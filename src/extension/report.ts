@@ -1,0 +1,92 @@
+/**
+ * A session as the history stores it: the event log (the report the panel re-renders), the summary fields of the
+ * history entry, and the final step's configurations in the shape HistoryStore exports as a Kernel Tuner cache. Pure.
+ */
+import type { TuningEvent } from '../engine/events';
+import type { HistoryEntry, HistoryStep } from '../engine/history-store';
+import type { FailureKind } from '../tuner/types';
+import { bestTimeMs, speedup, type SessionHeader, type SessionView } from './session-view';
+
+export const REPORT_FORMAT = 'llm-kernel-tuner-session/1';
+
+export interface ReportConfiguration {
+  config: Record<string, number | string | boolean>;
+  timeMs?: number;
+  failure?: Exclude<FailureKind, 'stopped_early'>;
+}
+
+export interface SessionReport {
+  format: typeof REPORT_FORMAT;
+  header: SessionHeader;
+  events: TuningEvent[];
+  /** Kernel Tuner's problem_size, when the first test's sizes are numbers. */
+  problemSize?: number[];
+  /** The configurations of the last accepted step (one search space), for the Kernel Tuner cache export. */
+  configurations?: ReportConfiguration[];
+}
+
+export function isSessionReport(value: unknown): value is SessionReport {
+  const r = value as SessionReport | null;
+  return typeof r === 'object' && r !== null && r.format === REPORT_FORMAT && Array.isArray(r.events) && typeof r.header?.sessionId === 'string';
+}
+
+function lastAcceptedConfigurations(view: SessionView): ReportConfiguration[] | undefined {
+  for (let i = view.order.length - 1; i >= 0; i--) {
+    const step = view.steps[view.order[i]!]!;
+    if (!step.accepted) continue;
+    const candidate = step.candidates.find((c) => c.candidate === step.accepted!.candidate);
+    const configurations = (candidate?.configs ?? []).flatMap((c): ReportConfiguration[] => {
+      if ((c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs)) return [{ config: c.config, timeMs: c.timeMs }];
+      if (c.status !== 'ok' && c.status !== 'stopped_early') return [{ config: c.config, failure: c.status }];
+      return [];
+    });
+    return configurations.length > 0 ? configurations : undefined;
+  }
+  return undefined;
+}
+
+function numericProblemSize(view: SessionView): number[] | undefined {
+  const size = view.tests[0]?.problemSize;
+  if (!size || size.length === 0 || !size.every((s) => typeof s === 'number' && Number.isInteger(s))) return undefined;
+  return size as number[];
+}
+
+export function buildReport(header: SessionHeader, events: TuningEvent[], view: SessionView): SessionReport {
+  const problemSize = numericProblemSize(view);
+  const configurations = lastAcceptedConfigurations(view);
+  return { format: REPORT_FORMAT, header, events, ...(problemSize && { problemSize }), ...(configurations && { configurations }) };
+}
+
+const HISTORY_STATUS: Record<SessionView['status'], HistoryEntry['status']> = {
+  running: 'running',
+  awaiting_approval: 'running',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  interrupted: 'interrupted',
+};
+
+/** The history entry's fields that follow from the events. */
+export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 'steps'> & Partial<Pick<HistoryEntry, 'baselineTimeMs' | 'bestTimeMs' | 'speedup' | 'finalCode' | 'error' | 'device'>> {
+  const steps: HistoryStep[] = view.order.map((stepId) => {
+    const s = view.steps[stepId]!;
+    return {
+      title: s.title,
+      status: s.status,
+      ...(s.accepted && { timeMs: s.accepted.newTimeMs, improvementPct: s.accepted.improvementPct }),
+      ...(s.reason && { reason: s.reason }),
+    };
+  });
+  const best = bestTimeMs(view);
+  const gain = speedup(view);
+  return {
+    status: HISTORY_STATUS[view.status],
+    steps,
+    ...(view.baseline && { baselineTimeMs: view.baseline.timeMs }),
+    ...(best !== undefined && { bestTimeMs: best }),
+    ...(gain !== undefined && Number.isFinite(gain) && { speedup: gain }),
+    ...(view.final && { finalCode: view.final.finalCode }),
+    ...(view.error && { error: view.error }),
+    ...(view.device && { device: { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
+  };
+}

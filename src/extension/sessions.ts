@@ -1,0 +1,332 @@
+/**
+ * Live tuning sessions of this window: runs them through the engine runtime, keeps each one's event log, feeds the
+ * panel, the log, the status bar and the progress notification, and writes the session to the history as it goes (so
+ * a crash or reload leaves a session that can be resumed). At the end it offers the final kernel as an inline diff.
+ */
+import { randomBytes } from 'node:crypto';
+import * as vscode from 'vscode';
+import { describeEvent, makeEvent, type TuningEvent } from '../engine/events';
+import type { HistoryEntry, HistoryStore } from '../engine/history-store';
+import type { EngineConfig } from './config';
+import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
+import type { InlineDiffController } from './inline-diff';
+import { findKernel, parseKernels, ParseError } from '../tuner/kernel-source';
+import { proposalForDocument, spliceFinalCode } from './inline-diff-model';
+import type { EditedPlanStep } from './protocol';
+import { buildReport, historyFields, isSessionReport } from './report';
+import { progressMessage } from './progress';
+import { reduce, reduceAll, type SessionHeader, type SessionView } from './session-view';
+
+interface LiveSession {
+  header: SessionHeader;
+  events: TuningEvent[];
+  view: SessionView;
+  abort: AbortController;
+  run?: SessionRun;
+  documentUri: vscode.Uri;
+  originalCode: string;
+  /** Events not yet posted to the panel. */
+  unsent: TuningEvent[];
+  dirty: boolean;
+  saving: Promise<void> | undefined;
+  finished: Promise<void>;
+}
+
+export interface SessionSnapshot {
+  header: SessionHeader;
+  events: TuningEvent[];
+  live: boolean;
+}
+
+export interface StartRequest {
+  document: vscode.TextDocument;
+  kernelName: string;
+  config: EngineConfig;
+  runtime: EngineRuntime;
+  backend: BackendLease;
+  checkpointDir: string;
+  /** Continue this interrupted history session instead of starting a new one. */
+  resume?: HistoryEntry;
+}
+
+const FLUSH_MS = 100;
+const SAVE_MS = 500;
+
+export function newSessionId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${stamp}-${randomBytes(4).toString('hex')}`;
+}
+
+export class SessionManager implements vscode.Disposable {
+  private readonly live = new Map<string, LiveSession>();
+  private readonly appended = new vscode.EventEmitter<{ sessionId: string; from: number; events: TuningEvent[] }>();
+  /** Events of a session, batched (at most every 100 ms). */
+  readonly onDidAppend = this.appended.event;
+  private readonly liveChanged = new vscode.EventEmitter<{ sessionId: string; live: boolean; header: SessionHeader }>();
+  readonly onDidChangeLive = this.liveChanged.event;
+  private flushTimer: ReturnType<typeof setTimeout> | undefined;
+  private readonly statusBar: vscode.StatusBarItem;
+
+  constructor(
+    private readonly store: HistoryStore,
+    private readonly log: vscode.LogOutputChannel,
+    private readonly inlineDiff: InlineDiffController,
+    private readonly workspaceRelative: (uri: vscode.Uri) => string,
+  ) {
+    this.statusBar = vscode.window.createStatusBarItem('kernelTuner.status', vscode.StatusBarAlignment.Left, 50);
+    this.statusBar.name = 'Kernel Tuner';
+  }
+
+  isLive(sessionId: string): boolean {
+    return this.live.has(sessionId);
+  }
+
+  /** The newest live session, for Cancel from the palette. */
+  current(): string | undefined {
+    return [...this.live.keys()].at(-1);
+  }
+
+  /** The session's header and log: from memory while it runs here, else from the history. */
+  async snapshot(sessionId: string): Promise<SessionSnapshot | undefined> {
+    const live = this.live.get(sessionId);
+    // Events not yet flushed are left out: they reach the panel with the next `events` message.
+    if (live) return { header: live.header, events: live.events.slice(0, live.events.length - live.unsent.length), live: true };
+    const entry = await this.store.get(sessionId);
+    if (!entry) return undefined;
+    const header: SessionHeader = isSessionReport(entry.report)
+      ? { ...entry.report.header }
+      : { sessionId, kernelName: entry.kernelName, fileName: entry.filePath, startedAt: entry.createdAt, model: '', strategy: 'autonomous' };
+    if (entry.status === 'interrupted') header.statusOverride = 'interrupted';
+    else delete header.statusOverride;
+    return { header, events: isSessionReport(entry.report) ? entry.report.events : [], live: false };
+  }
+
+  /** Starts (or resumes) a session; resolves with its id once it is registered, not when it ends. */
+  async start(request: StartRequest): Promise<{ sessionId: string; finished: Promise<void> }> {
+    const { document, kernelName, config, runtime, backend, resume } = request;
+    const sessionId = resume?.id ?? newSessionId();
+    const previous = resume && isSessionReport(resume.report) ? resume.report : undefined;
+    const header: SessionHeader = previous
+      ? { ...previous.header }
+      : {
+          sessionId,
+          kernelName,
+          fileName: this.workspaceRelative(document.uri),
+          startedAt: new Date().toISOString(),
+          model: `${config.llm.provider}: ${config.llm.model}`,
+          strategy: config.strategy.kind,
+        };
+    delete header.statusOverride;
+    const events = previous ? [...previous.events] : [];
+    const originalCode = resume?.originalCode ?? document.getText();
+    const session: LiveSession = {
+      header,
+      events,
+      view: reduceAll(header, events),
+      abort: new AbortController(),
+      documentUri: document.uri,
+      originalCode,
+      unsent: [],
+      dirty: false,
+      saving: undefined,
+      finished: Promise.resolve(),
+    };
+    this.live.set(sessionId, session);
+    const now = new Date().toISOString();
+    const entry: HistoryEntry = {
+      ...(resume ?? {
+        id: sessionId,
+        kernelName,
+        filePath: header.fileName,
+        fileUri: document.uri.toString(),
+        createdAt: header.startedAt,
+        originalCode,
+        threadId: sessionId,
+        steps: [],
+      }),
+      updatedAt: now,
+      status: 'running',
+      device: { ...backend.device },
+      report: buildReport(header, events, session.view),
+    };
+    delete entry.error;
+    await this.store.save(entry);
+    this.liveChanged.fire({ sessionId, live: true, header });
+    this.updateStatusBar();
+
+    session.run = runtime.startSession(
+      {
+        threadId: entry.threadId,
+        resume: resume !== undefined,
+        code: originalCode,
+        fileName: header.fileName,
+        kernelName: entry.kernelName,
+        config,
+        checkpointDir: request.checkpointDir,
+        signal: session.abort.signal,
+      },
+      backend,
+    );
+    session.finished = this.consume(sessionId, session, session.run).finally(() => backend.dispose().catch(() => undefined));
+    return { sessionId, finished: session.finished };
+  }
+
+  cancel(sessionId: string): boolean {
+    const session = this.live.get(sessionId);
+    if (!session) return false;
+    this.log.info(`cancelling session ${sessionId}`);
+    session.abort.abort();
+    return true;
+  }
+
+  approvePlan(sessionId: string, steps: EditedPlanStep[]): boolean {
+    const session = this.live.get(sessionId);
+    if (!session?.run || !session.view.planAwaitingApproval) return false;
+    this.log.info(`session ${sessionId}: plan approved with ${steps.length} step(s)`);
+    session.run.approvePlan(steps);
+    return true;
+  }
+
+  /** Shows a kernel of the session (the final one, or an accepted step's) as an inline diff on its document. */
+  async showDiff(sessionId: string, kernelName: string, code: string, originalCode: string, fileUri: vscode.Uri, title: string): Promise<boolean> {
+    const document = await vscode.workspace.openTextDocument(fileUri);
+    const kernels = await parseKernels(originalCode).catch((error: unknown) => {
+      if (error instanceof ParseError) return error.kernels;
+      throw error;
+    });
+    const kernel = findKernel(kernels, kernelName);
+    const tunedFile = kernel ? spliceFinalCode(originalCode, code, kernel.range.startIndex, kernel.range.endIndex) : code;
+    const { proposed, conflicts } = proposalForDocument(originalCode, tunedFile, document.getText());
+    if (conflicts > 0) {
+      void vscode.window.showWarningMessage(`${conflicts} change(s) of the tuned kernel touch lines you edited since; they are left out of the proposal.`);
+    }
+    const shown = await this.inlineDiff.review(document, proposed, title, (outcome) => {
+      this.log.info(`${this.workspaceRelative(fileUri)}: ${outcome.accepted} change(s) accepted, ${outcome.rejected} rejected, ${outcome.dropped} withdrawn (session ${sessionId})`);
+    });
+    if (!shown) void vscode.window.showInformationMessage(`${this.workspaceRelative(fileUri)} already holds this kernel.`);
+    return shown;
+  }
+
+  dispose(): void {
+    for (const session of this.live.values()) session.abort.abort();
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.statusBar.dispose();
+    this.appended.dispose();
+    this.liveChanged.dispose();
+  }
+
+  private async consume(sessionId: string, session: LiveSession, run: SessionRun): Promise<void> {
+    const progress = this.progressNotification(sessionId, session);
+    try {
+      for await (const event of run.events) this.append(sessionId, session, event);
+    } catch (error) {
+      // The runtime promises never to throw; if it does anyway, the session still ends as failed, with the reason.
+      const message = error instanceof Error ? error.message : String(error);
+      this.append(sessionId, session, makeEvent({ type: 'session.failed', error: { name: 'InternalError', message } }));
+    }
+    if (!['completed', 'failed', 'cancelled'].includes(session.view.status)) {
+      this.append(sessionId, session, makeEvent({ type: 'session.failed', error: { name: 'InternalError', message: 'the engine stopped without finishing the session' } }));
+    }
+    this.flush();
+    this.live.delete(sessionId);
+    session.dirty = true;
+    await this.save(sessionId, session);
+    progress.resolve();
+    this.liveChanged.fire({ sessionId, live: false, header: session.header });
+    this.updateStatusBar();
+    await this.announce(sessionId, session);
+  }
+
+  private append(sessionId: string, session: LiveSession, event: TuningEvent): void {
+    session.events.push(event);
+    session.view = reduce(session.view, event);
+    session.unsent.push(event);
+    session.dirty = true;
+    const { level, text } = describeEvent(event);
+    this.log[level === 'warning' ? 'warn' : level](`[${sessionId}] ${text}`);
+    this.progressText.set(sessionId, progressMessage(session.view));
+    this.updateStatusBar();
+    this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
+    if (!session.saving) {
+      session.saving = new Promise<void>((resolve) => setTimeout(resolve, SAVE_MS)).then(() => this.save(sessionId, session)).finally(() => (session.saving = undefined));
+    }
+  }
+
+  private flush(): void {
+    if (this.flushTimer) clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    for (const [sessionId, session] of this.live) {
+      if (session.unsent.length === 0) continue;
+      const events = session.unsent;
+      session.unsent = [];
+      this.appended.fire({ sessionId, from: session.events.length - events.length, events });
+    }
+  }
+
+  private async save(sessionId: string, session: LiveSession): Promise<void> {
+    if (!session.dirty) return;
+    session.dirty = false;
+    try {
+      await this.store.update(sessionId, { ...historyFields(session.view), report: buildReport(session.header, session.events, session.view) });
+    } catch (error) {
+      this.log.error(`history: could not save session ${sessionId}: ${error instanceof Error ? error.message : String(error)}`);
+    }
+  }
+
+  private readonly progressText = new Map<string, string>();
+
+  private progressNotification(sessionId: string, session: LiveSession): { resolve(): void } {
+    let resolve: () => void = () => undefined;
+    const done = new Promise<void>((r) => (resolve = r));
+    void vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Tuning ${session.header.kernelName}`, cancellable: true },
+      async (progress, token) => {
+        token.onCancellationRequested(() => this.cancel(sessionId));
+        let last = '';
+        const timer = setInterval(() => {
+          const text = this.progressText.get(sessionId) ?? '';
+          if (text !== last) progress.report({ message: (last = text) });
+        }, 250);
+        await done;
+        clearInterval(timer);
+        this.progressText.delete(sessionId);
+      },
+    );
+    return { resolve };
+  }
+
+  private updateStatusBar(): void {
+    const sessionId = this.current();
+    const session = sessionId ? this.live.get(sessionId) : undefined;
+    void vscode.commands.executeCommand('setContext', 'kernelTuner.running', session !== undefined);
+    if (!session || !sessionId) {
+      this.statusBar.hide();
+      return;
+    }
+    this.statusBar.text = `$(sync~spin) ${session.header.kernelName}: ${progressMessage(session.view)}`;
+    this.statusBar.tooltip = 'Kernel Tuner: show the tuning panel';
+    this.statusBar.command = { command: 'kernelTuner.showPanel', title: 'Show tuning panel', arguments: [sessionId] };
+    this.statusBar.show();
+  }
+
+  private async announce(sessionId: string, session: LiveSession): Promise<void> {
+    const view = session.view;
+    const name = session.header.kernelName;
+    if (view.status === 'completed' && view.final) {
+      const gain = view.final.tracker.speedup;
+      await this.showDiff(sessionId, name, view.final.finalCode, session.originalCode, session.documentUri, `${name} tuned (${gain.toFixed(2)}×)`).catch((error: unknown) => {
+        this.log.error(`could not show the tuned kernel: ${error instanceof Error ? error.message : String(error)}`);
+      });
+      void vscode.window.showInformationMessage(`${name}: ${gain.toFixed(2)}× faster. Review the changes in the editor (Accept / Reject).`, 'Show report').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
+      });
+    } else if (view.status === 'failed') {
+      void vscode.window.showErrorMessage(`Tuning ${name} failed: ${view.error ?? 'see the log'}`, 'Show log', 'Show report').then((choice) => {
+        if (choice === 'Show log') this.log.show();
+        if (choice === 'Show report') void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
+      });
+    } else if (view.status === 'cancelled') {
+      void vscode.window.showInformationMessage(`Tuning ${name} was cancelled.`);
+    }
+  }
+}

@@ -1,0 +1,24 @@
+/**
+ * TEST ONLY: the module the extension loads through its test hook (KERNEL_TUNER_TEST_BACKEND, see
+ * src/extension/extension.ts). Sessions then run on the fake backend (test/support/fake-backend.ts) instead of the GPU:
+ * compiles accepted as they are, correctness from the scripted WRONG_MARKER, times from the model below. Bundled to
+ * dist/extension-tests/test-backend.js.
+ */
+import type { TuningBackend } from '../../src/tuner/backend';
+import { FakeBackend, largestBuffer, type FakeVariant } from '../support/fake-backend';
+
+/** 1 ns per element; the scripted "slightly faster" rewrite gains 0.5 %, the block-aware one 40 % at 512 threads. */
+function saxpyTime(v: FakeVariant): number {
+  const base = largestBuffer(v.test) * 1e-6;
+  if (v.source.includes('FAKE_SLIGHTLY_FASTER')) return base * 0.995;
+  if (v.source.includes('FAKE_BLOCK_AWARE')) {
+    const block = Number(v.defines.block_size_x ?? 256);
+    return base * (block === 512 ? 0.6 : 0.7 + Math.abs(Math.log2(block / 512)) * 0.05);
+  }
+  return base;
+}
+
+export async function createTuningBackend(): Promise<TuningBackend> {
+  // Each timing takes a moment, so that a person watching the UI test sees the configurations arrive.
+  return new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'none', timeDelayMs: Number(process.env.KERNEL_TUNER_TEST_DELAY_MS ?? 0) });
+}

@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import { readEngineConfig, redactConfig, requiresApiKey } from '../../src/extension/config';
+
+const settings = (values: Record<string, unknown>) => (key: string) => values[key];
+
+describe('settings → engine config', () => {
+  it('fills the defaults of the manifest for an empty configuration (Ollama on localhost)', () => {
+    const result = readEngineConfig(settings({ 'llm.model': 'qwen2.5-coder:14b' }), undefined);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config).toEqual({
+      llm: { provider: 'ollama', model: 'qwen2.5-coder:14b', baseUrl: 'http://127.0.0.1:11434', temperature: 0.2, timeoutMs: 600_000 },
+      structuredOutputType: 'default',
+      stripThinkingOutput: true,
+      strategy: { kind: 'autonomous', breakdownSteps: false, maxBreakdowns: 1, withReplanning: true, maxReplanning: 3 },
+      performanceThreshold: 1,
+      candidatesPerStep: 1,
+      approvePlan: false,
+      retries: 3,
+      device: 0,
+      iterations: 32,
+      timePerTestS: 15,
+      compilerOptions: [],
+    });
+    expect(result.endpoint).toBe('Ollama at http://127.0.0.1:11434');
+  });
+
+  it('passes the API key from secret storage to an OpenAI config, and redactConfig removes it again', () => {
+    const result = readEngineConfig(settings({ 'llm.provider': 'openai', 'llm.model': 'gpt-4.1', 'llm.baseUrl': 'https://api.openai.com/v1/' }), 'sk-secret');
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config.llm).toMatchObject({ provider: 'openai', baseUrl: 'https://api.openai.com/v1', apiKey: 'sk-secret' });
+    expect(JSON.stringify(redactConfig(result.config))).not.toContain('sk-secret');
+  });
+
+  it('asks for an API key for hosted OpenAI only, not for a local OpenAI-compatible server', () => {
+    const hosted = readEngineConfig(settings({ 'llm.provider': 'openai', 'llm.model': 'gpt-4.1' }), undefined);
+    expect(hosted).toEqual({ ok: false, problems: [], needsApiKey: true });
+    const local = readEngineConfig(settings({ 'llm.provider': 'openai', 'llm.model': 'm', 'llm.baseUrl': 'http://127.0.0.1:8000/v1' }), undefined);
+    expect(local.ok).toBe(true);
+    expect(requiresApiKey('ollama', 'https://api.openai.com/v1')).toBe(false);
+    expect(requiresApiKey('openai', 'https://eu.api.openai.com/v1')).toBe(true);
+  });
+
+  it('names every bad setting by its full id', () => {
+    const result = readEngineConfig(
+      settings({ 'llm.provider': 'claude', 'llm.model': ' ', 'llm.baseUrl': 'ftp://x', performanceThreshold: -1, candidatesPerStep: 1.5, device: '0', timePerTest: 0 }),
+      undefined,
+    );
+    expect(result.ok).toBe(false);
+    if (result.ok) return;
+    expect(result.problems.map((p) => p.setting)).toEqual([
+      'kernelTuner.llm.provider',
+      'kernelTuner.llm.model',
+      'kernelTuner.llm.baseUrl',
+      'kernelTuner.performanceThreshold',
+      'kernelTuner.candidatesPerStep',
+      'kernelTuner.device',
+      'kernelTuner.timePerTest',
+    ]);
+    expect(result.problems[0]!.message).toContain('ollama, openai');
+  });
+
+  it('reads the explicit strategy with its steps, deduplicated, and rejects unknown step ids', () => {
+    const ok = readEngineConfig(settings({ 'llm.model': 'm', strategy: 'explicit', 'explicit.steps': ['block_size_x', 'loop_unrolling', 'block_size_x'] }), undefined);
+    expect(ok.ok && ok.config.strategy).toEqual({ kind: 'explicit', steps: ['block_size_x', 'loop_unrolling'] });
+    const bad = readEngineConfig(settings({ 'llm.model': 'm', strategy: 'explicit', 'explicit.steps': ['warp_magic'] }), undefined);
+    expect(bad.ok).toBe(false);
+    if (!bad.ok) expect(bad.problems[0]).toMatchObject({ setting: 'kernelTuner.explicit.steps', message: expect.stringContaining('warp_magic') });
+  });
+});

@@ -1,0 +1,117 @@
+import { describe, expect, it } from 'vitest';
+import { EVENTS_VERSION, type TuningEvent, type TuningEventBody } from '../../src/engine/events';
+import { buildReport, historyFields, isSessionReport } from '../../src/extension/report';
+import { acceptedTimeline, focusStep, reduceAll, speedup, stepCode, type SessionHeader } from '../../src/extension/session-view';
+import { progressMessage } from '../../src/extension/progress';
+
+const header: SessionHeader = { sessionId: 's1', kernelName: 'saxpy', fileName: 'saxpy.cu', startedAt: '2026-01-01T10:00:00.000Z', model: 'openai: m', strategy: 'autonomous' };
+
+let clock = 0;
+const ev = (body: TuningEventBody): TuningEvent => ({ ...body, v: EVENTS_VERSION, at: new Date(Date.UTC(2026, 0, 1, 10, 0, clock++)).toISOString() }) as TuningEvent;
+
+function session(): TuningEvent[] {
+  clock = 0;
+  const steps = [
+    { id: '1', title: 'Several elements per thread', details: 'd1', depth: 0, status: 'pending' as const },
+    { id: '2', title: 'Tune the block size', details: 'd2', depth: 0, status: 'pending' as const },
+  ];
+  return [
+    ev({ type: 'session.started', threadId: 's1', resumed: false, kernel: { name: 'saxpy', signature: '__global__ void saxpy(float *y)' }, device: { name: 'GPU', arch: 'sm_90', computeCapability: [9, 0] } }),
+    ev({ type: 'analysis.done', description: 'y = a*x + y', problemSize: ['n'], outputs: ['y'] }),
+    ev({ type: 'tests.ready', tests: [{ id: 't1', origin: 'generated', problemSize: [1048576], outputs: ['y'], bytes: 8, timeMs: 1 }] }),
+    ev({ type: 'baseline', timeMs: 2, params: { block_size_x: 256 }, testId: 't1' }),
+    ev({ type: 'plan', reason: 'initial', steps }),
+    ev({ type: 'step.started', stepId: '1', title: 'Several elements per thread' }),
+    ev({ type: 'candidate', stepId: '1', candidate: 1, attempt: 1, code: 'wrong', diff: '', tuneParams: { e: [1, 2] }, restrictions: [] }),
+    ev({ type: 'step.rejected', stepId: '1', reason: { kind: 'wrong_result', summary: 'y differs at 3 elements' } }),
+    ev({ type: 'llm.usage', purpose: 'step 1', model: 'm', promptTokens: 100, completionTokens: 20 }),
+    ev({ type: 'step.started', stepId: '2', title: 'Tune the block size' }),
+    ev({ type: 'candidate', stepId: '2', candidate: 1, attempt: 1, code: 'tuned code', diff: '@@ -1 +1 @@\n-a\n+b\n', tuneParams: { block_size_x: [128, 512] }, restrictions: ['block_size_x <= 512'] }),
+    ev({ type: 'configs.evaluated', stepId: '2', candidate: 1, done: 1, total: 2, failures: 0, bestTimeMs: 1.5, result: { key: '128', config: { block_size_x: 128 }, status: 'ok', timeMs: 1.5 } }),
+    ev({ type: 'configs.evaluated', stepId: '2', candidate: 1, done: 2, total: 2, failures: 1, bestTimeMs: 1.5, result: { key: '512', config: { block_size_x: 512 }, status: 'compile_error', error: 'boom' } }),
+    ev({ type: 'step.accepted', stepId: '2', candidate: 1, oldTimeMs: 2, newTimeMs: 1.5, improvementPct: 25, bestParams: { block_size_x: 128 } }),
+    ev({ type: 'llm.usage', purpose: 'step 2', model: 'm', promptTokens: 50, completionTokens: 5 }),
+  ];
+}
+
+describe('session view reducer', () => {
+  it('follows a session from start to the accepted step', () => {
+    const view = reduceAll(header, session());
+    expect(view.status).toBe('running');
+    expect(view.device?.name).toBe('GPU');
+    expect(view.baseline?.timeMs).toBe(2);
+    expect(view.order).toEqual(['1', '2']);
+    expect(view.steps['1']).toMatchObject({ status: 'rejected', reason: 'wrong result: y differs at 3 elements' });
+    expect(view.steps['2']!.status).toBe('accepted');
+    expect(view.steps['2']!.candidates[0]!.configs.map((c) => c.key)).toEqual(['128', '512']);
+    expect(view.steps['2']!.candidates[0]).toMatchObject({ total: 2, failures: 1, bestTimeMs: 1.5 });
+    expect(view.usage).toEqual({ promptTokens: 150, completionTokens: 25, calls: 2 });
+    expect(view.eventCount).toBe(15);
+    expect(view.firstEventAt).toBe('2026-01-01T10:00:00.000Z');
+    expect(view.lastEventAt).toBe('2026-01-01T10:00:14.000Z');
+    expect(acceptedTimeline(view)).toEqual([
+      { label: 'baseline', timeMs: 2 },
+      { label: 'Tune the block size', timeMs: 1.5 },
+    ]);
+    expect(speedup(view)).toBeCloseTo(2 / 1.5);
+    expect(stepCode(view, '2')).toBe(
+      ['// After the step "Tune the block size" of llm-kernel-tuner; the tuning report states the launch geometry.', '#ifndef block_size_x', '#define block_size_x 128', '#endif', '', 'tuned code'].join('\n'),
+    );
+    expect(stepCode(view, '1')).toBeUndefined();
+    expect(focusStep(view)?.id).toBe('2');
+    expect(progressMessage(view)).toBe('step 2/2: Tune the block size, 2/2 configurations');
+  });
+
+  it('a new attempt of a candidate starts its configurations afresh; a replan keeps finished steps before the new ones', () => {
+    const events = session();
+    events.push(
+      ev({ type: 'replanning', round: 1, maxRounds: 3 }),
+      ev({ type: 'plan', reason: 'replanned', steps: [{ id: '3', title: 'Unroll', details: '', depth: 0, status: 'pending' }] }),
+      ev({ type: 'step.started', stepId: '3', title: 'Unroll' }),
+      ev({ type: 'candidate', stepId: '3', candidate: 1, attempt: 1, code: 'c1', diff: '', tuneParams: {}, restrictions: [] }),
+      ev({ type: 'configs.evaluated', stepId: '3', candidate: 1, done: 1, total: 1, failures: 0, bestTimeMs: 1, result: { key: 'a', config: {}, status: 'ok', timeMs: 1 } }),
+      ev({ type: 'candidate', stepId: '3', candidate: 1, attempt: 2, code: 'c2', diff: '', tuneParams: {}, restrictions: [] }),
+    );
+    const view = reduceAll(header, events);
+    expect(view.order).toEqual(['1', '2', '3']);
+    expect(view.steps['3']!.candidates).toHaveLength(1);
+    expect(view.steps['3']!.candidates[0]).toMatchObject({ attempt: 2, code: 'c2', configs: [] });
+    expect(view.replanning).toEqual({ round: 1, maxRounds: 3 });
+    expect(view.currentStepId).toBe('3');
+  });
+
+  it('plan approval, failure, cancel and the host override of an unfinished session', () => {
+    const awaiting = reduceAll(header, [ev({ type: 'plan.awaiting_approval', steps: [{ id: '1', title: 'x', details: '', depth: 0, status: 'pending' }] })]);
+    expect(awaiting).toMatchObject({ status: 'awaiting_approval', planAwaitingApproval: true });
+    expect(progressMessage(awaiting)).toBe('waiting for plan approval');
+    const approved = reduceAll(header, [
+      ev({ type: 'plan.awaiting_approval', steps: [{ id: '1', title: 'x', details: '', depth: 0, status: 'pending' }] }),
+      ev({ type: 'plan', reason: 'approved', steps: [{ id: '1', title: 'x edited', details: '', depth: 0, status: 'pending' }] }),
+    ]);
+    expect(approved).toMatchObject({ status: 'running', planAwaitingApproval: false });
+    expect(approved.steps['1']!.title).toBe('x edited');
+    expect(reduceAll(header, [ev({ type: 'session.failed', error: { name: 'E', message: 'no' } })])).toMatchObject({ status: 'failed', error: 'no' });
+    expect(reduceAll(header, [ev({ type: 'session.cancelled' })]).status).toBe('cancelled');
+    expect(reduceAll({ ...header, statusOverride: 'interrupted' }, session()).status).toBe('interrupted');
+    expect(reduceAll({ ...header, statusOverride: 'interrupted' }, [ev({ type: 'session.cancelled' })]).status).toBe('cancelled');
+  });
+
+  it('builds the history fields and the report, with the configurations of the accepted step for the cache export', () => {
+    const events = session();
+    const view = reduceAll(header, events);
+    const fields = historyFields(view);
+    expect(fields).toMatchObject({ status: 'running', baselineTimeMs: 2, bestTimeMs: 1.5, device: { name: 'GPU' } });
+    expect(fields.speedup).toBeCloseTo(4 / 3);
+    expect(fields.steps).toEqual([
+      { title: 'Several elements per thread', status: 'rejected', reason: 'wrong result: y differs at 3 elements' },
+      { title: 'Tune the block size', status: 'accepted', timeMs: 1.5, improvementPct: 25 },
+    ]);
+    const report = buildReport(header, events, view);
+    expect(isSessionReport(report)).toBe(true);
+    expect(report.problemSize).toEqual([1048576]);
+    expect(report.configurations).toEqual([
+      { config: { block_size_x: 128 }, timeMs: 1.5 },
+      { config: { block_size_x: 512 }, failure: 'compile_error' },
+    ]);
+  });
+});

@@ -1,0 +1,467 @@
+/**
+ * The tuning panel. Everything shown is derived from the session's event log (session-view.ts's reducer); the host
+ * sends the log (`session`) and appends to it (`events`). The log and the panel's own choices (diff mode, sort order,
+ * open steps, a plan being edited) are kept with setState, so a reload or a hidden tab comes back as it was.
+ * DOM is built with textContent only: event text comes from an LLM and is never parsed as HTML.
+ */
+import '@vscode-elements/elements/dist/vscode-badge/index.js';
+import '@vscode-elements/elements/dist/vscode-button/index.js';
+import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
+import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
+import '@vscode-elements/elements/dist/vscode-textarea/index.js';
+import '@vscode-elements/elements/dist/vscode-textfield/index.js';
+import type { ConfigSummary, TuningEvent } from '../src/engine/events';
+import type { EditedPlanStep, FromWebviewMessage, ToWebviewMessage } from '../src/extension/protocol';
+import { acceptedTimeline, focusStep, reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
+import { buildChart, formatTime } from './chart';
+import { tokenizeLines } from './cuda-tokens';
+import { parseUnifiedDiff, sideBySide, type DiffLine } from './diff-rows';
+import { sortConfigs, type SortState } from './sort';
+
+interface UiState {
+  diffMode: 'unified' | 'split';
+  sort: SortState;
+  /** Steps the user opened or closed (others follow the default: the running and the last finished step are open). */
+  open: Record<string, boolean>;
+  planDraft?: EditedPlanStep[];
+  /** The approval was sent; the editor stays closed until the session moves on. */
+  planSent?: boolean;
+}
+
+interface Persisted {
+  sessionId: string | null;
+  header: SessionHeader | null;
+  events: TuningEvent[];
+  live: boolean;
+  ui: UiState;
+}
+
+interface VsCodeApi {
+  postMessage(message: FromWebviewMessage): void;
+  getState(): Persisted | undefined;
+  setState(state: Persisted): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const api = acquireVsCodeApi();
+const app = document.getElementById('app')!;
+const restored = api.getState();
+let state: Persisted = restored ?? {
+  sessionId: document.body.dataset.sessionId ?? null,
+  header: null,
+  events: [],
+  live: false,
+  ui: { diffMode: 'unified', sort: { column: 'time', descending: false }, open: {} },
+};
+let view: SessionView | undefined;
+let frame = 0;
+
+function post(message: FromWebviewMessage): void {
+  api.postMessage(message);
+}
+
+function commit(rebuild: boolean): void {
+  api.setState(state);
+  if (rebuild) view = state.header ? reduceAll(state.header, state.events) : undefined;
+  if (!frame) frame = requestAnimationFrame(() => ((frame = 0), render()));
+}
+
+window.addEventListener('message', (e: MessageEvent<ToWebviewMessage>) => {
+  const message = e.data;
+  switch (message.type) {
+    case 'session':
+      state = { ...state, sessionId: message.header.sessionId, header: message.header, events: message.events, live: message.live };
+      break;
+    case 'events': {
+      if (message.sessionId !== state.sessionId) return;
+      const have = state.events.length;
+      // A gap means this view missed messages (it was not loaded yet): ask for the whole log again.
+      if (message.from > have) return post({ type: 'ready', sessionId: state.sessionId });
+      const fresh = message.events.slice(have - message.from);
+      if (fresh.length === 0) return;
+      state = { ...state, events: [...state.events, ...fresh] };
+      break;
+    }
+    case 'live':
+      if (message.sessionId !== state.sessionId) return;
+      state = { ...state, live: message.live, header: message.header };
+      break;
+  }
+  commit(true);
+  if (state.sessionId) post({ type: 'rendered', sessionId: state.sessionId, eventCount: state.events.length });
+});
+
+// --- DOM helpers -------------------------------------------------------------------------------------------------
+
+type Child = Node | string | null | undefined | false;
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs?: Record<string, string | boolean | undefined>, ...children: Child[]): HTMLElementTagNameMap[K];
+function h(tag: string, attrs?: Record<string, string | boolean | undefined>, ...children: Child[]): HTMLElement;
+function h(tag: string, attrs: Record<string, string | boolean | undefined> = {}, ...children: Child[]): HTMLElement {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false) continue;
+    el.setAttribute(name, value === true ? '' : value);
+  }
+  for (const child of children) if (child !== null && child !== undefined && child !== false) el.append(child);
+  return el;
+}
+
+function button(label: string, onClick: () => void, options: { secondary?: boolean; id?: string; title?: string } = {}): HTMLElement {
+  const b = h('vscode-button', { secondary: options.secondary, id: options.id, title: options.title }, label);
+  b.addEventListener('click', onClick);
+  return b;
+}
+
+function section(title: string, id: string, ...children: Child[]): HTMLElement {
+  return h('section', { id, 'aria-labelledby': `${id}-title` }, h('h2', { id: `${id}-title` }, title), ...children);
+}
+
+function params(config: Record<string, unknown>): string {
+  const entries = Object.entries(config);
+  return entries.length === 0 ? '(none)' : entries.map(([k, v]) => `${k}=${String(v)}`).join(', ');
+}
+
+function elapsed(v: SessionView): string {
+  if (!v.firstEventAt) return '0 s';
+  const end = state.live ? Date.now() : Date.parse(v.lastEventAt ?? v.firstEventAt);
+  const s = Math.max(0, Math.round((end - Date.parse(v.firstEventAt)) / 1000));
+  return s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
+}
+
+const STATUS_LABEL: Record<SessionView['status'], string> = {
+  running: 'running',
+  awaiting_approval: 'waiting for plan approval',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  interrupted: 'interrupted',
+};
+
+// --- sections ----------------------------------------------------------------------------------------------------
+
+function renderHeader(v: SessionView): HTMLElement {
+  const running = state.live && (v.status === 'running' || v.status === 'awaiting_approval');
+  const gain = speedup(v);
+  const facts = h(
+    'dl',
+    { class: 'facts' },
+    h('dt', {}, 'File'),
+    h('dd', {}, v.header.fileName),
+    h('dt', {}, 'Device'),
+    h('dd', { id: 'device' }, v.device ? `${v.device.name} (${v.device.arch})` : '…'),
+    h('dt', {}, 'Model'),
+    h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`),
+    h('dt', {}, 'Elapsed'),
+    h('dd', { id: 'elapsed' }, elapsed(v)),
+    h('dt', {}, 'Tokens'),
+    h('dd', { id: 'tokens' }, `${v.usage.promptTokens.toLocaleString('en')} prompt + ${v.usage.completionTokens.toLocaleString('en')} completion in ${v.usage.calls} call(s)`),
+  );
+  const actions = h('div', { class: 'actions' });
+  if (running) {
+    actions.append(
+      h('vscode-progress-ring', { class: 'ring', 'aria-label': 'tuning in progress' }),
+      button('Cancel', () => state.sessionId && post({ type: 'cancel', sessionId: state.sessionId }), { secondary: true, id: 'cancel' }),
+    );
+  }
+  if (v.final && state.sessionId) {
+    const id = state.sessionId;
+    actions.append(
+      button('Show diff in editor', () => post({ type: 'showDiff', sessionId: id, stepId: null }), { id: 'show-diff' }),
+      button('Side by side', () => post({ type: 'openSideBySide', sessionId: id, stepId: null }), { secondary: true }),
+    );
+  }
+  return h(
+    'header',
+    {},
+    h(
+      'div',
+      { class: 'title-row' },
+      h('h1', {}, `${v.header.kernelName}`),
+      h('vscode-badge', { variant: 'counter', class: `status status-${v.status}`, id: 'status' }, STATUS_LABEL[v.status]),
+      gain !== undefined && h('span', { class: 'speedup', id: 'speedup' }, `${gain.toFixed(2)}× faster`),
+    ),
+    v.kernel && h('pre', { class: 'signature' }, codeLine(v.kernel.signature)),
+    facts,
+    actions,
+  );
+}
+
+function renderFinal(v: SessionView): HTMLElement | null {
+  if (!v.final) return null;
+  const f = v.final;
+  const launch = [`dim3 block(${f.launch.block.join(', ')});`, `dim3 grid(${f.launch.grid.join(', ')});`];
+  return section(
+    'Result',
+    'result',
+    h(
+      'p',
+      {},
+      `${f.tracker.baselineTimeMs === null ? 'n/a' : formatTime(f.tracker.baselineTimeMs)} → ${f.tracker.finalTimeMs === null ? 'n/a' : formatTime(f.tracker.finalTimeMs)} (${f.tracker.speedup.toFixed(2)}×, ${f.tracker.improvementPct.toFixed(1)}% less time).`,
+    ),
+    h('p', {}, 'Chosen parameters (defined in the code with #ifndef guards, so a build can still override them): ', h('code', {}, params(f.bestParams))),
+    h('p', {}, 'The host code must launch the kernel with:'),
+    h('pre', { class: 'code launch' }, ...launch.map((l) => h('div', {}, codeLine(l)))),
+  );
+}
+
+function renderPlanEditor(v: SessionView): HTMLElement | null {
+  if (!v.planAwaitingApproval || !state.live) {
+    delete state.ui.planSent;
+    return null;
+  }
+  if (state.ui.planSent) return section('Approve the plan', 'approval', h('p', { class: 'muted' }, 'Plan approved; the session continues…'));
+  const draft = (state.ui.planDraft ??= v.order.map((id) => ({ id, title: v.steps[id]!.title, details: v.steps[id]!.details })));
+  const list = h('ol', { class: 'plan-editor', id: 'plan-editor' });
+  draft.forEach((step, i) => {
+    const title = h('vscode-textfield', { value: step.title, 'aria-label': `Title of step ${i + 1}` }) as HTMLElement & { value: string };
+    title.addEventListener('input', () => ((step.title = title.value), api.setState(state)));
+    const details = h('vscode-textarea', { value: step.details, rows: '2', 'aria-label': `Details of step ${i + 1}` }) as HTMLElement & { value: string };
+    details.addEventListener('input', () => ((step.details = details.value), api.setState(state)));
+    list.append(
+      h(
+        'li',
+        {},
+        title,
+        details,
+        button('Remove', () => ((state.ui.planDraft = draft.filter((s) => s !== step)), commit(false)), { secondary: true }),
+      ),
+    );
+  });
+  const approve = button('Approve plan', () => {
+    const steps = draft.filter((s) => s.title.trim() !== '');
+    if (!state.sessionId || steps.length === 0) return;
+    post({ type: 'approvePlan', sessionId: state.sessionId, steps });
+    delete state.ui.planDraft;
+    state.ui.planSent = true;
+    commit(false);
+  }, { id: 'approve' });
+  const add = button('Add step', () => {
+    draft.push({ id: `user-${Date.now().toString(36)}`, title: 'New step', details: '' });
+    commit(false);
+  }, { secondary: true });
+  return section('Approve the plan', 'approval', h('p', {}, 'Edit, remove or add steps, then approve; nothing runs until you do.'), list, h('div', { class: 'actions' }, add, approve));
+}
+
+function renderChart(v: SessionView): HTMLElement {
+  const step = focusStep(v);
+  const candidate = step?.candidates.at(-1);
+  const width = Math.max(420, Math.min(1000, (app.clientWidth || 700) - 8));
+  const chart = buildChart({
+    timeline: acceptedTimeline(v),
+    configs: (candidate?.configs ?? []).map((c) => ({ key: c.key, ...(c.timeMs !== undefined && { timeMs: c.timeMs }), failed: c.status !== 'ok' && c.status !== 'stopped_early' })),
+    ...(step && { stepTitle: step.title }),
+    width,
+    height: 220,
+  });
+  const holder = h('div', { class: 'chart-holder', id: 'chart' });
+  // The SVG string is built from escaped text only (chart.ts); parsing it as SVG keeps it out of the HTML parser.
+  const svg = new DOMParser().parseFromString(chart.svg, 'image/svg+xml').documentElement;
+  holder.append(document.importNode(svg, true));
+  return section('Performance', 'performance', holder);
+}
+
+function renderAnalysis(v: SessionView): HTMLElement | null {
+  if (!v.analysis && v.tests.length === 0 && !v.baseline) return null;
+  const parts: Child[] = [];
+  if (v.analysis) {
+    parts.push(
+      h('p', { class: 'description' }, v.analysis.description),
+      h('p', {}, 'Problem size: ', h('code', {}, `[${v.analysis.problemSize.join(', ')}]`), ' · outputs: ', h('code', {}, v.analysis.outputs.join(', '))),
+    );
+  }
+  if (v.tests.length > 0) {
+    const rows = v.tests.map((t) =>
+      h(
+        'tr',
+        {},
+        h('td', {}, t.id),
+        h('td', {}, t.origin),
+        h('td', {}, `[${t.problemSize.join(', ')}]`),
+        h('td', {}, t.outputs.join(', ')),
+        h('td', { class: 'num' }, t.bytes === null ? '' : `${(t.bytes / 1e6).toFixed(1)} MB`),
+        h('td', { class: 'num' }, t.timeMs === null ? '' : formatTime(t.timeMs)),
+      ),
+    );
+    parts.push(
+      h('h3', {}, 'Tests'),
+      h('table', { class: 'grid' }, h('thead', {}, h('tr', {}, ...['Test', 'Origin', 'Problem size', 'Outputs', 'Data', 'Original time'].map((c) => h('th', {}, c)))), h('tbody', {}, ...rows)),
+    );
+  }
+  if (v.baseline) parts.push(h('p', { id: 'baseline' }, 'Baseline: ', h('strong', {}, formatTime(v.baseline.timeMs)), ` with ${params(v.baseline.params)} (test ${v.baseline.testId})`));
+  return section('Kernel analysis', 'analysis', ...parts);
+}
+
+function codeLine(text: string): DocumentFragment {
+  return highlighted([text])[0]!;
+}
+
+function highlighted(lines: readonly string[]): DocumentFragment[] {
+  return tokenizeLines(lines).map((tokens) => {
+    const frag = document.createDocumentFragment();
+    for (const t of tokens) frag.append(t.kind === 'space' || t.kind === 'identifier' ? t.text : h('span', { class: `tok-${t.kind}` }, t.text));
+    return frag;
+  });
+}
+
+function renderDiff(diff: string): HTMLElement {
+  const hunks = parseUnifiedDiff(diff);
+  if (hunks.length === 0) return h('p', { class: 'muted' }, 'No change to the kernel.');
+  const table = h('table', { class: `diff diff-${state.ui.diffMode}` });
+  // Fixed column widths: the line numbers narrow, the code halves equal (the hunk header row must not set them).
+  const columns = state.ui.diffMode === 'split' ? ['no', 'code', 'no', 'code'] : ['no', 'sign', 'code'];
+  table.append(h('colgroup', {}, ...columns.map((c) => h('col', { class: `col-${c}` }))));
+  const lineCell = (line: DiffLine | undefined, side: 'old' | 'new', fragment: DocumentFragment | undefined) => {
+    const no = line ? (side === 'old' ? line.oldNo : line.newNo) : undefined;
+    const kind = line ? line.kind : 'empty';
+    return [h('td', { class: `no ${kind}` }, no === undefined ? '' : String(no)), h('td', { class: `code ${kind}` }, fragment ?? '')];
+  };
+  for (const hunk of hunks) {
+    table.append(h('tr', { class: 'hunk-header' }, h('td', { colspan: state.ui.diffMode === 'split' ? '4' : '3' }, hunk.header)));
+    const fragments = new Map<DiffLine, DocumentFragment>();
+    // Old and new sides are tokenized separately so that block comments carry within each version.
+    const oldLines = hunk.lines.filter((l) => l.kind !== 'add');
+    const newLines = hunk.lines.filter((l) => l.kind !== 'del');
+    highlighted(oldLines.map((l) => l.text)).forEach((f, i) => fragments.set(oldLines[i]!, f));
+    const newFragments = new Map<DiffLine, DocumentFragment>();
+    highlighted(newLines.map((l) => l.text)).forEach((f, i) => newFragments.set(newLines[i]!, f));
+    if (state.ui.diffMode === 'unified') {
+      for (const line of hunk.lines) {
+        const fragment = line.kind === 'add' ? newFragments.get(line) : fragments.get(line);
+        const sign = line.kind === 'add' ? '+' : line.kind === 'del' ? '−' : ' ';
+        table.append(h('tr', { class: line.kind }, h('td', { class: `no ${line.kind}` }, String(line.kind === 'add' ? line.newNo : line.oldNo)), h('td', { class: `sign ${line.kind}` }, sign), h('td', { class: `code ${line.kind}` }, fragment ?? '')));
+      }
+    } else {
+      for (const row of sideBySide(hunk)) {
+        table.append(h('tr', {}, ...lineCell(row.left, 'old', row.left && fragments.get(row.left)), ...lineCell(row.right, 'new', row.right && (newFragments.get(row.right) ?? fragments.get(row.right)))));
+      }
+    }
+  }
+  return h('div', { class: 'diff-holder' }, table);
+}
+
+function renderConfigs(candidate: CandidateView, bestKey: string | undefined): HTMLElement {
+  const names = [...new Set(candidate.configs.flatMap((c) => Object.keys(c.config)))];
+  const sorted = sortConfigs(candidate.configs, state.ui.sort);
+  const header = (label: string, column: string) => {
+    const active = state.ui.sort.column === column;
+    const th = h('th', { class: 'sortable', 'aria-sort': active ? (state.ui.sort.descending ? 'descending' : 'ascending') : 'none', tabindex: '0', title: 'Sort' }, label, active ? (state.ui.sort.descending ? ' ▾' : ' ▴') : '');
+    const sort = () => {
+      state.ui.sort = { column, descending: active ? !state.ui.sort.descending : false };
+      commit(false);
+    };
+    th.addEventListener('click', sort);
+    th.addEventListener('keydown', (e) => (e.key === 'Enter' || e.key === ' ') && sort());
+    return th;
+  };
+  const rows = sorted.map((c: ConfigSummary) =>
+    h(
+      'tr',
+      { class: c.key === bestKey ? 'best' : c.status === 'ok' ? '' : 'failed' },
+      ...names.map((n) => h('td', { class: 'num' }, c.config[n] === undefined ? '' : String(c.config[n]))),
+      h('td', { class: 'num' }, c.timeMs === undefined ? '' : formatTime(c.timeMs)),
+      h('td', {}, c.key === bestKey ? 'best' : c.status === 'ok' ? 'ok' : c.status.replace(/_/g, ' '), c.error ? h('span', { class: 'muted', title: c.error }, ` – ${c.error}`) : ''),
+    ),
+  );
+  return h(
+    'table',
+    { class: 'grid configs' },
+    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), header('Result', 'status'))),
+    h('tbody', {}, ...rows),
+  );
+}
+
+function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement {
+  const bestKey = candidate.configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0]?.key;
+  const tuneParams = Object.entries(candidate.tuneParams);
+  const toggle = h(
+    'div',
+    { class: 'toggle', role: 'group', 'aria-label': 'Diff layout' },
+    button('Unified', () => ((state.ui.diffMode = 'unified'), commit(false)), { secondary: state.ui.diffMode !== 'unified' }),
+    button('Side by side', () => ((state.ui.diffMode = 'split'), commit(false)), { secondary: state.ui.diffMode !== 'split' }),
+  );
+  return h(
+    'div',
+    { class: 'candidate' },
+    step.candidates.length > 1 && h('h4', {}, `Candidate ${candidate.candidate}${candidate.attempt > 1 ? ` (attempt ${candidate.attempt})` : ''}`),
+    h('div', { class: 'row' }, h('h4', {}, 'Changes'), toggle),
+    renderDiff(candidate.diff),
+    h(
+      'div',
+      { class: 'two-col' },
+      h('div', {}, h('h4', {}, 'Tunable parameters'), tuneParams.length === 0 ? h('p', { class: 'muted' }, 'none') : h('ul', {}, ...tuneParams.map(([k, vs]) => h('li', {}, h('code', {}, k), `: ${vs.join(', ')}`)))),
+      h('div', {}, h('h4', {}, 'Restrictions'), candidate.restrictions.length === 0 ? h('p', { class: 'muted' }, 'none') : h('ul', {}, ...candidate.restrictions.map((r) => h('li', {}, h('code', {}, r))))),
+    ),
+    h('h4', {}, `Configurations (${candidate.configs.length}${candidate.total ? ` of ${candidate.total}` : ''}, ${candidate.failures} failed)`),
+    candidate.configs.length > 0 ? renderConfigs(candidate, bestKey) : h('p', { class: 'muted' }, 'none evaluated yet'),
+  );
+}
+
+const STEP_STATUS_LABEL: Record<StepView['status'], string> = { pending: 'pending', running: 'running', accepted: 'accepted', rejected: 'rejected', skipped: 'skipped' };
+
+function renderSteps(v: SessionView): HTMLElement | null {
+  if (v.order.length === 0) return null;
+  const lastFinished = [...v.order].reverse().find((id) => ['accepted', 'rejected'].includes(v.steps[id]!.status));
+  const list = h('div', { class: 'steps' });
+  v.order.forEach((id, i) => {
+    const step = v.steps[id]!;
+    const open = state.ui.open[id] ?? (step.status === 'running' || id === lastFinished);
+    const summary =
+      step.status === 'accepted' && step.accepted
+        ? `accepted: ${formatTime(step.accepted.oldTimeMs)} → ${formatTime(step.accepted.newTimeMs)} (${step.accepted.improvementPct.toFixed(1)}%)`
+        : step.reason
+          ? `${STEP_STATUS_LABEL[step.status]}: ${step.reason}`
+          : STEP_STATUS_LABEL[step.status];
+    const collapsible = h('vscode-collapsible', { heading: `${i + 1}. ${step.title}`, description: summary, open, class: `step step-${step.status}`, 'data-step': id });
+    collapsible.addEventListener('vsc-collapsible-toggle', (e) => {
+      state.ui.open[id] = (e as CustomEvent<{ open: boolean }>).detail.open;
+      api.setState(state);
+    });
+    const body = h('div', { class: 'step-body' });
+    body.append(h('p', { class: `step-status status-${step.status}` }, h('span', { class: 'dot' }), summary));
+    if (step.details) body.append(h('p', { class: 'details' }, step.details));
+    if (step.accepted && state.sessionId) {
+      const sessionId = state.sessionId;
+      body.append(h('div', { class: 'actions' }, button('Apply this step in the editor', () => post({ type: 'showDiff', sessionId, stepId: id }), { secondary: true })));
+    }
+    for (const candidate of step.candidates) body.append(renderCandidate(step, candidate));
+    collapsible.append(body);
+    list.append(collapsible);
+  });
+  const replan = v.replanning ? h('p', { class: 'muted' }, `Replanning round ${v.replanning.round} of at most ${v.replanning.maxRounds}.`) : null;
+  return section('Plan and steps', 'plan', replan, list);
+}
+
+function renderNotices(v: SessionView): HTMLElement | null {
+  const notices = [...v.notices, ...(v.error ? [{ level: 'error' as const, text: v.error, at: v.lastEventAt ?? '' }] : [])];
+  if (notices.length === 0) return null;
+  return section('Messages', 'messages', h('ul', { class: 'notices' }, ...notices.map((n) => h('li', { class: n.level }, n.text))));
+}
+
+function render(): void {
+  const scroll = window.scrollY;
+  const focused = document.activeElement;
+  // Typing in the plan editor must not lose the caret to a redraw (events are rare while the session waits).
+  if (focused?.closest('#plan-editor vscode-textfield, #plan-editor vscode-textarea')) return;
+  if (!view) {
+    app.replaceChildren(h('p', { class: 'muted' }, 'Loading the session…'));
+    return;
+  }
+  app.replaceChildren(
+    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
+  );
+  window.scrollTo(0, scroll);
+}
+
+// The elapsed time ticks while the session runs here.
+setInterval(() => {
+  if (!state.live || !view) return;
+  const el = document.getElementById('elapsed');
+  if (el) el.textContent = elapsed(view);
+}, 1000);
+
+window.addEventListener('resize', () => commit(false));
+// Saved at once, so that a window reload can restore this panel even before its first message arrived.
+if (state.header) commit(true);
+else api.setState(state);
+post({ type: 'ready', sessionId: state.sessionId });
