@@ -33,6 +33,7 @@ options:
   --strategy S             autonomous (default) or explicit
   --approve-plan           show the plan and ask which steps to carry out before tuning
   --threshold PCT          improvement (percent) a step needs to be accepted (default 1.0)
+  --iterations N           timed launches per configuration; the median is compared (default 32)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
   --device N               CUDA device (default 0)
   --out DIR                where results go (default FILE.tuned/)
@@ -55,6 +56,7 @@ interface AutoOptions {
   strategy: 'autonomous' | 'explicit';
   approvePlan: boolean;
   threshold: number;
+  iterations: number;
   retries: number;
   device: number;
   out: string;
@@ -75,6 +77,7 @@ function parse(args: string[]): AutoOptions | 'help' {
       strategy: { type: 'string', default: 'autonomous' },
       'approve-plan': { type: 'boolean', default: false },
       threshold: { type: 'string', default: '1.0' },
+      iterations: { type: 'string', default: '32' },
       retries: { type: 'string', default: '3' },
       device: { type: 'string', default: '0' },
       out: { type: 'string' },
@@ -91,6 +94,8 @@ function parse(args: string[]): AutoOptions | 'help' {
   if (values.strategy !== 'autonomous' && values.strategy !== 'explicit') throw new Error(`--strategy must be autonomous or explicit, got ${values.strategy}`);
   const threshold = Number(values.threshold);
   if (!Number.isFinite(threshold) || threshold < 0) throw new Error(`--threshold must be a number >= 0 (percent), got ${values.threshold}`);
+  const iterations = Number(values.iterations);
+  if (!Number.isSafeInteger(iterations) || iterations < 1) throw new Error(`--iterations must be an integer >= 1, got ${values.iterations}`);
   const retries = Number(values.retries);
   if (!Number.isInteger(retries) || retries < 0) throw new Error(`--retries must be an integer >= 0, got ${values.retries}`);
   const device = Number(values.device);
@@ -114,6 +119,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     strategy: values.strategy,
     approvePlan: values['approve-plan'],
     threshold,
+    iterations,
     retries,
     device,
     out: resolve(values.out ?? `${file}.tuned`),
@@ -156,6 +162,7 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
       testingStrategies: [new NaiveLLMTester({ retryPolicy })],
       transportRetryPolicy: transportRetryPolicyFor(options.provider),
       performanceThreshold: options.threshold,
+      iterations: options.iterations,
       approvePlan: options.approvePlan,
       signal: controller.signal,
     });

@@ -17,6 +17,8 @@ export interface EngineSettings {
   performanceThreshold: number;
   /** Interrupt after planning, until the plan is approved (resumed with a Command). */
   approvePlan: boolean;
+  /** Timed launches per configuration. */
+  iterations: number;
 }
 
 export class EngineContext {

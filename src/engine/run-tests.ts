@@ -48,6 +48,7 @@ function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): Tun
   return {
     backend: ctx.backend,
     compilerOptions: ctx.settings.compilerOptions,
+    iterations: ctx.settings.iterations,
     launchTimeoutMs: launchTimeoutMs(ctx),
     ...(config.signal && { signal: config.signal }),
   };

@@ -60,6 +60,8 @@ export interface LLMKernelTransformerOptions {
   gpuArch?: string;
   /** Seconds per configuration; tuning time limits scale with the number of configurations. Default 15. */
   timePerTest?: number;
+  /** Timed launches per configuration (the median is compared). Default 32. */
+  iterations?: number;
   stripThinkingOutput?: boolean;
   /** Default <think>...</think>. */
   thinkingPattern?: string | RegExp;
@@ -114,6 +116,9 @@ export class LLMKernelTransformer {
   ) {
     const threshold = options.performanceThreshold ?? 1.0;
     if (!Number.isFinite(threshold) || threshold < 0) throw new RangeError(`performanceThreshold must be a number >= 0 (percent), got ${threshold}`);
+    if (options.iterations !== undefined && !(Number.isSafeInteger(options.iterations) && options.iterations > 0)) {
+      throw new RangeError(`iterations must be a positive integer, got ${options.iterations}`);
+    }
     const timePerTest = options.timePerTest ?? 15;
     if (!Number.isFinite(timePerTest) || timePerTest <= 0) throw new RangeError(`timePerTest must be a positive number of seconds, got ${timePerTest}`);
     this.llm = options.stripThinkingOutput
@@ -154,6 +159,7 @@ export class LLMKernelTransformer {
         timePerTestS: o.timePerTest ?? 15,
         performanceThreshold: o.performanceThreshold ?? 1.0,
         approvePlan: o.approvePlan ?? false,
+        iterations: o.iterations ?? 32,
       });
       const graph = (this.graph ??= this.createGraph());
       const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };

@@ -27,9 +27,6 @@ export interface TestBackendModule {
   createTuningBackend(options: { device: number }): Promise<TuningBackend>;
 }
 
-/** Timed runs per configuration the engine uses (TunableKernel.tune's default). */
-const ENGINE_ITERATIONS = 32;
-
 function failure(kind: EngineFailure['kind'], message: string): EngineFailure {
   return { kind, message };
 }
@@ -127,6 +124,7 @@ function transformerOptions(request: SessionRequest, backend: TuningBackend, str
     backend,
     compilerOptions: c.compilerOptions,
     timePerTest: c.timePerTestS,
+    iterations: c.iterations,
     stripThinkingOutput: c.stripThinkingOutput,
     structuredOutputType: c.structuredOutputType,
     performanceThreshold: c.performanceThreshold,
@@ -159,9 +157,6 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
       return;
     }
     for (const message of warnings) yield makeEvent({ type: 'warning', message });
-    if (request.config.iterations !== ENGINE_ITERATIONS) {
-      yield makeEvent({ type: 'warning', message: `kernelTuner.iterations is ${request.config.iterations}, but this engine times every configuration ${ENGINE_ITERATIONS} times` });
-    }
     let approval: PlanApproval | undefined;
     for (;;) {
       const run = transformer.stream(approval === undefined ? {} : { approval });

@@ -99,6 +99,8 @@ export interface FakeLogEntry {
   source: string;
   defines: Record<string, string>;
   timeMs?: number;
+  /** time(): the timed launches asked for. */
+  iterations?: number;
 }
 
 export class FakeBackend implements TuningBackend {
@@ -168,7 +170,7 @@ export class FakeBackend implements TuningBackend {
     };
   }
 
-  async time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, _options: TimingOptions): Promise<TimingOutcome> {
+  async time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
     const k = kernel as FakeKernel;
     this.maxConcurrentTimings = Math.max(this.maxConcurrentTimings, ++this.timingsInFlight);
     try {
@@ -177,7 +179,7 @@ export class FakeBackend implements TuningBackend {
       this.timingsInFlight--;
     }
     const timeMs = this.options.model.timeMs(this.variant(k, launch, test as FakePrepared));
-    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs });
+    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.iterations });
     return { stats: computeStats([timeMs, timeMs, timeMs]), recheck: { ok: true }, stoppedEarly: false };
   }
 

@@ -43,6 +43,22 @@ describe('makeKernelTunable', () => {
     expect(lines[0]![1]).toContain('step 1: attempt 1 failed (FailedTestsError)');
   });
 
+  it('times every configuration with the iterations asked for', async () => {
+    server = await serve('autonomous-session');
+    const backend = new FakeBackend({ model: { timeMs: saxpyTime } });
+    const transformer = new LLMKernelTransformer(SAXPY, {
+      llm: openaiModel(server),
+      backend,
+      tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
+      iterations: 5,
+      verbosity: 'none',
+    });
+    await transformer.makeKernelTunable();
+    const timings = backend.log.filter((e) => e.kind === 'time');
+    expect(timings.length).toBeGreaterThan(1);
+    expect(new Set(timings.map((e) => e.iterations))).toEqual(new Set([5]));
+  });
+
   it('uses the tests given with addTest when no testing strategy is set', async () => {
     server = await serve('user-test-session');
     const backend = new FakeBackend({ model: { timeMs: saxpyTime } });
