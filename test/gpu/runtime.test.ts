@@ -150,7 +150,11 @@ describe('GPU runtime on the device', () => {
     const stats = await gpu.benchmark(kernel, { grid: n / 256, block: 256 }, [a, b, c, int32(n)], { warmup: 10, iterations: 50 });
     assert.equal(stats.samplesMs.length, 50);
     assert.ok(stats.minMs > 0 && stats.minMs <= stats.medianMs && stats.medianMs <= stats.maxMs, JSON.stringify(stats));
-    assert.ok(stats.stdMs / stats.medianMs < 0.2, `spread ${stats.stdMs} ms around a median of ${stats.medianMs} ms`);
+    // The spread of the middle half: one preempted launch (seen once on an H200: std 87% of the median from a single
+    // outlier) must not fail a steady kernel, while a noisy timer or unsynchronised events would.
+    const sorted = [...stats.samplesMs].sort((x, y) => x - y);
+    const iqr = sorted[Math.floor(sorted.length * 0.75)]! - sorted[Math.floor(sorted.length * 0.25)]!;
+    assert.ok(iqr / stats.medianMs < 0.05, `interquartile range ${iqr} ms around a median of ${stats.medianMs} ms: ${JSON.stringify(sorted)}`);
     const flushed = await gpu.benchmark(kernel, { grid: n / 256, block: 256 }, [a, b, c, int32(n)], { warmup: 2, iterations: 10, flushL2: true });
     assert.ok(flushed.minMs > 0 && flushed.minMs <= flushed.maxMs);
     await Promise.all([a.free(), b.free(), c.free()]);
