@@ -4,29 +4,15 @@
  * is reported with the setting it came from, for an "Open settings" button that goes straight to it. The API key is
  * passed in (from SecretStorage), never read from settings.
  */
+import { defaultTuningSteps } from '../engine/strategies/explicit/steps';
 import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
 
 export const SECTION = 'kernelTuner';
 
-export const EXPLICIT_STEP_IDS = [
-  'block_size_x',
-  'block_size_y',
-  'process_2elem_x',
-  'tunable_nr_elem_x',
-  'tile_stride_x',
-  'process_2elem_y',
-  'tunable_nr_elem_y',
-  'tile_stride_y',
-  'shared_memory_input',
-  'shared_memory_output',
-  'memory_prefetching',
-  'multi_dimensional_tiling_x',
-  'multi_dimensional_tiling_y',
-  'loop_unrolling',
-  'instruction_parallelism',
-] as const;
-export type ExplicitStepId = (typeof EXPLICIT_STEP_IDS)[number];
+/** The explicit strategy's default steps in their order: the engine's own list (steps.ts holds data only, no LangChain). */
+export const EXPLICIT_STEP_IDS: readonly string[] = defaultTuningSteps().map((s) => s.id);
+export type ExplicitStepId = string;
 
 const STRUCTURED: readonly StructuredOutputType[] = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'];
 
@@ -142,9 +128,9 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     };
   } else {
     const steps = strings('explicit.steps', EXPLICIT_STEP_IDS);
-    const unknown = steps.filter((s) => !(EXPLICIT_STEP_IDS as readonly string[]).includes(s));
+    const unknown = steps.filter((s) => !EXPLICIT_STEP_IDS.includes(s));
     if (unknown.length > 0) problem('explicit.steps', `has unknown step ids: ${unknown.join(', ')} (known: ${EXPLICIT_STEP_IDS.join(', ')})`);
-    const known = [...new Set(steps.filter((s): s is ExplicitStepId => (EXPLICIT_STEP_IDS as readonly string[]).includes(s)))];
+    const known = [...new Set(steps.filter((s): s is ExplicitStepId => EXPLICIT_STEP_IDS.includes(s)))];
     if (known.length === 0 && unknown.length === 0) problem('explicit.steps', 'is empty: the explicit strategy needs at least one step');
     strategy = { kind, steps: known };
   }

@@ -59,7 +59,7 @@ export function parseProviderConfig(config: unknown): ResolvedProviderConfig {
  * Local servers ignore the key, but the OpenAI client refuses to start without one; an endpoint that does check it
  * answers 401, which describeLlmError words as "refused the API key".
  */
-const PLACEHOLDER_API_KEY = 'no-api-key';
+const NO_API_KEY = 'no-api-key';
 
 export function createChatModel(config: ProviderConfig): BaseChatModel {
   const c = parseProviderConfig(config);
@@ -69,7 +69,7 @@ export function createChatModel(config: ProviderConfig): BaseChatModel {
       temperature: c.temperature,
       timeout: c.timeoutMs,
       maxRetries: 0,
-      apiKey: c.apiKey ?? PLACEHOLDER_API_KEY,
+      apiKey: c.apiKey ?? NO_API_KEY,
       configuration: { baseURL: c.baseUrl },
     });
   }
@@ -125,7 +125,7 @@ export async function checkReachable(config: ProviderConfig, signal?: AbortSigna
   const c = parseProviderConfig(config);
   const timeout = AbortSignal.timeout(c.timeoutMs ?? REACHABILITY_TIMEOUT_MS);
   const url = c.provider === 'ollama' ? `${c.baseUrl}/api/tags` : `${c.baseUrl}/models`;
-  const headers: Record<string, string> = c.provider === 'openai' ? { authorization: `Bearer ${c.apiKey ?? PLACEHOLDER_API_KEY}` } : {};
+  const headers: Record<string, string> = c.provider === 'openai' ? { authorization: `Bearer ${c.apiKey ?? NO_API_KEY}` } : {};
   let response: Response;
   try {
     response = await fetch(url, { headers, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
