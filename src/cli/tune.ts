@@ -80,8 +80,9 @@ export async function run(args: string[]): Promise<number> {
   let mode: string;
   const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
   if (replayFile !== undefined) {
-    mode = `replayed from ${replayFile} (simulation: no GPU used)`;
-    result = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
+    const replayed = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
+    mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
+    result = replayed.result;
   } else {
     mode = 'measured on the GPU';
     const options: TuneOptions = {
@@ -110,7 +111,7 @@ async function simulate(
   cachePath: string,
   seed: number | undefined,
   onResult: (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => void,
-): Promise<TuneResult> {
+): Promise<{ result: TuneResult; deviceName: string }> {
   const cache = CacheFile.load(cachePath);
   if (cache.header.kernel_name !== kernelName) {
     throw new TuningSpecError(`${cachePath} holds results for kernel '${cache.header.kernel_name}', not '${kernelName}'`);
@@ -118,13 +119,14 @@ async function simulate(
   const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
   const { evaluate, clock } = replay(cache, { space });
   const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
-  return strategy.run(space, evaluate, {
+  const result = await strategy.run(space, evaluate, {
     clock,
     ...(seed !== undefined && { seed }),
     ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
     ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
     onResult: (r, p) => onResult(r, { ...p, total: space.size }),
   });
+  return { result, deviceName: cache.header.device_name };
 }
 
 /** The results table (fastest first, then failures by kind) and the best configuration. */

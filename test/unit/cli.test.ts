@@ -55,7 +55,7 @@ describe('llm-kernel-tuner tune --simulate', () => {
     const expected = Object.entries(best.config).map(([k, v]) => `${k}=${v}`).join(' ');
     expect(r.stdout).toContain(`best: ${expected}  ${best.timeMs!.toPrecision(4)} ms`);
     // Every configuration of the space appears once, failures included, with their kind.
-    expect(r.stdout).toMatch(/44 configurations replayed/);
+    expect(r.stdout).toMatch(/44 configurations replayed from examples\/matmul_tiled\/cache\.json \(measured on NVIDIA H200; simulation: no GPU used\)/);
     expect(r.stdout).toMatch(/4 compile_error, 4 exceeds_device_limits/);
     expect(r.stderr).toMatch(/\[#+\] 44\/44/);
   });
