@@ -454,7 +454,12 @@ export class GpuBackend implements TuningBackend {
     const all = new Set<DType>([...(this.helpers?.dtypes ?? []), ...dtypes, 'uint32']);
     const names = helperNameExpressions([...all].sort());
     const program = { source: HELPER_KERNELS_SOURCE, fileName: 'lkt_helpers.cu', nameExpressions: names, options: ['-std=c++17'] };
-    const key = createHash('sha256').update(JSON.stringify([program, this.gpu.arch, this.compiler.backend])).digest('hex').slice(0, 24);
+    // The compiler's version is part of the key: a cubin from another toolkit may not load on this driver.
+    const { nvrtcVersion, driverVersion } = await this.gpu.runtime();
+    const key = createHash('sha256')
+      .update(JSON.stringify([program, this.gpu.arch, this.compiler.backend, nvrtcVersion, driverVersion]))
+      .digest('hex')
+      .slice(0, 24);
     const cachePath = join(this.cacheDir, `helpers-${key}.json`);
     let compiled: CompiledProgram;
     try {
