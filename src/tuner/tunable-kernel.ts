@@ -8,6 +8,7 @@ import { CacheFile } from './cache';
 import { describeCheckFailure, Evaluator } from './evaluator';
 import { defines, Geometry, type GridDivisor } from './geometry';
 import { GpuBackend } from './gpu-backend';
+import { hostCodeHint } from './host-code';
 import { resolveTestSpec, type ResolvedTest } from './input-spec';
 import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
 import { SearchSpace } from './search-space';
@@ -344,7 +345,9 @@ export class TunableKernel {
       });
       return { kernel, launch };
     } catch (e) {
-      if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
+      if (e instanceof CompileError) {
+        throw new CompileError(`the reference kernel does not compile: ${e.message}${hostCodeHint(code)}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
+      }
       throw e;
     }
   }
