@@ -64,7 +64,7 @@ std::string firstErrorLines(const std::string& log, size_t maxLines) {
   std::string out;
   for (size_t i = 0; i < chosen.size() && i < maxLines; ++i) out += (i == 0 ? "" : "\n") + chosen[i];
   if (chosen.size() > maxLines) {
-    out += "\n... " + std::to_string(chosen.size() - maxLines) + " more line(s), see error.log";
+    out += "\n... " + std::to_string(chosen.size() - maxLines) + " more line(s) in the full compiler log";
   }
   return out;
 }

@@ -102,7 +102,7 @@ const Explanation kNvrtcExplanations[] = {
      "NVRTC rejected a compiler option (the log names it): check its spelling, and that --gpu-architecture names an "
      "architecture this NVRTC knows (see nvrtcVersion())."},
     {"NVRTC_ERROR_COMPILATION",
-     "The kernel source does not compile: the log (error.log) lists every error with its file(line)."},
+     "The kernel source does not compile: the compiler log lists every error with its file(line)."},
     {"NVRTC_ERROR_BUILTIN_OPERATION_FAILURE", "An NVRTC built-in operation failed (its bundled headers may be missing)."},
     {"NVRTC_ERROR_NO_NAME_EXPRESSIONS_AFTER_COMPILATION", "A name expression was added after compiling; addon bug."},
     {"NVRTC_ERROR_NO_LOWERED_NAMES_BEFORE_COMPILATION", "A lowered name was asked before compiling; addon bug."},
