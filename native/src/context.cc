@@ -144,6 +144,13 @@ void Context::addFunction(CUfunction fn, CUmodule module) {
   if (info.module != module) info = FunctionInfo{module, false, false, {}};
 }
 
+void Context::requireModule(Napi::Env env, const char* fn, CUmodule module) const {
+  if (!isModule(module)) {
+    throwInvalidArgument(env, std::string(fn) + ": module " + hex(reinterpret_cast<uintptr_t>(module)) +
+                                  " is not a loaded module (already unloaded?)");
+  }
+}
+
 FunctionInfo& Context::function(Napi::Env env, const char* fn, const std::string& name, CUfunction function) {
   auto it = functions_.find(function);
   if (it == functions_.end()) {

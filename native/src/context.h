@@ -59,6 +59,8 @@ class Context {
   // ---- modules and functions ----
   void addModule(CUmodule module) { modules_.insert(module); }
   bool isModule(CUmodule module) const { return modules_.count(module) != 0; }
+  // Throws INVALID_ARGUMENT, naming the caller, unless `module` is loaded (an unloaded one must not reach the driver).
+  void requireModule(Napi::Env env, const char* fn, CUmodule module) const;
   /** Forgets the module and every function obtained from it. */
   void removeModule(CUmodule module);
   void addFunction(CUfunction fn, CUmodule module);

@@ -103,10 +103,7 @@ Napi::Value ModuleUnload(const Napi::CallbackInfo& info) {
   Context& ctx = Context::instance();
   std::lock_guard<std::mutex> lock(ctx.mutex);
   ctx.require(env, api, "moduleUnload");
-  if (!ctx.isModule(module)) {
-    throwInvalidArgument(env, "moduleUnload: module " + hex(reinterpret_cast<uintptr_t>(module)) +
-                                  " is not a loaded module (already unloaded?)");
-  }
+  ctx.requireModule(env, "moduleUnload", module);
   ctx.removeModule(module);  // forgotten even if the driver fails: it must not be unloaded twice
   checkCuda(env, api, api.cuModuleUnload(module), "cuModuleUnload");
   return env.Undefined();
@@ -123,10 +120,7 @@ Napi::Value ModuleGetFunction(const Napi::CallbackInfo& info) {
   Context& ctx = Context::instance();
   std::lock_guard<std::mutex> lock(ctx.mutex);
   ctx.require(env, api, "moduleGetFunction");
-  if (!ctx.isModule(module)) {
-    throwInvalidArgument(env, "moduleGetFunction: module " + hex(reinterpret_cast<uintptr_t>(module)) +
-                                  " is not a loaded module");
-  }
+  ctx.requireModule(env, "moduleGetFunction", module);
   CUfunction fn = nullptr;
   const CUresult r = api.cuModuleGetFunction(&fn, module, name.c_str());
   if (r != CUDA_SUCCESS) {
