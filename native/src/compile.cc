@@ -18,6 +18,9 @@ struct CompileRequest {
   std::string fileName;
   std::vector<std::string> nameExpressions;
   std::vector<std::string> options;
+  /** In-memory headers: an #include of headerNames[i] reads headerSources[i] (before any include path). */
+  std::vector<std::string> headerNames;
+  std::vector<std::string> headerSources;
   bool wantPtx = false;
 };
 
@@ -108,8 +111,15 @@ class CompileWorker : public Napi::AsyncWorker {
   /** Fills output_ or error_; false on failure. */
   bool run() {
     Program program(api_);
-    nvrtcResult r = api_.nvrtcCreateProgram(program.out(), request_.source.c_str(), request_.fileName.c_str(), 0,
-                                            nullptr, nullptr);
+    std::vector<const char*> headerSources;
+    std::vector<const char*> headerNames;
+    for (size_t i = 0; i < request_.headerNames.size(); ++i) {
+      headerNames.push_back(request_.headerNames[i].c_str());
+      headerSources.push_back(request_.headerSources[i].c_str());
+    }
+    nvrtcResult r = api_.nvrtcCreateProgram(program.out(), request_.source.c_str(), request_.fileName.c_str(),
+                                            static_cast<int>(headerNames.size()), headerSources.data(),
+                                            headerNames.data());
     if (r != NVRTC_SUCCESS) return fail(r, "nvrtcCreateProgram");
     for (const std::string& expr : request_.nameExpressions) {
       r = api_.nvrtcAddNameExpression(program.get(), expr.c_str());
@@ -227,6 +237,21 @@ CompileRequest readRequest(Napi::Env env, const Napi::Value& value) {
   req.nameExpressions = toStringArray(obj.Get("nameExpressions"), "compile", "request.nameExpressions");
   req.options = toStringArray(obj.Get("options"), "compile", "request.options");
   req.wantPtx = toBool(obj.Get("wantPtx"), "compile", "request.wantPtx");
+  const Napi::Value headers = obj.Get("headers");
+  if (!headers.IsUndefined()) {
+    const Napi::Object h = toObject(headers, "compile", "request.headers");
+    req.headerNames = toStringArray(h.Get("names"), "compile", "request.headers.names");
+    req.headerSources = toStringArray(h.Get("sources"), "compile", "request.headers.sources");
+    if (req.headerNames.size() != req.headerSources.size()) {
+      throwInvalidArgument(env, "compile: request.headers.names and request.headers.sources differ in length");
+    }
+    for (size_t i = 0; i < req.headerNames.size(); ++i) {
+      const std::string at = "[" + std::to_string(i) + "]";
+      checkNoNul(env, req.headerNames[i], "request.headers.names" + at);
+      checkNoNul(env, req.headerSources[i], "request.headers.sources" + at);
+      if (req.headerNames[i].empty()) throwInvalidArgument(env, "compile: request.headers.names" + at + " is empty");
+    }
+  }
   checkNoNul(env, req.source, "request.source");
   checkNoNul(env, req.fileName, "request.fileName");
   for (size_t i = 0; i < req.nameExpressions.size(); ++i) {

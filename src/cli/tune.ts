@@ -1,6 +1,6 @@
 // llm-kernel-tuner tune: Kernel Tuner's job without an LLM. A tuning spec (YAML/JSON: inputs, tunable parameters,
 // restrictions, geometry) drives a search on the GPU, or replays a cache file (--simulate) on any machine.
-import { extname } from 'node:path';
+import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
 import { CacheFile, replay } from '../tuner/cache';
@@ -15,7 +15,8 @@ const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
 
 Tunes a CUDA kernel as Kernel Tuner does: every configuration of the tunable parameters that satisfies the restrictions
-is compiled with NVRTC, verified against the reference on two input sets and timed with CUDA events.
+is compiled, verified against the reference on two input sets and timed with CUDA events. The .cu file may hold its
+host program and include local headers: NVRTC compiles its device code (nvcc the whole file where NVRTC cannot).
 
 options:
   --spec FILE              the tuning spec (inputs, tune params, restrictions, geometry), when FILE.cu is given first
@@ -27,6 +28,8 @@ options:
   --time-limit SECONDS     start no new evaluation after this long
   --seed N                 seed of the strategy's random choices
   --iterations N           timed launches per configuration (default 32)
+  -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
+  --launch-timeout SECONDS time limit of one launch (default: 100x the reference kernel's time, at least 1 s)
   --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it
   --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
@@ -48,6 +51,8 @@ export async function run(args: string[]): Promise<number> {
       'time-limit': { type: 'string' },
       seed: { type: 'string' },
       iterations: { type: 'string' },
+      include: { type: 'string', short: 'I', multiple: true },
+      'launch-timeout': { type: 'string' },
       cache: { type: 'string' },
       simulate: { type: 'string' },
       'simulate-if-no-gpu': { type: 'string' },
@@ -144,6 +149,7 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
   let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
   const counts = new Map<string, number>();
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
+  if (result.compiler?.note) text += `\n${result.compiler.note}`;
   text += `\n${kernelName}: ${result.evaluations} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''} (${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}; stopped: ${result.stopReason})\n`;
   const best = result.best;
   if (best) {
@@ -171,6 +177,8 @@ function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknow
   if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
   if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
   if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);
+  out.includePaths = [...spec.includePaths, ...((v.include as string[] | undefined) ?? []).map((d) => resolve(d))];
+  if (typeof v['launch-timeout'] === 'string') out.launchTimeoutS = positive('--launch-timeout', v['launch-timeout']);
   return out;
 }
 

@@ -4,7 +4,6 @@
  * _run_tests). GPU work runs alone (EngineContext.exclusive); every evaluated configuration is reported as an event.
  * A candidate without a single correct configuration fails with the typed error of its most telling failure.
  */
-import { hostCodeHint } from '../tuner/host-code';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { SearchSpaceError } from '../tuner/search-space';
@@ -71,7 +70,7 @@ export async function measureOriginal(state: TuningStateValue, test: KernelTest,
   const ctx = engineContext(config);
   const kernel = await TunableKernel.create(state.originalCode, { kernelName: state.kernelName, fileName: state.fileName });
   const unusable = (log: string) =>
-    new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}${hostCodeHint(state.originalCode)}`);
+    new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}`);
   // It is its own oracle here, so a compile error comes from building the oracle (thrown) or the configuration (a result).
   const result = await ctx
     .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))

@@ -9,7 +9,6 @@
 // are NOT restored: a re-created buffer holds its last host-side recipe again, not the kernel's output.
 
 import { checkBoolean, checkNonNegativeInteger, checkPositiveInteger, checkString } from './check';
-import { selectCompiler, type Compiler, type CompileOptions } from './compiler';
 import {
   checkDType,
   checkScalarValue,
@@ -32,7 +31,7 @@ import { Program, archForComputeCapability, type ProgramInit } from './program';
 import type { HandleId, WireArg, WireLaunch } from './protocol';
 import { checkRandomSpec, type NormalizedRandomSpec, type RandomSpec } from './random';
 import { computeStats, type TimingStats } from './stats';
-import type { CompiledProgram, DeviceInfo, KernelAttributes, MemInfo, RuntimeInfo } from './types';
+import type { CompiledProgram, CompileOptions, DeviceInfo, KernelAttributes, MemInfo, RuntimeInfo } from './types';
 
 export * from './errors';
 export * from './dtype';
@@ -42,8 +41,6 @@ export { Program, archForComputeCapability, type ProgramInit } from './program';
 export { computeStats, median, type TimingStats } from './stats';
 export { type RandomSpec, type RandomDistribution } from './random';
 export { GpuWorker, type GpuWorkerOptions, type RequestOptions, type WorkerReady } from './gpu-worker';
-export { NvccCompiler, type NvccCompilerOptions } from './nvcc';
-export { NvrtcCompiler, selectCompiler, type Compiler, type CompileOptions, type SelectCompilerOptions } from './compiler';
 export { parseDiagnostics } from './diagnostics';
 
 /** Internal: the worker-side id of a handle on a given worker generation (re-creating it there if needed). */
@@ -357,7 +354,7 @@ export class Gpu {
     }
   }
 
-  /** Whether the worker loaded NVRTC (else compile through NvccCompiler; selectCompiler chooses). */
+  /** Whether the worker loaded NVRTC (else compile through NvccCompiler; compiler.ts chooses). */
   get nvrtcAvailable(): boolean {
     return this.nativeStatus.nvrtc.loaded;
   }
@@ -389,11 +386,6 @@ export class Gpu {
     };
     if (r.ptx !== undefined) compiled.ptx = r.ptx;
     return compiled;
-  }
-
-  /** A compiler for this Gpu: NVRTC in the worker when loaded, else nvcc (see selectCompiler). */
-  compiler(): Promise<Compiler> {
-    return selectCompiler({ gpu: this });
   }
 
   async loadModule(compiled: CompiledProgram, options: RequestOptions = {}): Promise<Module> {

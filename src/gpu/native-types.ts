@@ -27,6 +27,8 @@ export interface NativeLibraryStatus {
   loaded: boolean;
   /** The file that was opened, e.g. "libnvrtc.so.13". */
   path?: string;
+  /** Where the loader found it (absolute, as mapped into the worker), when known: its toolkit's headers lie beside it. */
+  file?: string;
   /** dlopen's own message when nothing could be opened. */
   error?: string;
 }

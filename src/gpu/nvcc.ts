@@ -10,17 +10,17 @@
 
 import { spawn } from 'node:child_process';
 import { constants as fsConstants } from 'node:fs';
-import { access, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import type { CompileOptions, Compiler } from './compiler';
 import { parseDiagnostics, summarizeLog, type CompileDiagnostic } from './diagnostics';
 import { AbortError, CompileError, CudaUnavailableError, KernelTimeoutError, argumentError } from './errors';
 import { Program, type ProgramInit } from './program';
-import type { CompiledProgram, KernelResources } from './types';
+import { findNvcc } from './toolkit';
+import type { CompiledProgram, CompileOptions, Compiler, KernelResources } from './types';
 
 export interface NvccCompilerOptions {
-  /** nvcc to use; default: the first found at $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin, then on PATH. */
+  /** nvcc to use; default: the CUDA toolkit's (see toolkit.ts), else the first on PATH. */
   nvccPath?: string;
   /** Target when the program names none; default "sm_90" (pass the device's own, as selectCompiler does with a Gpu). */
   defaultArch?: string;
@@ -33,6 +33,8 @@ export interface NvccCompilerOptions {
 /** Label of the appended name-expression lines in diagnostics: line N is nameExpressions[N-1]. */
 const ANCHOR_FILE = '<name expressions>';
 const CUBIN = 'program.cubin';
+/** In-memory headers are written under this directory of the compile's temporary directory, searched first. */
+const HEADER_DIR = 'headers';
 
 async function isExecutable(file: string): Promise<boolean> {
   try {
@@ -53,13 +55,6 @@ async function findExecutable(name: string, dirs: readonly string[]): Promise<st
 
 function pathDirs(): string[] {
   return (process.env.PATH ?? '').split(path.delimiter).filter((d) => d !== '');
-}
-
-function nvccDirs(): string[] {
-  const dirs: string[] = [];
-  for (const root of [process.env.CUDA_HOME, process.env.CUDA_PATH]) if (root) dirs.push(path.join(root, 'bin'));
-  dirs.push('/usr/local/cuda/bin', ...pathDirs());
-  return dirs;
 }
 
 interface RunResult {
@@ -187,6 +182,17 @@ export function canonicalName(name: string): string {
     .replace(/\b(\d+)(?:[uU](?:ll|LL|l|L)?|(?:ll|LL|l|L)[uU]?)\b/g, '$1');
 }
 
+/** The expression with each define's name replaced by its value (as the preprocessor would, a few levels deep). */
+export function expandDefines(expression: string, defines: Readonly<Record<string, string | number>>): string {
+  let out = expression;
+  for (let level = 0; level < 8; level++) {
+    const next = out.replace(/\b[A-Za-z_]\w*\b/g, (word) => (Object.hasOwn(defines, word) ? String(defines[word]) : word));
+    if (next === out) break;
+    out = next;
+  }
+  return out;
+}
+
 function withoutTemplateArgs(name: string): string {
   const i = name.indexOf('<');
   return i < 0 ? name : name.slice(0, i);
@@ -234,6 +240,23 @@ export function matchNameExpressions(
   return out;
 }
 
+/**
+ * Writes in-memory headers as files nvcc finds first, and returns the directory to put first on its include path.
+ * "../common.h" is a header one level above the including file: the directory is nested deep enough for every "..".
+ */
+async function writeHeaders(root: string, headers: Readonly<Record<string, string>>): Promise<string> {
+  const names = Object.keys(headers);
+  const depth = Math.max(0, ...names.map((n) => /^(\.\.\/)*/.exec(n.replace(/\\/g, '/'))![0].length / 3));
+  const base = path.join(root, ...Array.from({ length: depth }, (_, i) => `up${i}`));
+  for (const name of names) {
+    const file = path.resolve(base, name);
+    if (path.isAbsolute(name) || !file.startsWith(root + path.sep)) throw argumentError('headers', 'relative include names (nvcc)', name);
+    await mkdir(path.dirname(file), { recursive: true });
+    await writeFile(file, headers[name]!);
+  }
+  return base;
+}
+
 // ---------------------------------------------------------------------------------------------------------------------
 
 export class NvccCompiler implements Compiler {
@@ -253,7 +276,7 @@ export class NvccCompiler implements Compiler {
   /** The nvcc that would be used, or null. */
   static find(options: Pick<NvccCompilerOptions, 'nvccPath'> = {}): Promise<string | null> {
     if (options.nvccPath !== undefined) return isExecutable(options.nvccPath).then((ok) => (ok ? options.nvccPath! : null));
-    return findExecutable('nvcc', nvccDirs());
+    return Promise.resolve(findNvcc());
   }
 
   static async available(options: Pick<NvccCompilerOptions, 'nvccPath'> = {}): Promise<boolean> {
@@ -265,7 +288,7 @@ export class NvccCompiler implements Compiler {
       const nvcc = await NvccCompiler.find(this.options);
       if (!nvcc)
         throw new CudaUnavailableError(
-          'nvcc was not found (looked at nvccPath, $CUDA_HOME/bin, $CUDA_PATH/bin, /usr/local/cuda/bin and PATH)',
+          'nvcc was not found (looked at nvccPath, $CUDA_HOME, $CUDA_PATH, PATH and the usual install locations)',
           { code: 'NVCC_NOT_FOUND', explanation: 'Install the CUDA toolkit (cuda-nvcc) or pass nvccPath.' },
         );
       const demangler =
@@ -286,6 +309,7 @@ export class NvccCompiler implements Compiler {
     try {
       const anchors = p.nameExpressions.map((e, i) => `static void* const __lkt_name_expression_${i} __attribute__((unused)) = (void*)&${e};`);
       await writeFile(path.join(dir, p.fileName), `${p.source}\n#line 1 "${ANCHOR_FILE}"\n${anchors.join('\n')}\n`);
+      const headerDir = await writeHeaders(path.join(dir, HEADER_DIR), p.headers);
       const args = [
         '-cubin',
         `-arch=${arch}`,
@@ -294,6 +318,7 @@ export class NvccCompiler implements Compiler {
         '-Xptxas',
         '-v',
         ...p.defineOptions(),
+        ...(Object.keys(p.headers).length > 0 ? [`-I${headerDir}`] : []),
         ...p.includePaths.map((i) => `-I${path.resolve(i)}`),
         ...p.options,
         ...(p.wantPtx ? ['-keep'] : []),
@@ -310,7 +335,10 @@ export class NvccCompiler implements Compiler {
       const entries = parsePtxasInfo(log);
       const lowered = [...entries.keys()];
       const demangled = await this.demangle(lowered, demangler);
-      const loweredNames = matchNameExpressions(p.nameExpressions, demangled, log);
+      // A name expression may name the defines ("k<block_size_x>"): NVRTC expands them, and so does the appended anchor.
+      const expanded = p.nameExpressions.map((e) => expandDefines(e, p.defines));
+      const byExpanded = matchNameExpressions(expanded, demangled, log);
+      const loweredNames = Object.fromEntries(p.nameExpressions.map((e, i) => [e, byExpanded[expanded[i]!]!]));
       const resources: Record<string, KernelResources> = {};
       for (const [expr, name] of Object.entries(loweredNames)) resources[expr] = entries.get(name)!;
 

@@ -19,6 +19,11 @@ export interface ProgramInit {
   /** Extra compiler options, passed as they are (e.g. "--use_fast_math", "-lineinfo"). */
   options?: readonly string[];
   includePaths?: readonly string[];
+  /**
+   * Headers given in memory: an `#include` of a key reads its value, before any include path is searched (NVRTC's own
+   * mechanism; nvcc gets them as files in a directory searched first). Keys are include spellings such as "common.h".
+   */
+  headers?: Readonly<Record<string, string>>;
   /** Also produce PTX. */
   wantPtx?: boolean;
 }
@@ -40,6 +45,7 @@ export class Program {
   readonly defines: Readonly<Record<string, string | number>>;
   readonly options: readonly string[];
   readonly includePaths: readonly string[];
+  readonly headers: Readonly<Record<string, string>>;
   readonly wantPtx: boolean;
 
   constructor(init: ProgramInit) {
@@ -65,6 +71,12 @@ export class Program {
     const archOption = this.options.find((opt) => ARCH_OPTION.test(opt));
     if (archOption) throw argumentError('options', 'no target option (set arch instead)', archOption);
     this.includePaths = Object.freeze(o.includePaths === undefined ? [] : checkStringArray('includePaths', o.includePaths));
+    const headers: Record<string, string> = {};
+    for (const [name, text] of Object.entries(o.headers === undefined ? {} : checkObject('headers', o.headers))) {
+      if (name === '' || /[\0\r\n]/.test(name)) throw argumentError('headers', 'include names without line breaks', name);
+      headers[name] = checkString(`headers[${JSON.stringify(name)}]`, text);
+    }
+    this.headers = Object.freeze(headers);
     this.wantPtx = o.wantPtx === undefined ? false : checkBoolean('wantPtx', o.wantPtx);
     Object.freeze(this);
   }
@@ -90,6 +102,7 @@ export class Program {
         ...this.includePaths.map((p) => `--include-path=${p}`),
         ...this.options,
       ],
+      ...(Object.keys(this.headers).length > 0 && { headers: { names: Object.keys(this.headers), sources: Object.values(this.headers) } }),
       wantPtx: this.wantPtx,
     };
   }

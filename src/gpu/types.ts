@@ -1,6 +1,7 @@
 // Plain data types of the public GPU API (shared by the client, the protocol and the compilers).
 
 import type { NativeDeviceInfo } from './native-types';
+import type { Program, ProgramInit } from './program';
 
 export type Dim3 = [number, number, number];
 
@@ -67,4 +68,17 @@ export interface CompiledProgram {
   durationMs: number;
   /** Per name expression, when the backend reports it (nvcc's ptxas -v); NVRTC's come from Kernel.attributes. */
   resources?: Record<string, KernelResources>;
+}
+
+export interface CompileOptions {
+  /** Aborting rejects with AbortError (nvcc is killed; an NVRTC compile finishes on its thread and is dropped). */
+  signal?: AbortSignal;
+  timeoutMs?: number;
+}
+
+/** NVRTC (in the GPU worker) or nvcc (a subprocess): the same Program in, a CompiledProgram or a CompileError out. */
+export interface Compiler {
+  readonly backend: CompilerBackend;
+  /** Rejects with CompileError (log + diagnostics) when the program does not compile. */
+  compile(program: Program | ProgramInit, options?: CompileOptions): Promise<CompiledProgram>;
 }

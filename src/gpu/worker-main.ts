@@ -8,6 +8,7 @@
 // it, for the device given by --device=N.
 
 import * as path from 'node:path';
+import { readFileSync } from 'node:fs';
 import { CudaUnavailableError, KernelFaultError, argumentError, fromNativeError, poisonsContext, serializeError, type GpuError } from './errors';
 import { dtypeBytes } from './dtype';
 import { loadNativeAddon } from './native';
@@ -276,11 +277,23 @@ class WorkerState {
   };
 
   status(): NativeStatus {
-    return this.addon.status();
+    const status = this.addon.status();
+    const file = status.nvrtc.loaded ? mappedLibrary('libnvrtc.so') : undefined;
+    return file ? { ...status, nvrtc: { ...status.nvrtc, file } } : status;
   }
 
   shutdown(): void {
     if (this.contextReady && !this.poisoned) this.addon.contextDestroy();
+  }
+}
+
+/** The absolute path of a shared library loaded into this process (Linux: /proc/self/maps), or undefined. */
+function mappedLibrary(name: string): string | undefined {
+  try {
+    const maps = readFileSync('/proc/self/maps', 'utf8');
+    return maps.split('\n').map((l) => l.slice(l.indexOf('/'))).find((p) => p.startsWith('/') && p.slice(p.lastIndexOf('/') + 1).startsWith(name));
+  } catch {
+    return undefined;
   }
 }
 

@@ -1,6 +1,7 @@
 // What the tuner needs from a GPU, as one interface: the real implementation drives the GPU worker (gpu-backend.ts);
 // CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
 // decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
+import type { CompilerBackend } from '../gpu/types';
 import type { Dim3 } from './types';
 import type { DeviceLimits } from './geometry';
 import type { ResolvedTest } from './input-spec';
@@ -14,16 +15,28 @@ export interface DeviceDescription extends DeviceLimits {
   l2CacheBytes: number;
   /** cuDriverGetVersion, e.g. 13000. */
   driverVersion: number;
-  /** "13.0", or null when kernels are compiled by nvcc. */
+  /** "13.0", or null when NVRTC is not available. */
   nvrtcVersion: string | null;
   /** The compile target, e.g. "sm_90". */
   arch: string;
+  /** The compilers this backend can build with, preferred first. */
+  compilers: CompilerBackend[];
+  /** The NVRTC library in use (absolute path), when known: the CUDA toolkit beside it has the matching headers. */
+  nvrtcLibrary?: string;
 }
 
-/** One variant of a kernel to compile: the source with its defines. */
-export interface BuildRequest {
+/** A kernel's program and the compiler that takes it (see compile-sources.ts). */
+export interface KernelProgram {
+  compiler: CompilerBackend;
   source: string;
   fileName: string;
+  /** In-memory headers (include spelling → text) and directories searched for the others. */
+  headers?: Readonly<Record<string, string>>;
+  includePaths?: readonly string[];
+}
+
+/** One variant of a kernel to compile: its program with the configuration's defines. */
+export interface BuildRequest extends KernelProgram {
   /** The C++ name expression of the kernel ("vector_add", "matmul<float, 16>"). */
   nameExpression: string;
   defines: Record<string, string>;

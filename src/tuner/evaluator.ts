@@ -4,13 +4,13 @@
 // current one (NVRTC in the worker's thread pool, or nvcc subprocesses).
 import { createHash } from 'node:crypto';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../gpu/errors';
-import type { BuildRequest, BuiltKernel, CheckOutcome, DeviceDescription, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
-import { defines, GeometryError, type Geometry } from './geometry';
+import type { BuildRequest, BuiltKernel, CheckOutcome, DeviceDescription, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from './geometry';
 import { configKey, type Config, type ConfigResult, type FailureKind, type Reproduction } from './types';
 
 export interface EvaluatorOptions {
-  source: string;
-  fileName: string;
+  /** The program every configuration compiles (with its defines), for the compiler chosen for this file. */
+  program: KernelProgram;
   nameExpression: string;
   compilerOptions: readonly string[];
   geometry: Geometry;
@@ -25,7 +25,6 @@ export interface EvaluatorOptions {
   launchTimeoutMs: number;
   /** Compiles running ahead at most. */
   compileConcurrency: number;
-  dynamicSharedMemBytes?: (config: Config) => number;
 }
 
 /** A configuration failed: what kind of failure, and the message (with the compiler log for compile errors). */
@@ -50,7 +49,7 @@ export class Evaluator {
     private readonly test: PreparedTest,
     private readonly options: EvaluatorOptions,
   ) {
-    this.sourceHash = createHash('sha256').update(options.source).digest('hex');
+    this.sourceHash = createHash('sha256').update(options.program.source).digest('hex');
   }
 
   /** Starts compiling these configurations in the background (bounded by compileConcurrency). */
@@ -125,19 +124,22 @@ export class Evaluator {
   }
 
   private launchOf(config: Config): Launch {
+    let g: LaunchGeometry;
     try {
-      const g = this.options.geometry.launch(config, this.test.scalars);
-      return { grid: g.grid, block: g.block, sharedMemBytes: this.options.dynamicSharedMemBytes?.(config) ?? 0 };
+      g = this.options.geometry.launch(config, this.test.scalars);
     } catch (e) {
       if (e instanceof GeometryError) throw new EvaluationFailure('launch_error', e.message);
       throw e;
     }
+    // Over the device's limits (the grid, the dynamic shared memory): skipped before anything is compiled.
+    const tooLarge = exceedsDeviceLimits(this.device, { block: g.block, grid: g.grid, sharedBytes: g.sharedMemBytes });
+    if (tooLarge) throw new EvaluationFailure('exceeds_device_limits', tooLarge);
+    return { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
   }
 
   private request(config: Config, launch: Launch): BuildRequest {
     return {
-      source: this.options.source,
-      fileName: this.options.fileName,
+      ...this.options.program,
       nameExpression: this.options.nameExpression,
       defines: defines(config, launch, this.options.geometry.blockSizeNames),
       compilerOptions: this.options.compilerOptions,
@@ -195,7 +197,7 @@ export class Evaluator {
       compilerOptions: [...request.compilerOptions],
       deviceName: this.device.name,
       driverVersion: this.device.driverVersion,
-      nvrtcVersion: this.device.nvrtcVersion ?? 'nvcc',
+      nvrtcVersion: request.compiler === 'nvcc' ? 'nvcc' : (this.device.nvrtcVersion ?? 'nvrtc'),
       statistic: 'median',
     };
   }

@@ -5,7 +5,9 @@
 //    list of those (their product; an empty list means 1, i.e. the problem size is the grid). A divisor left out is the
 //    block size parameter of that dimension, or 1 when that parameter is not tunable (Kernel Tuner's grid_div default);
 //  - problem size entries are numbers or expressions over scalar kernel arguments and tunable parameters, truncated to
-//    integers as Kernel Tuner's int(eval(...)) does.
+//    integers as Kernel Tuner's int(eval(...)) does;
+//  - the dynamic shared memory of a launch (`extern __shared__`) is a number or such an expression too
+//    ("block_size_x * 4"), Kernel Tuner's smem_args.
 
 import { compileExpression, evaluateNumber, ExpressionEvalError, unknownNameMessage, type CompiledExpression, type Env } from './expressions';
 import { pythonStr, type Config, type Dim3, type ProblemSizeSpec } from './types';
@@ -28,12 +30,16 @@ export interface GeometrySpec {
   gridDivZ?: GridDivisor;
   /** Up to three names; missing trailing ones default to block_size_y, block_size_z (as Kernel Tuner appends them). */
   blockSizeNames?: readonly string[];
+  /** Dynamic shared memory per block in bytes: a number or an expression over parameters and scalars; default 0. */
+  sharedMemBytes?: number | string;
 }
 
 export interface LaunchGeometry {
   problemSize: Dim3;
   grid: Dim3;
   block: Dim3;
+  /** Dynamic shared memory per block (bytes). */
+  sharedMemBytes: number;
 }
 
 /** The device limits a launch is checked against; NativeDeviceInfo satisfies this shape. */
@@ -76,6 +82,7 @@ export class Geometry {
   private readonly problem: Term[];
   /** Per dimension: the factors of the divisor, or undefined for the block size default. */
   private readonly divisors: (Term[] | undefined)[];
+  private readonly sharedMem: Term | undefined;
   private readonly knownNames: string[];
 
   constructor(spec: GeometrySpec, names: { paramNames: readonly string[]; scalarNames?: readonly string[] }) {
@@ -95,11 +102,14 @@ export class Geometry {
       const factors = Array.isArray(d) ? d : [d];
       return factors.map((f) => this.term(f, `grid divisor ${AXES[i]}`));
     });
+    this.sharedMem = spec.sharedMemBytes === undefined || spec.sharedMemBytes === 0 ? undefined : this.term(spec.sharedMemBytes, 'dynamic shared memory', true);
   }
 
-  private term(value: unknown, what: string): Term {
+  private term(value: unknown, what: string, zeroAllowed = false): Term {
     if (typeof value === 'number') {
-      if (!Number.isFinite(value) || value <= 0) throw new GeometryError(`${what} must be a positive number, received ${value}`);
+      if (!Number.isFinite(value) || value < 0 || (value === 0 && !zeroAllowed)) {
+        throw new GeometryError(`${what} must be a ${zeroAllowed ? 'non-negative' : 'positive'} number, received ${value}`);
+      }
       return value;
     }
     if (typeof value !== 'string') throw new GeometryError(`${what} must be a number or an expression string, received ${JSON.stringify(value)}`);
@@ -140,7 +150,11 @@ export class Geometry {
       if (!(divisor > 0)) throw new GeometryError(`${what} evaluates to ${divisor} for ${JSON.stringify(config)}; it must be positive`);
       return Math.ceil(problemSize[i]! / divisor);
     }) as Dim3;
-    return { problemSize, grid, block };
+    const sharedMemBytes = this.sharedMem === undefined ? 0 : this.value(this.sharedMem, env, 'dynamic shared memory');
+    if (!Number.isSafeInteger(sharedMemBytes) || sharedMemBytes < 0) {
+      throw new GeometryError(`dynamic shared memory evaluates to ${sharedMemBytes} bytes for ${JSON.stringify(config)}; it must be a non-negative integer`);
+    }
+    return { problemSize, grid, block, sharedMemBytes };
   }
 }
 
@@ -176,7 +190,7 @@ export function exceedsDeviceLimits(limits: DeviceLimits, launch: { block: Dim3;
   }
   const sharedLimit = limits.maxSharedMemoryPerBlockOptin ?? limits.maxSharedMemoryPerBlock;
   if (sharedBytes !== undefined && sharedLimit !== undefined && sharedBytes > sharedLimit) {
-    return `${sharedBytes} bytes of shared memory per block exceed the device's limit of ${sharedLimit}`;
+    return `${sharedBytes} bytes of dynamic shared memory per block exceed the device's limit of ${sharedLimit}`;
   }
   return undefined;
 }

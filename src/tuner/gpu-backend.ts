@@ -11,12 +11,12 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { availableCompilers, noCompilerError, type AvailableCompilers } from '../gpu/compiler';
 import {
   CompileError,
   Gpu,
   isFloatDType,
   scalar,
-  type Compiler,
   type CompiledProgram,
   type DeviceBuffer,
   type DType,
@@ -171,19 +171,29 @@ export class GpuBackend implements TuningBackend {
 
   private constructor(
     readonly gpu: Gpu,
-    private readonly compiler: Compiler,
+    private readonly compilers: AvailableCompilers,
     private readonly cacheDir: string,
   ) {}
 
-  /** Starts the GPU worker; rejects with CudaUnavailableError (saying what to install) without a driver or device. */
+  /**
+   * Starts the GPU worker; rejects with CudaUnavailableError (saying what to install) without a driver or device, or
+   * when neither NVRTC nor nvcc is there to compile with.
+   */
   static async open(options: GpuBackendOptions = {}): Promise<GpuBackend> {
     const gpu = await Gpu.open(options);
     try {
-      return new GpuBackend(gpu, await gpu.compiler(), options.cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'));
+      const compilers = await availableCompilers(gpu);
+      if (!compilers.nvrtc && !compilers.nvcc) throw noCompilerError(gpu);
+      return new GpuBackend(gpu, compilers, options.cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'));
     } catch (e) {
       await gpu.dispose();
       throw e;
     }
+  }
+
+  /** The preferred compiler: NVRTC when loaded (in-process, fast), else nvcc. */
+  private get defaultCompiler() {
+    return (this.compilers.nvrtc ?? this.compilers.nvcc)!;
   }
 
   async describe(): Promise<DeviceDescription> {
@@ -201,20 +211,26 @@ export class GpuBackend implements TuningBackend {
       maxSharedMemoryPerBlock: d.maxSharedMemoryPerBlock,
       maxSharedMemoryPerBlockOptin: d.maxSharedMemoryPerBlockOptin,
       driverVersion: runtime.driverVersion,
-      nvrtcVersion: this.compiler.backend === 'nvrtc' && runtime.nvrtcVersion ? runtime.nvrtcVersion.join('.') : null,
+      nvrtcVersion: this.compilers.nvrtc && runtime.nvrtcVersion ? runtime.nvrtcVersion.join('.') : null,
       arch: this.gpu.arch,
+      compilers: [...(this.compilers.nvrtc ? ['nvrtc' as const] : []), ...(this.compilers.nvcc ? ['nvcc' as const] : [])],
+      ...(this.gpu.nativeStatus.nvrtc.file && { nvrtcLibrary: this.gpu.nativeStatus.nvrtc.file }),
     };
   }
 
   async build(request: BuildRequest, signal?: AbortSignal): Promise<GpuBuiltKernel> {
+    const compiler = this.compilers[request.compiler];
+    if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
     const t0 = performance.now();
-    const compiled = await this.compiler.compile(
+    const compiled = await compiler.compile(
       {
         source: request.source,
         fileName: request.fileName,
         nameExpressions: [request.nameExpression],
         defines: request.defines,
         options: [...request.compilerOptions],
+        ...(request.headers && { headers: request.headers }),
+        ...(request.includePaths && { includePaths: request.includePaths }),
       },
       signal ? { signal } : {},
     );
@@ -457,7 +473,7 @@ export class GpuBackend implements TuningBackend {
     // The compiler's version is part of the key: a cubin from another toolkit may not load on this driver.
     const { nvrtcVersion, driverVersion } = await this.gpu.runtime();
     const key = createHash('sha256')
-      .update(JSON.stringify([program, this.gpu.arch, this.compiler.backend, nvrtcVersion, driverVersion]))
+      .update(JSON.stringify([program, this.gpu.arch, this.defaultCompiler.backend, nvrtcVersion, driverVersion]))
       .digest('hex')
       .slice(0, 24);
     const cachePath = join(this.cacheDir, `helpers-${key}.json`);
@@ -467,7 +483,7 @@ export class GpuBackend implements TuningBackend {
       compiled = { ...cached, cubin: Buffer.from(cached.cubin, 'base64') };
     } catch {
       try {
-        compiled = await this.compiler.compile(program);
+        compiled = await this.defaultCompiler.compile(program);
       } catch (e) {
         if (e instanceof CompileError) throw new Error(`internal: the tuner's helper kernels do not compile on this toolkit:\n${e.message}`);
         throw e;

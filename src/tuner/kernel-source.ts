@@ -22,7 +22,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import type * as TreeSitter from 'web-tree-sitter';
 
-type Node = TreeSitter.Node;
+export type Node = TreeSitter.Node;
 
 export interface SourceRange {
   startLine: number;
@@ -791,26 +791,36 @@ class KernelExtractor {
 // ---------------------------------------------------------------------------------------------------------------------
 // Public API.
 
-/** Every `__global__` function definition in `code`, in source order. Throws `ParseError` (see the module comment). */
-export async function parseKernels(code: string, fileName = '<source>'): Promise<KernelSignature[]> {
+/**
+ * Parses `code` as parseKernels does (the CUDA attributes the grammar cannot read masked, positions unchanged) and hands
+ * the tree to `use`, with the source whose comments and literals are blanked; the tree is freed afterwards.
+ */
+export async function withParseTree<T>(code: string, use: (root: Node, blanked: string, attributes: readonly { start: number; end: number }[]) => T): Promise<T> {
   const parser = await getParser();
   const blanked = blankCommentsAndLiterals(code);
   const { masked, attributes } = maskCudaAttributes(code, blanked);
   const tree = parser.parse(masked);
   if (!tree) throw new Error('tree-sitter returned no tree');
   try {
+    return use(tree.rootNode, blanked, attributes);
+  } finally {
+    tree.delete(); // WASM memory is not garbage-collected
+  }
+}
+
+/** Every `__global__` function definition in `code`, in source order. Throws `ParseError` (see the module comment). */
+export async function parseKernels(code: string, fileName = '<source>'): Promise<KernelSignature[]> {
+  return withParseTree(code, (root, blanked, attributes) => {
     const src = new SourceText(code, fileName);
-    const extractor = new KernelExtractor(src, blanked, attributes);
-    extractor.run(tree.rootNode);
+    const extractor = new KernelExtractor(src, blanked, attributes as CudaAttribute[]);
+    extractor.run(root);
     const [first, ...rest] = extractor.errors;
     if (first) {
       const more = rest.length > 0 ? `\n(and ${rest.length} more error${rest.length > 1 ? 's' : ''})` : '';
       throw new ParseError(fileName, first.line, first.column, first.message + more, extractor.errors, extractor.kernels);
     }
     return extractor.kernels;
-  } finally {
-    tree.delete(); // WASM memory is not garbage-collected
-  }
+  });
 }
 
 /**

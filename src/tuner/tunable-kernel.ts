@@ -1,19 +1,21 @@
 // TunableKernel and KernelTest: the seed library's API (llm_kernel_tuner.TunableKernel / KernelTest) over our tuner.
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
+import { basename } from 'node:path';
 import { isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
-import type { BuiltKernel, HostArgument, Launch, TestData, Tolerance, TuningBackend } from './backend';
+import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
+import type { BuiltKernel, DeviceDescription, HostArgument, KernelProgram, Launch, PreparedTest, TestData, Tolerance, TuningBackend } from './backend';
 import { CacheFile } from './cache';
 import { describeCheckFailure, Evaluator } from './evaluator';
 import { defines, Geometry, type GridDivisor } from './geometry';
 import { GpuBackend } from './gpu-backend';
-import { hostCodeHint } from './host-code';
+import { buildWithFallback, candidatePrograms, compileSources, type CompileSources } from './compile-sources';
 import { resolveTestSpec, type ResolvedTest } from './input-spec';
 import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
 import { SearchSpace } from './search-space';
 import { resolveStrategy, type SearchProgress, type Strategy } from './strategies';
-import type { Config, ConfigResult, ProblemSizeSpec, TuneParams, TuneResult } from './types';
+import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
 /** A configuration produced wrong outputs; the message says which, how many, how wrong and where. */
 export class FailedTestsError extends Error {
@@ -128,9 +130,18 @@ export class KernelTest {
 export interface TunableKernelInfo {
   /** Which __global__ function of the source (required when it has several). */
   kernelName?: string;
-  /** Template arguments of a templated kernel ("float", 16 ...), for its name expression. */
+  /**
+   * Template arguments of a templated kernel ("float", 16 ...), for its name expression. A tunable parameter's name
+   * is an argument too (`["float", "block_size_x"]`): the compiler expands it to the configuration's value.
+   */
   templateArgs?: TemplateArguments;
   fileName?: string;
+  /** The file's absolute path when it is on disk: its directory is searched for quoted #includes; logs name it. */
+  filePath?: string;
+  /** More directories searched for #include, like -I (a spec's includePaths, compile_commands.json, a setting). */
+  includePaths?: readonly string[];
+  /** Reads a header; default the file system (an editor passes its unsaved buffers). */
+  readFile?: (absolutePath: string) => string | undefined;
 }
 
 export interface LaunchOptions {
@@ -140,8 +151,12 @@ export interface LaunchOptions {
   gridDivZ?: GridDivisor;
   /** Names of the block dimensions' parameters; default block_size_x, block_size_y, block_size_z. */
   blockSizeNames?: readonly string[];
-  /** Dynamic shared memory per block, from the configuration. */
-  dynamicSharedMemBytes?: (config: Config) => number;
+  /**
+   * Dynamic shared memory per block (`extern __shared__`): bytes, or an expression over the tunable parameters and the
+   * scalar arguments, e.g. "block_size_x * 4". Above 48 KiB the kernel opts in; over the device's limit a configuration
+   * is skipped as exceeding it.
+   */
+  sharedMemBytes?: number | string;
 }
 
 export interface RunOptions extends LaunchOptions {
@@ -153,11 +168,14 @@ export interface RunOptions extends LaunchOptions {
    * The reference implementation whose outputs are the truth, launched with its own geometry (`launch`, default Kernel
    * Tuner's defaults for `config`); default this kernel with `referenceConfig` and the tuning's geometry.
    */
-  oracle?: { code: string; config?: Config; launch?: LaunchOptions; kernelName?: string };
+  oracle?: { code: string; filePath?: string; config?: Config; launch?: LaunchOptions; kernelName?: string };
   /** Configuration of this kernel used as the oracle when none is given; default the first valid configuration. */
   referenceConfig?: Config;
   tolerance?: Partial<Tolerance>;
-  /** Time limit of one launch in ms; default 10 000. */
+  /**
+   * Time limit of one launch in ms. Default: scaled to the reference kernel's measured time (100x, at least 1 s; see
+   * scaledLaunchTimeoutMs), so a configuration that hangs costs about a second.
+   */
   launchTimeoutMs?: number;
   signal?: AbortSignal;
 }
@@ -260,16 +278,16 @@ export class TunableKernel {
       const paramNames = Object.keys(tuneParams);
       const geometry = new Geometry({ problemSize, ...launchSpec(options) }, { paramNames, scalarNames: Object.keys(scalars) });
       const compilerOptions = options.compilerOptions ?? [];
-      const launchTimeoutMs = options.launchTimeoutMs ?? 10_000;
+      const initialTimeoutMs = options.launchTimeoutMs ?? UNMEASURED_LAUNCH_TIMEOUT_MS;
 
-      const oracle = await this.buildOracle(backend, space, problemSize, scalars, options, compilerOptions);
-      cleanups.push(() => oracle.kernel.release());
-      const prepared = await backend.prepare(data, oracle, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: launchTimeoutMs });
+      const oracle = await this.buildOracle(backend, device, space, paramNames, problemSize, scalars, options, compilerOptions);
+      cleanups.push(() => oracle.release());
+      const prepared = await backend.prepare(data, oracle, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
       cleanups.push(() => prepared.release());
+      const referenceMs = await this.timeReference(backend, oracle, prepared, initialTimeoutMs);
 
       const evaluator = new Evaluator(backend, device, prepared, {
-        source: this.code,
-        fileName: this.info.fileName ?? `${this.name}.cu`,
+        program: oracle.candidateProgram,
         nameExpression: this.nameExpression,
         compilerOptions,
         geometry,
@@ -278,9 +296,8 @@ export class TunableKernel {
         warmup: options.warmup ?? 1,
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
-        launchTimeoutMs,
-        compileConcurrency: options.compileConcurrency ?? 4,
-        ...(options.dynamicSharedMemBytes && { dynamicSharedMemBytes: options.dynamicSharedMemBytes }),
+        launchTimeoutMs: options.launchTimeoutMs ?? scaledLaunchTimeoutMs(referenceMs),
+        compileConcurrency: options.compileConcurrency ?? (oracle.candidateProgram.compiler === 'nvcc' ? NVCC_CONCURRENCY : 4),
       });
       cleanups.push(() => evaluator.dispose());
 
@@ -288,7 +305,7 @@ export class TunableKernel {
       if (cache) cleanups.push(() => cache.close());
 
       const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
-      return await strategy.run(
+      const result = await strategy.run(
         space,
         async (config) => {
           const cached = cache?.get(space.key(config));
@@ -310,51 +327,135 @@ export class TunableKernel {
           },
         },
       );
+      return {
+        ...result,
+        compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
+        reference: { config: oracle.config, timeMs: referenceMs },
+      };
     } finally {
       for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
     }
   }
 
-  /** The oracle: the given reference code, or this kernel at its reference configuration; compiled once. */
+  /**
+   * The oracle (the given reference code, or this kernel at its reference configuration: the file's own values of
+   * the tunable parameters it #defines, else the first valid configuration), compiled once, and the program every
+   * configuration of this kernel compiles: NVRTC's device unit, or the whole file with nvcc where NVRTC cannot take it.
+   */
   private async buildOracle(
     backend: TuningBackend,
+    device: DeviceDescription,
     space: SearchSpace,
+    paramNames: readonly string[],
     problemSize: ProblemSizeSpec,
     scalars: Record<string, number>,
     options: RunOptions,
     compilerOptions: readonly string[],
-  ): Promise<{ kernel: BuiltKernel; launch: Launch }> {
+  ): Promise<BuiltOracle> {
+    const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
+    const sources = await this.compileSources(paramNames, toolkit);
     const reference = options.oracle;
-    const config = reference?.config ?? options.referenceConfig ?? (space.size > 0 ? space.config(0) : undefined);
-    if (!config) throw new Error('no configuration satisfies the restrictions and the device limits, so there is nothing to run');
-    const code = reference?.code ?? this.code;
-    const oracleKernel = reference ? await TunableKernel.create(reference.code, { kernelName: reference.kernelName ?? this.name }) : this;
-    // A separate reference has its own launch geometry (default: Kernel Tuner's, from its own configuration); the
-    // candidate's grid divisors may name parameters the reference does not have.
-    const launchOptions = reference ? (reference.launch ?? {}) : options;
-    const geometry = new Geometry({ problemSize, ...launchSpec(launchOptions) }, { paramNames: Object.keys(config), scalarNames: Object.keys(scalars) });
-    const g = geometry.launch(config, scalars);
-    const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: launchOptions.dynamicSharedMemBytes?.(config) ?? 0 };
+    const firstValid = space.size > 0 ? space.config(0) : undefined;
+    // The kernel under test is built at its reference configuration; a separate reference at its own configuration.
+    const ownConfig = options.referenceConfig ?? (firstValid && withFileValues(firstValid, sources.fileValues));
+    if (!ownConfig) throw new Error('no configuration satisfies the restrictions and the device limits, so there is nothing to run');
+    const buildAt = (kernel: TunableKernel, config: Config, launchOptions: LaunchOptions) => {
+      // A separate reference has its own launch geometry (default: Kernel Tuner's, from its own configuration); the
+      // candidate's grid divisors may name parameters the reference does not have.
+      const geometry = new Geometry({ problemSize, ...launchSpec(launchOptions) }, { paramNames: Object.keys(config), scalarNames: Object.keys(scalars) });
+      const g = geometry.launch(config, scalars);
+      const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
+      const request = { nameExpression: kernel.nameExpression, defines: defines(config, g, geometry.blockSizeNames), compilerOptions };
+      return { launch, build: (program: KernelProgram) => backend.build({ ...program, ...request }) };
+    };
+    const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
+    const own = buildAt(this, ownConfig, options);
+    const chosen = await buildWithFallback(candidates, own.build);
+    if (!reference) {
+      return { kernel: chosen.built, launch: own.launch, config: ownConfig, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }), release: () => chosen.built.release() };
+    }
+    // A separate reference implementation: the candidate's program was chosen above; the reference is built on its own.
+    await chosen.built.release();
+    const config = reference.config ?? ownConfig;
+    const oracleKernel = await TunableKernel.create(reference.code, {
+      kernelName: reference.kernelName ?? this.name,
+      fileName: reference.filePath ? basename(reference.filePath) : `${reference.kernelName ?? this.name}.reference.cu`,
+      ...(reference.filePath && { filePath: reference.filePath }),
+      ...(this.info.includePaths && { includePaths: this.info.includePaths }),
+    });
+    const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
+    const at = buildAt(oracleKernel, config, reference.launch ?? {});
     try {
-      const kernel = await backend.build({
-        source: code,
-        fileName: `${oracleKernel.name}.reference.cu`,
-        nameExpression: oracleKernel.nameExpression,
-        defines: defines(config, g, geometry.blockSizeNames),
-        compilerOptions,
-      });
-      return { kernel, launch };
+      const built = await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.build);
+      return { kernel: built.built, launch: at.launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }), release: () => built.built.release() };
     } catch (e) {
-      if (e instanceof CompileError) {
-        throw new CompileError(`the reference kernel does not compile: ${e.message}${hostCodeHint(code)}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
-      }
+      if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
       throw e;
     }
   }
+
+  private compileSources(tunableNames: readonly string[], toolkit: CudaToolkit | null): Promise<CompileSources> {
+    return compileSources(this.code, {
+      ...(this.info.filePath !== undefined && { filePath: this.info.filePath }),
+      fileName: this.info.fileName ?? `${this.name}.cu`,
+      ...(this.info.includePaths && { includePaths: this.info.includePaths }),
+      ...(this.info.readFile && { readFile: this.info.readFile }),
+      tunableNames,
+      toolkit,
+    });
+  }
+
+  /** The reference kernel's median time on the test (a few launches): what the launch time limit scales with. */
+  private async timeReference(backend: TuningBackend, oracle: BuiltOracle, prepared: PreparedTest, timeoutMs: number): Promise<number> {
+    const timed = await backend.time(oracle.kernel, oracle.launch, prepared, { warmup: 1, iterations: REFERENCE_LAUNCHES, flushL2: false, timeoutMs: timeoutMs * (REFERENCE_LAUNCHES + 2) });
+    return timed.stats.medianMs;
+  }
+}
+
+interface BuiltOracle {
+  kernel: BuiltKernel;
+  launch: Launch;
+  config: Config;
+  /** The program the configurations of the kernel under test compile. */
+  candidateProgram: KernelProgram;
+  compilerNote?: string;
+  release(): Promise<void>;
+}
+
+/** Limit of one launch before the reference kernel has been timed (the reference itself, on the test data). */
+const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;
+/** Timed launches of the reference kernel. */
+const REFERENCE_LAUNCHES = 5;
+/** nvcc compiles run as processes: more of them run ahead than NVRTC's in-process compiles. */
+const NVCC_CONCURRENCY = 8;
+
+/**
+ * The time limit of one launch of a configuration: a hundred times the reference kernel's time, and at least a second
+ * (a configuration much slower than that has lost anyway; one that hangs costs about a second, not ten).
+ */
+export function scaledLaunchTimeoutMs(referenceMs: number): number {
+  return Math.max(1000, Math.ceil(100 * referenceMs));
+}
+
+/** The first valid configuration with the values the file itself gives the tunable parameters (`#define BLOCK 256`). */
+function withFileValues(config: Config, fileValues: Record<string, string>): Config {
+  const out: Config = { ...config };
+  for (const [name, text] of Object.entries(fileValues)) out[name] = parseDefineValue(text);
+  return out;
+}
+
+/** `256`, `256u`, `(16)`, `1.5f` as numbers; anything else as the text it is (injected again as it was written). */
+export function parseDefineValue(text: string): ParamValue {
+  const t = text.trim().replace(/^\((.*)\)$/, '$1').trim();
+  if (/^[+-]?\d+[uUlL]*$/.test(t)) return Number(t.replace(/[uUlL]+$/, ''));
+  if (/^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?[fFlL]?$/.test(t)) return Number(t.replace(/[fFlL]$/, ''));
+  if (t === 'true' || t === 'false') return t === 'true';
+  return text.trim();
 }
 
 function launchSpec(o: LaunchOptions) {
   return {
+    ...(o.sharedMemBytes !== undefined && { sharedMemBytes: o.sharedMemBytes }),
     ...(o.gridDivX !== undefined && { gridDivX: o.gridDivX }),
     ...(o.gridDivY !== undefined && { gridDivY: o.gridDivY }),
     ...(o.gridDivZ !== undefined && { gridDivZ: o.gridDivZ }),

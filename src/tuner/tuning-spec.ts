@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
+import { buildFlagsFor, type BuildFlags } from './compile-commands';
 import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from './tunable-kernel';
 import type { TuneParams } from './types';
@@ -18,8 +19,10 @@ export const tuningSpecSchema = z
     kernel: z.string().min(1).optional(),
     /** The .cu file, relative to the spec; the command line's FILE takes precedence. */
     file: z.string().min(1).optional(),
-    /** Template arguments of a templated kernel. */
+    /** Template arguments of a templated kernel; a tunable parameter's name is one too (e.g. [float, block_size_x]). */
     templateArgs: z.array(z.union([z.string(), z.number(), z.boolean()])).optional(),
+    /** Directories searched for #include, relative to the spec (like -I); compile_commands.json adds its own. */
+    includePaths: z.array(z.string().min(1)).default([]),
     arguments: z.record(z.string(), argumentSpecSchema),
     problemSize: z.union([z.number(), z.string(), z.array(z.union([z.number(), z.string()])).min(1).max(3)]),
     seed: z.number().int().nonnegative().default(1),
@@ -29,7 +32,11 @@ export const tuningSpecSchema = z
     gridDivY: gridDivisor.optional(),
     gridDivZ: gridDivisor.optional(),
     blockSizeNames: z.array(z.string().min(1)).max(3).optional(),
+    /** Dynamic shared memory per block: bytes, or an expression over tunable parameters and scalars ("block_size_x*4"). */
+    sharedMemBytes: z.union([z.number().int().nonnegative(), z.string().min(1)]).optional(),
     compilerOptions: z.array(z.string()).default([]),
+    /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
+    launchTimeoutS: z.number().positive().optional(),
     strategy: z.string().default('brute_force'),
     strategyOptions: z.record(z.string(), z.unknown()).optional(),
     maxFevals: z.number().int().positive().optional(),
@@ -69,6 +76,7 @@ export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
   const spec = parsed.data;
   return {
     ...spec,
+    includePaths: spec.includePaths.map((p) => resolve(dir, p)),
     ...(spec.file && { file: resolve(dir, spec.file) }),
     ...(spec.reference && { reference: { ...spec.reference, file: resolve(dir, spec.reference.file) } }),
     dir,
@@ -87,6 +95,8 @@ export interface TuningJob {
   restrictions: string[];
   /** Launch geometry, oracle, strategy and measurement; the caller adds device, cache, callbacks. */
   options: TuneOptions;
+  /** The flags read from the project's compile_commands.json, when it has one that lists the file. */
+  buildFlags?: BuildFlags;
 }
 
 /** Parses the spec's kernel and builds its test and options; `file` (absolute) replaces the file the spec names. */
@@ -99,15 +109,21 @@ export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: {
   } catch (e) {
     throw new TuningSpecError(`cannot read the kernel file ${file}: ${(e as Error).message}`);
   }
+  // The project's own build flags for this file, where its workspace has a compile_commands.json.
+  const build = buildFlagsFor(file);
   const kernel = await TunableKernel.create(source, {
     fileName: basename(file),
+    filePath: file,
+    includePaths: [...spec.includePaths, ...(build?.includePaths ?? [])],
     ...(spec.kernel !== undefined && { kernelName: spec.kernel }),
     ...(spec.templateArgs && { templateArgs: spec.templateArgs }),
   });
   const test = KernelTest.fromSpec({ arguments: spec.arguments, problemSize: spec.problemSize, seed: spec.seed });
   // Resolving now reports inputs that do not fit the kernel before any GPU or cache work.
   test.resolve(kernel.signature);
-  return { spec, file, source, kernel, test, tuneParams: spec.tuneParams, restrictions: spec.restrictions, options: tuneOptionsFromSpec(spec) };
+  const options = tuneOptionsFromSpec(spec);
+  if (build) options.compilerOptions = [...build.options, ...(options.compilerOptions ?? [])];
+  return { spec, file, source, kernel, test, tuneParams: spec.tuneParams, restrictions: spec.restrictions, options, ...(build && { buildFlags: build }) };
 }
 
 /** The TuneOptions a spec stands for (paths already resolved by loadTuningSpec). */
@@ -118,7 +134,9 @@ export function tuneOptionsFromSpec(spec: TuningSpec): TuneOptions {
     ...(spec.gridDivY !== undefined && { gridDivY: spec.gridDivY }),
     ...(spec.gridDivZ !== undefined && { gridDivZ: spec.gridDivZ }),
     ...(spec.blockSizeNames && { blockSizeNames: spec.blockSizeNames }),
+    ...(spec.sharedMemBytes !== undefined && { sharedMemBytes: spec.sharedMemBytes }),
     compilerOptions: spec.compilerOptions,
+    ...(spec.launchTimeoutS !== undefined && { launchTimeoutMs: spec.launchTimeoutS * 1000 }),
     strategy: spec.strategy,
     ...(spec.strategyOptions && { strategyOptions: spec.strategyOptions }),
     ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
@@ -132,6 +150,7 @@ export function tuneOptionsFromSpec(spec: TuningSpec): TuneOptions {
       ? {
           oracle: {
             code: readFileSync(reference.file, 'utf8'),
+            filePath: reference.file,
             ...(reference.kernel !== undefined && { kernelName: reference.kernel }),
             ...(spec.referenceConfig && { config: spec.referenceConfig }),
           },

@@ -107,6 +107,10 @@ export interface TuneResult {
   stopReason: StopReason;
   /** The seed the strategy's random choices came from: pass it again to repeat the search. */
   seed: number;
+  /** The compiler every configuration was built with, and why it is not NVRTC when NVRTC was there to try. */
+  compiler?: { backend: 'nvrtc' | 'nvcc'; note?: string };
+  /** The oracle's configuration and its median time on the test (what the launch time limit scales with). */
+  reference?: { config: Config; timeMs: number };
 }
 
 /**

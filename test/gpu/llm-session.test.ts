@@ -84,7 +84,7 @@ describe('LLM session on the GPU: naive matmul', () => {
     const tile = Number(finished.bestParams.block_size_x);
     assert.deepEqual(finished.launch.block, [tile, tile, 1]);
     assert.deepEqual(finished.launch.grid, [`(N + ${tile - 1}) / ${tile}`, `(M + ${tile - 1}) / ${tile}`, '1']);
-    const built = await backend.build({ source: finished.finalCode, fileName: 'final.cu', nameExpression: 'matmul_naive', defines: {}, compilerOptions: [] });
+    const built = await backend.build({ compiler: (await backend.describe()).compilers[0]!, source: finished.finalCode, fileName: 'final.cu', nameExpression: 'matmul_naive', defines: {}, compilerOptions: [] });
     await built.release();
   });
 });

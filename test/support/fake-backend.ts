@@ -50,6 +50,12 @@ export interface FakeModel {
 export interface FakeBackendOptions {
   model: FakeModel;
   compile?: 'nvcc' | 'none';
+  /**
+   * The compilers the fake device offers (default nvcc only: its builds are real nvcc compiles). With 'nvrtc' listed,
+   * a build of NVRTC's program succeeds unless `nvrtcRejects` matches its source (then it is NVRTC's CompileError).
+   */
+  compilers?: ('nvrtc' | 'nvcc')[];
+  nvrtcRejects?: RegExp;
   timeDelayMs?: number;
   device?: Partial<DeviceDescription>;
 }
@@ -68,6 +74,7 @@ export const FAKE_DEVICE: DeviceDescription = {
   driverVersion: 13000,
   nvrtcVersion: null,
   arch: 'sm_90',
+  compilers: ['nvcc'],
 };
 
 const compiles = new Map<string, Promise<string>>();
@@ -97,10 +104,12 @@ class FakePrepared implements PreparedTest {
 export interface FakeLogEntry {
   kind: 'build' | 'time';
   source: string;
+  compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
   timeMs?: number;
-  /** time(): the timed launches asked for. */
+  /** time(): the timed launches asked for, and the time limit of the whole request. */
   iterations?: number;
+  timeoutMs?: number;
 }
 
 export class FakeBackend implements TuningBackend {
@@ -112,18 +121,33 @@ export class FakeBackend implements TuningBackend {
   constructor(private readonly options: FakeBackendOptions) {}
 
   async describe(): Promise<DeviceDescription> {
-    return { ...FAKE_DEVICE, ...this.options.device };
+    return { ...FAKE_DEVICE, ...(this.options.compilers && { compilers: this.options.compilers }), ...this.options.device };
   }
 
   async build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
-    this.log.push({ kind: 'build', source: request.source, defines: request.defines });
+    this.log.push({ kind: 'build', source: request.source, defines: request.defines, compiler: request.compiler });
+    if (request.compiler === 'nvrtc') {
+      if (this.options.nvrtcRejects?.test(request.source)) {
+        const log = `${request.fileName}(1): error: the fake NVRTC rejects this program\n`;
+        throw new CompileError('NVRTC compilation failed (fake)', { code: 'NVRTC_ERROR_COMPILATION', explanation: 'fake', log });
+      }
+      return new FakeKernel(request, '');
+    }
     if (this.options.compile !== 'nvcc') return new FakeKernel(request, '');
-    const key = JSON.stringify([request.source, request.defines, request.nameExpression, request.compilerOptions]);
+    const key = JSON.stringify([request.source, request.headers, request.includePaths, request.defines, request.nameExpression, request.compilerOptions]);
     let compiled = compiles.get(key);
     if (!compiled) {
       compiled = nvcc
         .compile(
-          { source: request.source, fileName: request.fileName, nameExpressions: [request.nameExpression], defines: request.defines, options: [...request.compilerOptions] },
+          {
+            source: request.source,
+            fileName: request.fileName,
+            nameExpressions: [request.nameExpression],
+            defines: request.defines,
+            options: [...request.compilerOptions],
+            ...(request.headers && { headers: request.headers }),
+            ...(request.includePaths && { includePaths: request.includePaths }),
+          },
           signal ? { signal } : {},
         )
         .then((p) => p.log);
@@ -179,7 +203,7 @@ export class FakeBackend implements TuningBackend {
       this.timingsInFlight--;
     }
     const timeMs = this.options.model.timeMs(this.variant(k, launch, test as FakePrepared));
-    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.iterations });
+    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.iterations, timeoutMs: options.timeoutMs });
     return { stats: computeStats([timeMs, timeMs, timeMs]), recheck: { ok: true }, stoppedEarly: false };
   }
 

@@ -55,9 +55,10 @@ describe('cancellation', () => {
     expect(run.types.at(-1)).toBe('session.cancelled');
     expect(run.types).not.toContain('step.rejected');
     expect(s.requests.length).toBe(requestsAtAbort);
-    // The configuration being timed finishes (150 ms), the rest is not started.
+    // The configuration being timed finishes (150 ms), the rest is not started. Each tuning run times its reference
+    // kernel once first (the launch time limit scales with it): two runs, one configuration each, and the one cut short.
     expect(stoppedAfterMs).toBeLessThan(1000);
-    expect(backend.log.filter((e) => e.kind === 'time').length).toBeLessThanOrEqual(3);
+    expect(backend.log.filter((e) => e.kind === 'time').length).toBeLessThanOrEqual(4);
   });
 });
 

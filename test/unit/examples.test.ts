@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
-import { CompileError, NvccCompiler, type CompiledProgram } from '../../src/gpu/client';
+import { CompileError, NvccCompiler, type CompiledProgram } from '../../src/gpu';
 import { defines, Geometry, type GeometrySpec } from '../../src/tuner/geometry';
 import { resolveTestSpec } from '../../src/tuner/input-spec';
 import { SearchSpace } from '../../src/tuner/search-space';

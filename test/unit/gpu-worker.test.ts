@@ -21,7 +21,7 @@ import {
   selectCompiler,
   type GpuOptions,
   type Kernel,
-} from '../../src/gpu/client';
+} from '../../src/gpu';
 
 const FAKE_ADDON = path.resolve(__dirname, '../support/fake-addon.cjs');
 const KERNELS = ['vector_add', 'spin_forever', 'fault', 'exit', 'sleep'];

@@ -3,7 +3,7 @@ import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AbortError, CompileError, NvccCompiler } from '../../src/gpu/client';
+import { AbortError, CompileError, NvccCompiler } from '../../src/gpu';
 import { canonicalName, demangledName, matchNameExpressions, parsePtxasInfo } from '../../src/gpu/nvcc';
 
 const SOURCE = `#if BLOCK != 128
