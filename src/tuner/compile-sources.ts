@@ -79,6 +79,21 @@ function isFile(file: string): boolean {
   }
 }
 
+/**
+ * The user's header an #include names: "..." next to the including file, then on the include paths; <...> on the
+ * include paths. A file of the CUDA toolkit is not the user's (undefined).
+ */
+export function findLocalHeader(
+  include: { spelling: string; system: boolean },
+  dir: string | undefined,
+  includePaths: readonly string[],
+  toolkitDirs: readonly string[] = [],
+): string | undefined {
+  const searched = [...(!include.system && dir ? [dir] : []), ...includePaths];
+  const local = searched.map((d) => path.resolve(d, include.spelling)).find(isFile);
+  return local && !toolkitDirs.some((t) => local.startsWith(path.resolve(t) + path.sep)) ? local : undefined;
+}
+
 const lineDirective = (file: string) => `#line 1 ${JSON.stringify(file)}\n`;
 
 /** Builds the NVRTC and nvcc programs of a file (see the module comment). */
@@ -166,10 +181,9 @@ class SourcesBuilder {
   }
 
   private async resolveInclude(include: { spelling: string; system: boolean }, dir: string | undefined): Promise<void> {
-    const { spelling, system } = include;
-    const searched = [...(!system && dir ? [dir] : []), ...this.includePaths];
-    const local = searched.map((d) => path.resolve(d, spelling)).find(isFile);
-    if (local && !this.toolkitDirs.some((t) => local.startsWith(t + path.sep))) return this.addLocalHeader(spelling, local);
+    const { spelling } = include;
+    const local = findLocalHeader(include, dir, this.includePaths, this.toolkitDirs);
+    if (local) return this.addLocalHeader(spelling, local);
     if (this.toolkitDirs.some((t) => isFile(path.join(t, spelling)))) {
       if (!isDeviceUsableToolkitHeader(spelling)) this.addNvrtcHeader(spelling, '<toolkit>', this.toolkitStandIn(spelling));
       return;

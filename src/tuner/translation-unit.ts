@@ -24,6 +24,10 @@ export interface TopLevelItem {
   /** [start, end) in the source; a directive's range ends at the end of its line. */
   start: number;
   end: number;
+  /** Where the comments directly above it start (its doc comment); `start` when there are none. */
+  commentStart: number;
+  /** The frames (conditionals, namespaces, `extern "C"` blocks) it is inside, outermost first: SourceOutline.frames. */
+  frames: number[];
   /** Names it declares (unqualified): the function, variables, type, typedef, or the macro. */
   names: string[];
   /** Enclosing named namespaces, outermost first. */
@@ -46,15 +50,23 @@ export interface TopLevelItem {
   uses: ReadonlySet<string>;
 }
 
+/**
+ * What encloses declarations without being one: a preprocessor conditional (its #if, #elif, #else and #endif lines),
+ * a namespace or an `extern "C"` block (its opening up to `{`, and its `}`). Pieces are ranges of the source.
+ */
+export interface Frame {
+  pieces: { start: number; end: number }[];
+}
+
 export interface SourceOutline {
   code: string;
   /** Every top-level item in source order, through namespaces, `extern "C"` blocks and preprocessor conditionals. */
   items: TopLevelItem[];
+  frames: Frame[];
   /** Object-like macros whose value contains a CUDA execution-space keyword (`#define HD __host__ __device__`). */
   spaceMacros: ReadonlyMap<string, string>;
 }
 
-const CONTAINERS = new Set(['translation_unit', 'declaration_list', 'preproc_if', 'preproc_ifdef', 'preproc_else', 'preproc_elif', 'preproc_elifdef']);
 const TYPE_NODES = new Set([
   'struct_specifier',
   'class_specifier',
@@ -75,8 +87,14 @@ export function outlineSource(code: string): Promise<SourceOutline> {
   return withParseTree(code, (root, blanked) => new Outliner(code, blanked).run(root));
 }
 
+interface Scope {
+  namespace: string[];
+  frames: number[];
+}
+
 class Outliner {
   private readonly items: TopLevelItem[] = [];
+  private readonly frames: Frame[] = [];
   private readonly spaceMacros = new Map<string, string>();
 
   constructor(
@@ -94,20 +112,20 @@ class Outliner {
         this.spaceMacros.set(this.text(name), this.blanked.slice(value.startIndex, value.endIndex).trim());
       }
     }
-    this.visitChildren(root, []);
+    this.visitChildren(root, { namespace: [], frames: [] });
     this.items.sort((a, b) => a.start - b.start);
-    return { code: this.code, items: this.items, spaceMacros: this.spaceMacros };
+    return { code: this.code, items: this.items, frames: this.frames, spaceMacros: this.spaceMacros };
   }
 
   private text(node: Node): string {
     return this.code.slice(node.startIndex, node.endIndex);
   }
 
-  private visitChildren(node: Node, namespace: string[]): void {
-    for (const child of node.namedChildren) this.visit(child, namespace);
+  private visitChildren(node: Node, scope: Scope, skip?: Node | null): void {
+    for (const child of node.namedChildren) if (!skip?.equals(child)) this.visit(child, scope);
   }
 
-  private visit(node: Node, namespace: string[]): void {
+  private visit(node: Node, scope: Scope): void {
     switch (node.type) {
       case 'comment':
         return;
@@ -115,58 +133,89 @@ class Outliner {
         const name = node.childForFieldName('name');
         const body = node.childForFieldName('body');
         const inner = name ? this.text(name).split(/\s*::\s*/).filter((s) => s !== '') : [];
-        if (body) this.visitChildren(body, [...namespace, ...inner]);
+        if (body) this.visitChildren(body, this.enter(scope, node, body, inner));
         return;
       }
       case 'linkage_specification': {
         const body = node.childForFieldName('body');
-        if (body?.type === 'declaration_list') this.visitChildren(body, namespace);
-        else if (body) this.visitDeclaration(body, namespace, node.startIndex);
+        if (body?.type === 'declaration_list') this.visitChildren(body, this.enter(scope, node, body, []));
+        else if (body) this.visitDeclaration(body, scope, node.startIndex);
         return;
       }
       case 'preproc_include':
-        return this.add(node, namespace, { kind: 'include', include: this.includeOf(node) });
+        return this.add(node, scope, { kind: 'include', include: this.includeOf(node) });
       case 'preproc_def':
       case 'preproc_function_def': {
         const name = node.childForFieldName('name');
         const value = node.childForFieldName('value');
         const macroName = name ? this.text(name) : '';
-        return this.add(node, namespace, {
+        return this.add(node, scope, {
           kind: 'define',
           names: macroName ? [macroName] : [],
           macro: { name: macroName, value: value ? this.text(value).trim() : '', functionLike: node.type === 'preproc_function_def' },
         });
       }
+      case 'preproc_if':
+      case 'preproc_ifdef': {
+        // One frame for the whole #if / #elif / #else / #endif chain: its directive lines are kept, and what each
+        // branch encloses is visited (not the conditions).
+        const frame = this.addFrame(this.conditionalLines(node));
+        this.visitBranch(node, { ...scope, frames: [...scope.frames, frame] });
+        return;
+      }
       default:
-        if (CONTAINERS.has(node.type)) {
-          // The directives of a conditional are kept as they are; what they enclose is visited (not its condition).
-          this.addDirectiveLines(node);
-          const condition = node.childForFieldName('condition') ?? node.childForFieldName('name');
-          for (const child of node.namedChildren) if (!condition?.equals(child)) this.visit(child, namespace);
-          return;
-        }
-        if (node.type.startsWith('preproc_')) return this.add(node, namespace, { kind: 'directive' });
-        this.visitDeclaration(node, namespace);
+        if (node.type.startsWith('preproc_')) return this.add(node, scope, { kind: 'directive' });
+        this.visitDeclaration(node, scope);
     }
   }
 
-  /** `#if X` / `#else` / `#endif` lines of a conditional: kept, never blanked (they hold no declarations). */
-  private addDirectiveLines(node: Node): void {
-    if (node.type === 'translation_unit' || node.type === 'declaration_list') return;
-    const lineEnd = (i: number) => {
-      const nl = this.code.indexOf('\n', i);
-      return nl < 0 ? this.code.length : nl + 1;
-    };
-    this.items.push({ kind: 'directive', start: node.startIndex, end: lineEnd(node.startIndex), names: [], namespace: [], uses: new Set() });
+  /** The declarations of one branch of a conditional, then of the branches after it (#elif, #else). */
+  private visitBranch(node: Node, scope: Scope): void {
+    const condition = node.childForFieldName('condition') ?? node.childForFieldName('name');
+    const alternative = node.childForFieldName('alternative');
+    for (const child of node.namedChildren) {
+      if (condition?.equals(child)) continue;
+      if (alternative?.equals(child)) this.visitBranch(child, scope);
+      else this.visit(child, scope);
+    }
   }
 
-  private visitDeclaration(node: Node, namespace: string[], prefixStart = node.startIndex): void {
+  /** The #if line, each #elif and #else line, and the #endif line of a conditional. */
+  private conditionalLines(node: Node): { start: number; end: number }[] {
+    const lines = [this.lineAt(node.startIndex)];
+    for (let alt = node.childForFieldName('alternative'); alt; alt = alt.childForFieldName('alternative')) lines.push(this.lineAt(alt.startIndex));
+    const endif = node.children.find((c) => c.type === '#endif');
+    if (endif) lines.push(this.lineAt(endif.startIndex));
+    return lines;
+  }
+
+  private lineAt(index: number): { start: number; end: number } {
+    const start = this.code.lastIndexOf('\n', index - 1) + 1;
+    const nl = this.code.indexOf('\n', index);
+    return { start, end: nl < 0 ? this.code.length : nl + 1 };
+  }
+
+  /** A namespace or `extern "C"` block: its opening up to `{` and its closing `}` are the frame's pieces. */
+  private enter(scope: Scope, node: Node, body: Node, names: string[]): Scope {
+    const frame = this.addFrame([
+      { start: node.startIndex, end: body.startIndex + 1 },
+      { start: body.endIndex - 1, end: body.endIndex },
+    ]);
+    return { namespace: [...scope.namespace, ...names], frames: [...scope.frames, frame] };
+  }
+
+  private addFrame(pieces: { start: number; end: number }[]): number {
+    this.frames.push({ pieces });
+    return this.frames.length - 1;
+  }
+
+  private visitDeclaration(node: Node, scope: Scope, prefixStart = node.startIndex): void {
     let decl = node;
     if (node.type === 'template_declaration') {
       decl = node.namedChildren.find((c) => c.type !== 'template_parameter_list' && c.type !== 'comment') ?? node;
     }
     if (TYPE_NODES.has(decl.type)) {
-      return this.add(node, namespace, { kind: 'type', names: this.typeNames(decl), ...this.members(decl) }, prefixStart);
+      return this.add(node, scope, { kind: 'type', names: this.typeNames(decl), ...this.members(decl) }, prefixStart);
     }
     if (decl.type === 'function_definition' || decl.type === 'declaration' || decl.type === 'template_instantiation') {
       const declarators = decl.childrenForFieldName('declarator');
@@ -176,7 +225,7 @@ class Outliner {
         const nameNode = functionDeclarator ? this.functionName(functionDeclarator) : null;
         return this.add(
           node,
-          namespace,
+          scope,
           {
             kind: decl.hasError && !nameNode ? 'unknown' : 'function',
             names: nameNode ? [nameNode] : [],
@@ -190,8 +239,8 @@ class Outliner {
       if (declarators.length === 0) {
         // `struct A { ... };` read as a declaration of no variable, or `template <...> struct S;`
         const type = decl.childForFieldName('type');
-        if (type && TYPE_NODES.has(type.type)) return this.add(node, namespace, { kind: 'type', names: this.typeNames(type), ...this.members(type) }, prefixStart);
-        return this.add(node, namespace, { kind: 'unknown' }, prefixStart);
+        if (type && TYPE_NODES.has(type.type)) return this.add(node, scope, { kind: 'type', names: this.typeNames(type), ...this.members(type) }, prefixStart);
+        return this.add(node, scope, { kind: 'unknown' }, prefixStart);
       }
       const qualifiers = decl.namedChildren.filter((c) => c.type === 'type_qualifier').map((c) => this.text(c));
       const isConstexpr = qualifiers.includes('constexpr');
@@ -201,7 +250,7 @@ class Outliner {
       const type = decl.childForFieldName('type');
       return this.add(
         node,
-        namespace,
+        scope,
         {
           kind: 'variable',
           names: [...names, ...(type && TYPE_NODES.has(type.type) ? this.typeNames(type) : [])],
@@ -211,7 +260,7 @@ class Outliner {
         prefixStart,
       );
     }
-    this.add(node, namespace, { kind: node.type === 'expression_statement' ? 'directive' : 'unknown' }, prefixStart);
+    this.add(node, scope, { kind: node.type === 'expression_statement' ? 'directive' : 'unknown' }, prefixStart);
   }
 
   /** The member functions of a class, struct or union body, split by where they run. */
@@ -237,15 +286,27 @@ class Outliner {
     return { hostMembers, deviceMembers };
   }
 
-  private add(node: Node, namespace: string[], item: Partial<TopLevelItem> & { kind: ItemKind }, start = node.startIndex): void {
+  private add(node: Node, scope: Scope, item: Partial<TopLevelItem> & { kind: ItemKind }, start = node.startIndex): void {
     this.items.push({
       names: [],
       ...item,
-      namespace,
+      namespace: scope.namespace,
+      frames: scope.frames,
       start,
+      commentStart: this.leadingComments(node, start),
       end: node.endIndex,
       uses: this.identifiersIn(node, item.macro?.value),
     });
+  }
+
+  /** Where the comments right above a declaration start (no blank line between them and it), else its own start. */
+  private leadingComments(node: Node, start: number): number {
+    let at = start;
+    for (let prev = node.previousNamedSibling; prev?.type === 'comment'; prev = prev.previousNamedSibling) {
+      if (!/^[ \t]*\r?\n?[ \t]*$/.test(this.code.slice(prev.endIndex, at))) break;
+      at = prev.startIndex;
+    }
+    return at;
   }
 
   private includeOf(node: Node): { spelling: string; system: boolean } | undefined {
@@ -308,8 +369,9 @@ class Outliner {
         const inner = d.type === 'type_identifier' ? d : d.descendantsOfType('type_identifier').at(-1);
         if (inner) out.push(this.text(inner));
       }
+      // `typedef struct X { ... } Y;` declares X too; `typedef Packed128<float> f128;` declares only f128.
       const type = node.childForFieldName('type');
-      if (type) out.push(...this.typeNames(type));
+      if (type?.childForFieldName('body')) out.push(...this.typeNames(type));
     }
     if (node.type === 'enum_specifier') {
       for (const e of node.descendantsOfType('enumerator')) {
