@@ -74,6 +74,8 @@ const POISON: Record<DType, number | bigint> = {
   uint32: 0xa5a5a5a5,
   int64: -6510615555426900571n,
   uint64: 0xa5a5a5a5a5a5a5a5n,
+  float16: Number.NaN,
+  bfloat16: Number.NaN,
   float32: Number.NaN,
   float64: Number.NaN,
 };

@@ -1,7 +1,19 @@
-// float16 and bfloat16 on the host: bit-exact conversions (exhaustive where all 65536 patterns are cheap) and their
-// typed arrays.
+// float16 and bfloat16 on the host: bit-exact conversions (exhaustive where all 65536 patterns are cheap), their typed
+// arrays, scalars and random fills.
 import { describe, expect, it } from 'vitest';
+import {
+  allocTypedArray,
+  bfloat16,
+  checkScalarValue,
+  float16,
+  isTypedArrayOf,
+  nativeScalar,
+  scalarBitPattern,
+  valuesOf,
+  viewBytesAs,
+} from '../../src/gpu/dtype';
 import { BFloat16Array, HalfArray, fromBFloat16Bits, fromFloat16Bits, toBFloat16Bits, toFloat16Bits } from '../../src/gpu/half';
+import { checkRandomSpec, generateRandom, type RandomSpec } from '../../src/gpu/random';
 
 const FORMATS = [
   { name: 'float16', toBits: toFloat16Bits, toNumber: fromFloat16Bits, nan: 0x7e00, infinity: 0x7c00 },
@@ -119,5 +131,65 @@ describe('HalfArray and BFloat16Array', () => {
     // Derived arrays keep their class, so their bits keep their meaning.
     expect(h.slice(1)).toBeInstanceOf(HalfArray);
     expect(b.subarray(1)).toBeInstanceOf(BFloat16Array);
+  });
+
+  it('are told apart from uint16 data and from each other', () => {
+    const h = new HalfArray(2);
+    expect(isTypedArrayOf('float16', h)).toBe(true);
+    expect(isTypedArrayOf('uint16', h)).toBe(false);
+    expect(isTypedArrayOf('bfloat16', h)).toBe(false);
+    expect(isTypedArrayOf('float16', new Uint16Array(2))).toBe(false);
+    expect(isTypedArrayOf('uint16', new Uint16Array(2))).toBe(true);
+    expect(allocTypedArray('bfloat16', 3)).toBeInstanceOf(BFloat16Array);
+    expect(viewBytesAs('float16', new Uint8Array([0x00, 0x3c, 0x00, 0xc0]))).toEqual(HalfArray.fromNumbers([1, -2]));
+    expect(Array.from(valuesOf('bfloat16', BFloat16Array.fromNumbers([0.5, -4])))).toEqual([0.5, -4]);
+    expect(valuesOf('uint16', new Uint16Array([0x3c00]))[0]).toBe(0x3c00);
+  });
+});
+
+describe('16-bit float scalars', () => {
+  it('take numbers within the finite range and travel to the addon as uint16 bit patterns', () => {
+    expect(float16(0.1)).toEqual({ kind: 'scalar', dtype: 'float16', value: 0.1 });
+    expect(nativeScalar('float16', 0.1)).toEqual({ dtype: 'uint16', value: 0x2e66 });
+    expect(nativeScalar('bfloat16', bfloat16(-3).value)).toEqual({ dtype: 'uint16', value: 0xc040 });
+    expect(nativeScalar('float32', 0.1)).toEqual({ dtype: 'float32', value: 0.1 });
+    expect(scalarBitPattern('float16', Number.NaN)).toBe(0x7e00n);
+    expect(scalarBitPattern('bfloat16', Number.NaN)).toBe(0x7fc0n);
+    expect(checkScalarValue('float16', -Infinity, 'x')).toBe(-Infinity);
+    expect(() => float16(65536)).toThrow('Expected a number within float16 range (|x| <= 65504) for float16 scalar but received 65536');
+    expect(() => bfloat16(1e39)).toThrow(/within bfloat16 range \(\|x\| <= 3\.3895313892515355e\+38\)/);
+    expect(() => checkScalarValue('float16', 1n, 'alpha')).toThrow('Expected a number (float16) for alpha but received 1n');
+  });
+});
+
+describe('random fills of 16-bit floats', () => {
+  function draw(dtype: 'float16' | 'bfloat16', spec: RandomSpec): number[] {
+    const out: number[] = [];
+    generateRandom(dtype, 20_000, checkRandomSpec(dtype, spec), (chunk) => {
+      expect(chunk).toBeInstanceOf(dtype === 'float16' ? HalfArray : BFloat16Array);
+      out.push(...(chunk as HalfArray).toNumbers());
+    }, 4096);
+    return out;
+  }
+
+  it('draws as float64 and rounds to the format: uniform, normal and exact integers', () => {
+    const uniform = draw('float16', { distribution: 'uniform', min: -2, max: 6, seed: 1 });
+    expect(Math.min(...uniform)).toBeGreaterThanOrEqual(-2);
+    expect(Math.max(...uniform)).toBeLessThanOrEqual(6);
+    expect(uniform.reduce((a, b) => a + b, 0) / uniform.length).toBeCloseTo(2, 1);
+    const normal = draw('bfloat16', { distribution: 'normal', mean: 10, std: 2, seed: 2 });
+    expect(normal.reduce((a, b) => a + b, 0) / normal.length).toBeCloseTo(10, 0);
+    const integers = draw('float16', { distribution: 'integers', min: -2048, max: 2048, seed: 3 });
+    expect(integers.every((x) => Number.isInteger(x) && Math.abs(x) <= 2048)).toBe(true);
+    expect(new Set(integers).size).toBeGreaterThan(3000);
+  });
+
+  it('refuses bounds beyond the format: integers that are not exact, uniform bounds that overflow', () => {
+    expect(() => checkRandomSpec('float16', { distribution: 'integers', min: 0, max: 2049 })).toThrow(
+      'Expected an integer with |x| <= 2048 (exact in float16) for spec.max but received 2049',
+    );
+    expect(() => checkRandomSpec('bfloat16', { distribution: 'integers', min: -257, max: 0 })).toThrow(/\|x\| <= 256 \(exact in bfloat16\) for spec\.min/);
+    expect(() => checkRandomSpec('float16', { distribution: 'uniform', min: 0, max: 1e5 })).toThrow(/within float16 range .* for spec\.max/);
+    expect(checkRandomSpec('bfloat16', { distribution: 'integers', min: -256, max: 256 })).toMatchObject({ min: -256n, max: 256n });
   });
 });

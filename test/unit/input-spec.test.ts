@@ -109,7 +109,7 @@ describe('resolveTestSpec', () => {
 
   it('rejects malformed specs with the path of the bad field', async () => {
     const k = await kernel('saxpy');
-    expect(() => resolveTestSpec({ problemSize: 'n', arguments: { y: { dtype: 'float16', length: 4 } } }, k)).toThrow(/arguments\.y/);
+    expect(() => resolveTestSpec({ problemSize: 'n', arguments: { y: { dtype: 'float8', length: 4 } } }, k)).toThrow(/arguments\.y/);
     expect(() => resolveTestSpec({ problemSize: 'n', arguments: { y: { dtype: 'float32', length: 'n', fill: 1, random: { kind: 'uniform' } } } }, k)).toThrow(
       /either fill or random/,
     );
