@@ -4,7 +4,7 @@
 // worker), never by code someone else wrote. Validated with zod, then resolved against the kernel's parsed signature.
 import { z } from 'zod';
 import type { DType } from '../gpu/dtype';
-import { DTYPES, dtypeBytes, integerRange, isFloatDType } from '../gpu/dtype';
+import { DTYPES, dtypeBytes, floatLimits, integerRange, isFloatDType } from '../gpu/dtype';
 import { compileExpression, evaluateNumber, type Env } from './expressions';
 import type { KernelParameter, KernelSignature } from './kernel-source';
 import type { ProblemSizeSpec } from './types';
@@ -12,41 +12,91 @@ import type { ProblemSizeSpec } from './types';
 /** Default cap on the bytes of all buffers of one test (inputs + outputs; the verifier keeps copies of each). */
 export const DEFAULT_MAX_TEST_BYTES = 2 * 1024 ** 3;
 
-const dtypeSchema = z.enum(DTYPES as [DType, ...DType[]]);
-const numberOrExpression = z.union([z.number().finite(), z.string().min(1).max(1000)]);
+const SUPPORTED_DTYPES = `supported: ${DTYPES.join(', ')}`;
+const dtypeSchema = z.enum(DTYPES as [DType, ...DType[]], {
+  error: (issue) => (issue.input === undefined ? `required; ${SUPPORTED_DTYPES}` : `unknown dtype ${JSON.stringify(issue.input)}; ${SUPPORTED_DTYPES}`),
+});
+const numberOrExpression = z.union([z.number().finite(), z.string().min(1).max(1000)], {
+  error: 'expected a finite number or an expression over the scalar arguments (a string such as "n / 2")',
+});
 
-const distributionSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('uniform'), min: z.number().finite().default(0), max: z.number().finite().default(1) }).strict(),
-  z.object({ kind: z.literal('normal'), mean: z.number().finite().default(0), std: z.number().positive().finite().default(1) }).strict(),
-  z.object({ kind: z.literal('integers'), min: z.number().int(), max: z.number().int() }).strict(),
-]);
+const distributionSchema = z.discriminatedUnion(
+  'kind',
+  [
+    z.object({ kind: z.literal('uniform'), min: z.number().finite().default(0), max: z.number().finite().default(1) }).strict(),
+    z.object({ kind: z.literal('normal'), mean: z.number().finite().default(0), std: z.number().positive().finite().default(1) }).strict(),
+    z.object({ kind: z.literal('integers'), min: z.number().int(), max: z.number().int() }).strict(),
+  ],
+  { error: 'expected kind uniform (min, max), normal (mean, std) or integers (min, max)' },
+);
+
+const SCALAR_KEYS = ['dtype', 'value'];
+const BUFFER_KEYS = ['dtype', 'length', 'output', 'fill', 'random'];
+const ARGUMENT_KEYS = `an argument has ${SCALAR_KEYS.join(' and ')}, or ${BUFFER_KEYS.join(', ')}`;
+
+const unknownKeys = (keys: string[]): string => `unknown key ${keys.map((k) => JSON.stringify(k)).join(', ')} (${ARGUMENT_KEYS})`;
+/** Error map of the strict argument objects: a key they do not know is named, with the keys they do know. */
+const argumentObjectError = (issue: { code?: string; keys?: string[] }): string | undefined =>
+  issue.code === 'unrecognized_keys' ? unknownKeys(issue.keys!) : undefined;
 
 export const bufferSpecSchema = z
-  .object({
-    dtype: dtypeSchema,
-    /** Elements (of the scalar dtype; a `float4*` of n vectors is 4n float32 elements). A number or an expression. */
-    length: numberOrExpression,
-    /**
-     * Written by the kernel and compared against the reference. An output without `fill`/`random` is poisoned before
-     * every checked run (so an element the kernel never writes fails); with one, it is an in/out buffer that the kernel
-     * also reads (`c += a * b`), re-initialised before every run instead.
-     */
-    output: z.boolean().default(false),
-    fill: z.number().finite().optional(),
-    random: distributionSchema.optional(),
-  })
-  .strict()
+  .strictObject(
+    {
+      dtype: dtypeSchema,
+      /** Elements (of the scalar dtype; a `float4*` of n vectors is 4n float32 elements). A number or an expression. */
+      length: numberOrExpression,
+      /**
+       * Written by the kernel and compared against the reference. An output without `fill`/`random` is poisoned before
+       * every checked run (so an element the kernel never writes fails); with one, it is an in/out buffer that the
+       * kernel also reads (`c += a * b`), re-initialised before every run instead.
+       */
+      output: z.boolean().default(false),
+      fill: z.number().finite().optional(),
+      random: distributionSchema.optional(),
+    },
+    { error: argumentObjectError },
+  )
   .refine((b) => !(b.fill !== undefined && b.random !== undefined), { message: 'give either fill or random, not both' });
 
-export const scalarSpecSchema = z
-  .object({
+export const scalarSpecSchema = z.strictObject(
+  {
     dtype: dtypeSchema,
     /** A number, or an expression over the other scalar arguments ("n / 2"). */
     value: numberOrExpression,
-  })
-  .strict();
+  },
+  { error: argumentObjectError },
+);
 
-export const argumentSpecSchema = z.union([scalarSpecSchema, bufferSpecSchema]);
+/**
+ * A scalar (with `value`) or a buffer (with `length`). Told apart by their keys rather than by a union, so that every
+ * message names the field at fault instead of one "Invalid input" for the argument as a whole.
+ */
+export const argumentSpecSchema = z
+  .custom<z.input<typeof scalarSpecSchema> | z.input<typeof bufferSpecSchema>>()
+  .transform((input, ctx): ScalarSpec | BufferSpec => {
+    const problem = (message: string, path: PropertyKey[] = []) => ctx.addIssue({ code: 'custom', message, path });
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+      problem(`expected an object (${ARGUMENT_KEYS}), received ${JSON.stringify(input)}`);
+      return z.NEVER;
+    }
+    const keys = Object.keys(input);
+    const bufferOnly = keys.filter((k) => BUFFER_KEYS.includes(k) && !SCALAR_KEYS.includes(k));
+    if ('value' in input && bufferOnly.length > 0) {
+      problem(`value makes it a scalar, but ${bufferOnly.join(', ')} ${bufferOnly.length > 1 ? 'are' : 'is'} for buffers: give one or the other`);
+      return z.NEVER;
+    }
+    if (!('value' in input) && !('length' in input)) {
+      const unknown = keys.filter((k) => !BUFFER_KEYS.includes(k));
+      problem(unknown.length > 0 ? unknownKeys(unknown) : `give a value (for a scalar) or a length (for a buffer): ${ARGUMENT_KEYS}`);
+      const dtype = dtypeSchema.safeParse((input as { dtype?: unknown }).dtype);
+      if (!dtype.success) problem(dtype.error.issues[0]!.message, ['dtype']);
+      return z.NEVER;
+    }
+    const result = ('value' in input ? scalarSpecSchema : bufferSpecSchema).safeParse(input);
+    if (result.success) return result.data;
+    for (const issue of result.error.issues) problem(issue.message, issue.path);
+    return z.NEVER;
+  });
 
 export const testSpecSchema = z
   .object({
@@ -106,6 +156,10 @@ export class InvalidTestSpecError extends Error {
 
 /** C/CUDA scalar type names → the dtype that has the same size and representation on Linux x86-64 and aarch64. */
 const C_TYPES: Record<string, DType> = {
+  half: 'float16',
+  __half: 'float16',
+  __nv_bfloat16: 'bfloat16',
+  nv_bfloat16: 'bfloat16',
   float: 'float32',
   double: 'float64',
   char: 'int8',
@@ -157,6 +211,21 @@ const VECTOR_LANE: Record<string, DType> = {
   float: 'float32',
   double: 'float64',
 };
+/** The 16-bit float pairs of cuda_fp16.h and cuda_bf16.h (there are no other widths). */
+const HALF_VECTOR_TYPES: Record<string, DType> = {
+  half2: 'float16',
+  __half2: 'float16',
+  __nv_bfloat162: 'bfloat16',
+  nv_bfloat162: 'bfloat16',
+};
+
+/** The lanes of a CUDA vector type, or undefined for any other type. */
+function vectorType(base: string): { dtype: DType; lanes: number } | undefined {
+  const half = HALF_VECTOR_TYPES[base];
+  if (half) return { dtype: half, lanes: 2 };
+  const vector = VECTOR_TYPE.exec(base);
+  return vector ? { dtype: VECTOR_LANE[vector[1]!]!, lanes: Number(vector[2]) } : undefined;
+}
 
 /**
  * The dtype a parameter's base type stands for, `undefined` for a template type parameter (any dtype fits), or an
@@ -167,10 +236,10 @@ export function dtypeOfCType(parameter: KernelParameter, templateTypeNames: Read
   if (templateTypeNames.has(base)) return { lanes: 1 };
   const scalar = C_TYPES[base];
   if (scalar) return { dtype: scalar, lanes: 1 };
-  const vector = VECTOR_TYPE.exec(base);
+  const vector = vectorType(base);
   if (vector) {
     if (!parameter.isPointer) return `vector type ${base} is only supported behind a pointer`;
-    return { dtype: VECTOR_LANE[vector[1]!]!, lanes: Number(vector[2]) };
+    return vector;
   }
   return `type ${parameter.baseType} is not supported as a test argument (supported: ${Object.keys(C_TYPES).join(', ')}, and CUDA vector types behind pointers)`;
 }
@@ -225,9 +294,7 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
     if (length === undefined) continue;
     if (length % ctype.lanes !== 0) problems.push(`${parameter.name}: length ${length} is not a multiple of the ${ctype.lanes} lanes of ${parameter.baseType}`);
     if (parameter.isConst && argSpec.output) problems.push(`${parameter.name}: is const (${parameter.type}) and cannot be an output`);
-    if (argSpec.random?.kind === 'integers' && !isFloatDType(argSpec.dtype)) {
-      checkIntegerRange(parameter.name, argSpec.dtype, argSpec.random.min, argSpec.random.max, problems);
-    }
+    checkContents(parameter.name, argSpec, problems);
     totalBytes += length * dtypeBytes(argSpec.dtype);
     const init = argSpec.output && argSpec.fill === undefined && argSpec.random === undefined ? undefined : bufferInit(argSpec);
     args.push({ kind: 'buffer', name: parameter.name, dtype: argSpec.dtype, length, output: argSpec.output, ...(init && { init }) });
@@ -270,10 +337,10 @@ function resolveScalars(spec: TestSpec, kernel: KernelSignature, problems: strin
   }
   for (const [name, s] of scalarEntries) {
     const v = values[name];
-    if (v === undefined || isFloatDType(s.dtype)) continue;
+    if (v === undefined) continue;
     const before = problems.length;
-    if (!Number.isInteger(v)) problems.push(`${name}: ${s.dtype} needs an integer, but the value is ${v}`);
-    else checkIntegerRange(name, s.dtype, v, v, problems);
+    if (!isFloatDType(s.dtype) && !Number.isInteger(v)) problems.push(`${name}: ${s.dtype} needs an integer, but the value is ${v}`);
+    else checkRange(name, s.dtype, v, v, problems);
     // Dropped, so that lengths using it are reported as depending on an invalid argument, not computed from it.
     if (problems.length > before) delete values[name];
   }
@@ -307,10 +374,32 @@ function evaluateLength(
   return value;
 }
 
-function checkIntegerRange(name: string, dtype: DType, min: number, max: number, problems: string[]): void {
+/** Numbers of a dtype in [min, max] must be representable: in an integer dtype's range, or a float's finite range. */
+function checkRange(name: string, dtype: DType, min: number, max: number, problems: string[]): void {
+  const values = min === max ? `${min}` : `${min}..${max}`;
+  if (isFloatDType(dtype)) {
+    const { maxFinite } = floatLimits(dtype);
+    if (Math.max(Math.abs(min), Math.abs(max)) > maxFinite) problems.push(`${name}: ${values} does not fit ${dtype} (|x| <= ${maxFinite})`);
+    return;
+  }
   const range = integerRange(dtype);
   const [lo, hi] = [Number(range.min), Number(range.max)];
-  if (min < lo || max > hi) problems.push(`${name}: ${min === max ? min : `${min}..${max}`} does not fit ${dtype} (${lo}..${hi})`);
+  if (min < lo || max > hi) problems.push(`${name}: ${values} does not fit ${dtype} (${lo}..${hi})`);
+}
+
+/** A buffer's fill value and distribution bounds must fit its dtype; integers drawn into a float must be exact in it. */
+function checkContents(name: string, spec: BufferSpec, problems: string[]): void {
+  const { dtype, fill, random } = spec;
+  if (fill !== undefined) {
+    if (!isFloatDType(dtype) && !Number.isInteger(fill)) problems.push(`${name}.fill: ${dtype} needs an integer, but the fill is ${fill}`);
+    else checkRange(`${name}.fill`, dtype, fill, fill, problems);
+  }
+  if (random?.kind === 'uniform') checkRange(name, dtype, random.min, random.max, problems);
+  if (random?.kind !== 'integers') return;
+  if (!isFloatDType(dtype)) return checkRange(name, dtype, random.min, random.max, problems);
+  const { exactIntegers } = floatLimits(dtype);
+  if (Math.max(Math.abs(random.min), Math.abs(random.max)) > exactIntegers)
+    problems.push(`${name}: integers ${random.min}..${random.max} are not all exact in ${dtype}: keep them within |x| <= ${exactIntegers}`);
 }
 
 export function formatBytes(bytes: number): string {
