@@ -15,6 +15,7 @@ import {
   dtypeBytes,
   isKernelScalar,
   isTypedArrayOf,
+  nativeScalar,
   scalarBitPattern,
   viewBytesAs,
   type AnyTypedArray,
@@ -186,8 +187,9 @@ export class DeviceBuffer<D extends DType = DType> extends RemoteHandle {
   }
 
   /**
-   * Host → device. `data` must be the typed array of this buffer's dtype (Float32Array for float32 ...). A copy is
-   * kept as the buffer's recipe (see the file comment), so later changes to `data` do not affect the buffer.
+   * Host → device. `data` must be the typed array of this buffer's dtype (Float32Array for float32, HalfArray for
+   * float16 ...). A copy is kept as the buffer's recipe (see the file comment), so later changes to `data` do not
+   * affect the buffer.
    */
   async upload(data: TypedArrayOf<D>, options: RequestOptions & { offset?: number } = {}): Promise<void> {
     if (!isTypedArrayOf(this.dtype, data)) throw argumentError('data', `a typed array of ${this.dtype}`, data);
@@ -458,7 +460,7 @@ export class Gpu {
       sharedMemBytes: cfg.sharedMemBytes,
       args: await Promise.all(
         checked.map(async (a): Promise<WireArg> =>
-          a instanceof DeviceBuffer ? { kind: 'buffer', buffer: await a[BIND](generation) } : { kind: 'scalar', dtype: a.dtype, value: a.value },
+          a instanceof DeviceBuffer ? { kind: 'buffer', buffer: await a[BIND](generation) } : { kind: 'scalar', ...nativeScalar(a.dtype, a.value) },
         ),
       ),
     });

@@ -2,8 +2,11 @@
 // Everything here is what the addon's exports look like from JavaScript. Only the worker process loads the
 // addon; the rest of the program talks to the worker through the typed protocol in protocol.ts.
 
-/** Element types of device buffers and kernel scalar arguments. */
-export type DType =
+/**
+ * Element types the addon knows, for kernel scalar arguments. The 16-bit floats of dtype.ts are not among them: their
+ * scalars travel as 'uint16' with the bit pattern (see nativeScalar), which is all a 2-byte kernel parameter is.
+ */
+export type NativeDType =
   | 'int8'
   | 'uint8'
   | 'int16'
@@ -18,7 +21,7 @@ export type DType =
 /** One kernel launch argument as the addon receives it. */
 export type NativeArg =
   | { kind: 'buffer'; ptr: bigint } // a device pointer from memAlloc
-  | { kind: 'scalar'; dtype: DType; value: number | bigint };
+  | { kind: 'scalar'; dtype: NativeDType; value: number | bigint };
 
 /** Which dynamically loaded library a failure is about. */
 export type NativeLibrary = 'libcuda' | 'libnvrtc';

@@ -6,7 +6,8 @@
 // ArgumentError there instead of memory corruption.
 
 import type { SerializedError } from './errors';
-import type { DType, NativeCompileRequest, NativeCompileResult, NativeStatus } from './native-types';
+import type { DType } from './dtype';
+import type { NativeCompileRequest, NativeCompileResult, NativeDType, NativeStatus } from './native-types';
 import type { NormalizedRandomSpec } from './random';
 import type { DeviceInfo, Dim3, KernelAttributes, MemInfo, RuntimeInfo } from './types';
 
@@ -14,7 +15,7 @@ export type HandleId = number;
 
 export type WireArg =
   | { kind: 'buffer'; buffer: HandleId }
-  | { kind: 'scalar'; dtype: DType; value: number | bigint };
+  | { kind: 'scalar'; dtype: NativeDType; value: number | bigint };
 
 export interface WireLaunch {
   kernel: HandleId;

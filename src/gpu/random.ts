@@ -6,14 +6,14 @@
 // buffer filled twice with the same spec holds the same bytes: this is what lets the client re-create a buffer on a
 // fresh worker from its recipe.
 
-import { allocTypedArray, checkScalarValue, isFloatDType, type AnyTypedArray, type DType } from './dtype';
+import { allocTypedArray, checkScalarValue, floatLimits, halfFormat, isFloatDType, type AnyTypedArray, type DType } from './dtype';
 import { argumentError } from './errors';
 
 export type RandomDistribution = 'uniform' | 'normal' | 'integers';
 
 export interface RandomSpec {
   /**
-   * uniform: floats in [min, max) (float dtypes; float32 rounding can reach max);
+   * uniform: floats in [min, max) (float dtypes; rounding to float32 or a 16-bit float can reach max);
    * normal: floats with mean and std (float dtypes; Marsaglia's polar method);
    * integers: whole numbers in [min, max], both inclusive and required (any dtype; exact values only).
    */
@@ -55,10 +55,8 @@ export function checkRandomSpec(dtype: DType, spec: unknown, name = 'spec'): Nor
       const min = finiteNumber(`${name}.min`, s.min, 0);
       const max = finiteNumber(`${name}.max`, s.max, 1);
       if (!(min < max)) throw argumentError(`${name}.max`, `a number greater than min (${min})`, max);
-      if (dtype === 'float32') {
-        checkScalarValue('float32', min, `${name}.min`);
-        checkScalarValue('float32', max, `${name}.max`);
-      }
+      checkScalarValue(dtype, min, `${name}.min`);
+      checkScalarValue(dtype, max, `${name}.max`);
       return { distribution: 'uniform', min, max, seed };
     }
     case 'normal': {
@@ -80,10 +78,13 @@ export function checkRandomSpec(dtype: DType, spec: unknown, name = 'spec'): Nor
   }
 }
 
-/** Integer bounds must be exactly representable: in range for integer dtypes, |x| <= 2^24 (float32) or 2^53 (float64). */
+/**
+ * Integer bounds must be exactly representable: in range for integer dtypes, |x| <= 2048 (float16), 256 (bfloat16),
+ * 2^24 (float32) or 2^53 - 1 (float64).
+ */
 function checkIntegerBound(dtype: DType, value: unknown, name: string): bigint {
   if (isFloatDType(dtype)) {
-    const limit = dtype === 'float32' ? 2 ** 24 : Number.MAX_SAFE_INTEGER;
+    const limit = floatLimits(dtype).exactIntegers;
     const n = typeof value === 'bigint' ? Number(value) : value;
     if (typeof n !== 'number' || !Number.isInteger(n) || Math.abs(n) > limit)
       throw argumentError(name, `an integer with |x| <= ${limit} (exact in ${dtype})`, value);
@@ -236,12 +237,17 @@ export function generateRandom(
   const limit = smallRange ? 0x100000000 - (0x100000000 % smallRange.range) : 0;
   // float32 keeps 24 bits of a uniform draw: one 32-bit output per element instead of two.
   const uniform32 = dtype === 'float32' && spec.distribution === 'uniform' ? { min: spec.min, span: spec.max - spec.min } : null;
+  // The 16-bit floats round every draw (integers included) from the float64 to their bit pattern.
+  const toBits = halfFormat(dtype)?.toBits;
   for (let offset = 0; offset < count; offset += chunkElements) {
     const n = Math.min(chunkElements, count - offset);
     const chunk = allocTypedArray(dtype, n);
     if (is64) {
       const big = chunk as BigInt64Array | BigUint64Array;
       for (let i = 0; i < n; i++) big[i] = sampler.integer();
+    } else if (toBits) {
+      const bits = chunk as Uint16Array;
+      for (let i = 0; i < n; i++) bits[i] = toBits(sampler.float());
     } else if (smallRange) {
       const arr = chunk as Exclude<AnyTypedArray, BigInt64Array | BigUint64Array>;
       for (let i = 0; i < n; i++) arr[i] = sampler.smallInteger(smallRange.min, smallRange.range, limit);

@@ -15,8 +15,11 @@ import { availableCompilers, noCompilerError, type AvailableCompilers } from '..
 import {
   CompileError,
   Gpu,
+  dtypeBytes,
   isFloatDType,
   scalar,
+  scalarBitPattern,
+  valuesOf,
   type CompiledProgram,
   type DeviceBuffer,
   type DType,
@@ -58,10 +61,28 @@ import type { SampleStats } from './types';
  * The scale-aware absolute term lets values that cancel to nearly zero (a dot product of random signs) differ by the
  * rounding of the large terms they came from; rtol covers reordered sums (tiling, unrolling, FMA contraction) over
  * thousands of terms. Integers compare exactly.
+ *
+ * The 16-bit floats are usually computed in float32 and rounded once on output, by the reference as much as by the
+ * kernel under test: half a unit in the last place is a relative 2^-11 = 4.9e-4 (float16) or 2^-8 = 3.9e-3 (bfloat16),
+ * and where a reordered float32 result falls on the other side of a rounding boundary the two outputs differ by a whole
+ * unit, up to 2^-10 = 9.8e-4 or 2^-7 = 7.8e-3 of the value. rtol is two such units (2e-3, 1.6e-2): a one-unit flip
+ * plus the float32 reordering error passes, while a wrong result (an unscaled or unwritten element, a wrong index) is
+ * off by far more. atolScale keeps float32's ratio to rtol (a tenth). Whatever the scale, atol is at least one unit of
+ * the format's subnormals, which a one-unit flip of an output below the normal range (|x| < 6.1e-5 for float16) needs.
  */
-export const DEFAULT_TOLERANCE: Record<'float32' | 'float64', Tolerance> = {
+export const DEFAULT_TOLERANCE: Record<'float16' | 'bfloat16' | 'float32' | 'float64', Tolerance> = {
+  float16: { rtol: 2e-3, atolScale: 2e-4 },
+  bfloat16: { rtol: 1.6e-2, atolScale: 1.6e-3 },
   float32: { rtol: 1e-4, atolScale: 1e-5 },
   float64: { rtol: 1e-9, atolScale: 1e-11 },
+};
+
+/** The smallest subnormal of each float dtype: one unit in the last place below the normal range. */
+const SMALLEST_SUBNORMAL: Record<keyof typeof DEFAULT_TOLERANCE, number> = {
+  float16: 2 ** -24,
+  bfloat16: 2 ** -133,
+  float32: 2 ** -149,
+  float64: Number.MIN_VALUE,
 };
 
 /** Poison written into pure outputs before every checked run: canonical NaN for floats, 0xA5 bytes for integers. */
@@ -74,6 +95,8 @@ const POISON: Record<DType, number | bigint> = {
   uint32: 0xa5a5a5a5,
   int64: -6510615555426900571n,
   uint64: 0xa5a5a5a5a5a5a5a5n,
+  float16: Number.NaN,
+  bfloat16: Number.NaN,
   float32: Number.NaN,
   float64: Number.NaN,
 };
@@ -381,12 +404,13 @@ export class GpuBackend implements TuningBackend {
 
   private async toleranceFor(slot: BufferSlot, override: Partial<Tolerance> | undefined): Promise<{ rtol: number; atol: number } | 'exact'> {
     if (!isFloatDType(slot.dtype)) return 'exact';
-    const base = DEFAULT_TOLERANCE[slot.dtype as 'float32' | 'float64'];
+    const dtype = slot.dtype as keyof typeof DEFAULT_TOLERANCE;
+    const base = DEFAULT_TOLERANCE[dtype];
     const rtol = override?.rtol ?? base.rtol;
     if (override?.atol !== undefined) return { rtol, atol: override.atol };
     const result = await this.runHelper(scaleKernelName(slot.dtype), slot.length, (r) => [slot.expected!, scalar('uint64', BigInt(slot.length)), r], [0n, 0n]);
     const maxAbs = new Float64Array(new BigUint64Array([result[SCALE_SLOTS.maxAbsBits]!]).buffer)[0]!;
-    return { rtol, atol: (override?.atolScale ?? base.atolScale) * maxAbs };
+    return { rtol, atol: Math.max((override?.atolScale ?? base.atolScale) * maxAbs, SMALLEST_SUBNORMAL[dtype]) };
   }
 
   private async resetOutputs(set: InputSet): Promise<void> {
@@ -530,7 +554,7 @@ type TestDataArgument = (TestData & { kind: 'spec' })['test']['arguments'][numbe
 
 /** A distribution over the value range of host-given data, for the freshly drawn second input set. */
 function rangeOf(arg: HostArgument & { kind: 'buffer' }): Distribution {
-  const values = arg.data as unknown as NumericArray;
+  const values = valuesOf(arg.dtype, arg.data as unknown as NumericArray);
   let min = Infinity;
   let max = -Infinity;
   for (let i = 0; i < values.length; i++) {
@@ -545,19 +569,31 @@ function rangeOf(arg: HostArgument & { kind: 'buffer' }): Distribution {
   return { kind: 'integers', min: Math.trunc(min), max: Math.trunc(max) };
 }
 
-/** Counts, worst errors and the first differing elements of an output, computed on the host from both arrays. */
+/** Unsigned views of a float output's elements, to tell the poison from a NaN the kernel wrote. */
+const FLOAT_BITS: Record<2 | 4 | 8, new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayLike<number | bigint>> = {
+  2: Uint16Array,
+  4: Uint32Array,
+  8: BigUint64Array,
+};
+
+/**
+ * Counts, worst errors and the first differing elements of an output, computed on the host from both arrays (of
+ * `dtype`: float16 and bfloat16 as their bit patterns, reported as the numbers they stand for).
+ */
 export function summarizeMismatch(
   name: string,
   dtype: DType,
-  got: NumericArray,
-  want: NumericArray,
+  gotArray: NumericArray,
+  wantArray: NumericArray,
   tolerance: { rtol: number; atol: number } | 'exact',
   mismatchesOnDevice?: number,
 ): OutputMismatch {
   const isFloat = isFloatDType(dtype);
   const poison = POISON[dtype];
-  const gotBits = isFloat ? new (dtype === 'float32' ? Uint32Array : BigUint64Array)(got.buffer as ArrayBuffer, got.byteOffset, got.length) : undefined;
-  const poisonBits = dtype === 'float32' ? 0x7fc00000 : 0x7ff8000000000000n;
+  const got = valuesOf(dtype, gotArray);
+  const want = valuesOf(dtype, wantArray);
+  const gotBits = isFloat ? new FLOAT_BITS[dtypeBytes(dtype) as 2 | 4 | 8](gotArray.buffer as ArrayBuffer, gotArray.byteOffset, gotArray.length) : undefined;
+  const poisonBits = isFloat ? scalarBitPattern(dtype, Number.NaN) : undefined;
   let mismatches = 0;
   let unwritten = 0;
   let nonFinite = 0;
@@ -583,7 +619,7 @@ export function summarizeMismatch(
       else if (!Number.isFinite(wv)) bad = gv !== wv;
       else if (!Number.isFinite(gv)) {
         bad = true;
-        if (gotBits![i] === poisonBits) unwritten++;
+        if (BigInt(gotBits![i]!) === poisonBits) unwritten++;
         else nonFinite++;
       } else {
         const abs = Math.abs(gv - wv);

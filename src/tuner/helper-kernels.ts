@@ -2,10 +2,11 @@
 // few hundred microseconds even for outputs of 2^26 elements (Kernel Tuner copies them to the host and compares there:
 // 0.73 s per configuration), and generating 2^26 random inputs takes a millisecond instead of seconds on the host.
 // Compiled once per session through the same compiler as the kernels under test; templated, addressed by name
-// expressions ("lkt_compare<float>").
-import type { DType } from '../gpu/native-types';
+// expressions ("lkt_compare<float>"). They include no header (not even cuda_fp16.h), so they compile wherever the
+// compiler runs: float16 and bfloat16 buffers are 16-bit storage converted by the helpers' own device functions.
+import type { DType } from '../gpu/dtype';
 
-/** The C type of each dtype, for name expressions. */
+/** The element type the helpers are instantiated with for each dtype, for name expressions. */
 export const CUDA_TYPE: Record<DType, string> = {
   int8: 'signed char',
   uint8: 'unsigned char',
@@ -15,6 +16,8 @@ export const CUDA_TYPE: Record<DType, string> = {
   uint32: 'unsigned int',
   int64: 'long long',
   uint64: 'unsigned long long',
+  float16: 'lkt_half',
+  bfloat16: 'lkt_bfloat16',
   float32: 'float',
   float64: 'double',
 };
@@ -26,14 +29,58 @@ export const SCALE_SLOTS = { maxAbsBits: 0, nonFinite: 1 } as const;
 export const HELPER_KERNELS_SOURCE = String.raw`
 // Written by llm-kernel-tuner. Grid-stride loops with per-thread partial results and one atomic per thread,
 // so a completely wrong output (every element differs) costs no more than a correct one.
-template <typename T> struct lkt_traits { static constexpr bool is_float = false; };
-template <> struct lkt_traits<float> { static constexpr bool is_float = true; };
-template <> struct lkt_traits<double> { static constexpr bool is_float = true; };
+
+// The 16-bit floats as bit patterns (2 bytes, like __half and __nv_bfloat16), each its own type so that its name
+// expressions differ from unsigned short's.
+struct lkt_half { unsigned short bits; };
+struct lkt_bfloat16 { unsigned short bits; };
+
+// float16 through the hardware's conversions, which every architecture has (what cuda_fp16.h does too).
+__device__ __forceinline__ float lkt_half_to_float(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short lkt_float_to_half(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+// bfloat16 is the upper half of a float32: widening is a shift, narrowing rounds to nearest even on the bits (the
+// carry of a rounding up runs into the exponent, up to infinity), so no architecture needs bf16 instructions.
+__device__ __forceinline__ float lkt_bfloat16_to_float(unsigned short b) { return __uint_as_float((unsigned int)b << 16); }
+__device__ __forceinline__ unsigned short lkt_float_to_bfloat16(float f) {
+  const unsigned int u = __float_as_uint(f);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN: the canonical quiet NaN
+  return (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// Per element type: whether it is a float, its value as a double, and an element made from a number (from a double or
+// a long long, so 64-bit integers stay exact; the 16-bit floats round through float32, which can round a draw twice but
+// keeps the integers they hold exact).
+template <typename T, bool Float> struct lkt_native {
+  static constexpr bool is_float = Float;
+  static __device__ __forceinline__ double value(T x) { return (double)x; }
+  template <typename S> static __device__ __forceinline__ T make(S v) { return (T)v; }
+};
+template <typename T> struct lkt_traits : lkt_native<T, false> {};
+template <> struct lkt_traits<float> : lkt_native<float, true> {};
+template <> struct lkt_traits<double> : lkt_native<double, true> {};
+template <> struct lkt_traits<lkt_half> {
+  static constexpr bool is_float = true;
+  static __device__ __forceinline__ double value(lkt_half x) { return lkt_half_to_float(x.bits); }
+  template <typename S> static __device__ __forceinline__ lkt_half make(S v) { return {lkt_float_to_half((float)v)}; }
+};
+template <> struct lkt_traits<lkt_bfloat16> {
+  static constexpr bool is_float = true;
+  static __device__ __forceinline__ double value(lkt_bfloat16 x) { return lkt_bfloat16_to_float(x.bits); }
+  template <typename S> static __device__ __forceinline__ lkt_bfloat16 make(S v) { return {lkt_float_to_bfloat16((float)v)}; }
+};
 
 template <typename T>
 __device__ __forceinline__ bool lkt_close(T out, T ref, double atol, double rtol) {
   if constexpr (lkt_traits<T>::is_float) {
-    const double o = (double)out, r = (double)ref;
+    const double o = lkt_traits<T>::value(out), r = lkt_traits<T>::value(ref);
     if (isnan(r)) return isnan(o);          // the oracle's own NaN/Inf must be reproduced ...
     if (isinf(r)) return o == r;
     if (!isfinite(o)) return false;         // ... and none may appear where the oracle has a number
@@ -69,7 +116,7 @@ __global__ void lkt_scale(const T* __restrict__ x, unsigned long long n, unsigne
   unsigned long long nonFinite = 0;
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-    const double v = (double)x[i];
+    const double v = lkt_traits<T>::value(x[i]);
     if (lkt_traits<T>::is_float && !isfinite(v)) ++nonFinite;
     else maxAbs = fmax(maxAbs, fabs(v));
   }
@@ -96,7 +143,7 @@ template <typename T>
 __global__ void lkt_fill_uniform(T* __restrict__ out, unsigned long long n, double lo, double hi, unsigned long long seed) {
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
-    out[i] = (T)(lo + (hi - lo) * lkt_unit(seed, i));
+    out[i] = lkt_traits<T>::make(lo + (hi - lo) * lkt_unit(seed, i));
 }
 
 template <typename T>
@@ -104,7 +151,7 @@ __global__ void lkt_fill_normal(T* __restrict__ out, unsigned long long n, doubl
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     const double u1 = 1.0 - lkt_unit(seed, 2 * i), u2 = lkt_unit(seed, 2 * i + 1);  // Box-Muller; u1 in (0, 1]
-    out[i] = (T)(mean + sd * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2));
+    out[i] = lkt_traits<T>::make(mean + sd * sqrt(-2.0 * log(u1)) * cospi(2.0 * u2));
   }
 }
 
@@ -114,7 +161,7 @@ __global__ void lkt_fill_integers(T* __restrict__ out, unsigned long long n, lon
   const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
   for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
     const unsigned long long r = lkt_mix(seed ^ lkt_mix(i));
-    out[i] = (T)(lo + (long long)(span == 0 ? r : r % span));
+    out[i] = lkt_traits<T>::make(lo + (long long)(span == 0 ? r : r % span));
   }
 }
 

@@ -2,7 +2,7 @@
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
 import { basename } from 'node:path';
-import { isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
+import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
 import type { BuiltKernel, DeviceDescription, HostArgument, KernelProgram, Launch, PreparedTest, TestData, Tolerance, TuningBackend } from './backend';
@@ -37,13 +37,16 @@ const DTYPE_OF_ARRAY = new Map<Function, DType>([
   [Uint32Array, 'uint32'],
   [BigInt64Array, 'int64'],
   [BigUint64Array, 'uint64'],
+  [HalfArray, 'float16'],
+  [BFloat16Array, 'bfloat16'],
   [Float32Array, 'float32'],
   [Float64Array, 'float64'],
 ]);
 
 /**
  * A test case: inputs in argument order (typed arrays for pointer arguments, typed scalars for the others), the expected
- * outputs in the same order (null: not compared), and the problem size. With `outputs` named and no expected arrays,
+ * outputs in the same order (null: not compared), and the problem size. float16 and bfloat16 data are a HalfArray or a
+ * BFloat16Array (a plain Uint16Array is uint16 data), their scalars float16(x) and bfloat16(x). With `outputs` named and no expected arrays,
  * the oracle computes the expected outputs. Or built from a declarative spec with KernelTest.fromSpec.
  */
 export class KernelTest {
@@ -61,7 +64,9 @@ export class KernelTest {
     if (!Array.isArray(inputs)) throw new TypeError(`Expected an array of typed arrays and scalars for inputs but received ${typeof inputs}`);
     inputs.forEach((v, i) => {
       if (!isKernelScalar(v) && !DTYPE_OF_ARRAY.has((v as object)?.constructor)) {
-        throw new TypeError(`Expected a typed array or a typed scalar (int32(n), float32(x), ...) for inputs[${i}] but received ${describe(v)}`);
+        throw new TypeError(
+          `Expected a typed array (Float32Array, HalfArray, ...) or a typed scalar (int32(n), float32(x), float16(x), ...) for inputs[${i}] but received ${describe(v)}`,
+        );
       }
     });
     const expected = expectedOutputs ?? inputs.map(() => null);

@@ -263,5 +263,62 @@ describe('tuner on the device', () => {
     const unanswered = new KernelTest([new Float32Array(n), a, b, int32(n)], null, n, { outputs: [0] });
     await assert.rejects(right.test(unanswered, { block_size_x: 128 }, { backend: gpu }), /test\(\) needs the right answers/);
   });
+
+  // ---- 16-bit floats ----
+
+  // A scale kernel as a user writes it, with the CUDA headers; `broken` copies the odd elements unscaled. The bfloat16
+  // one takes its factor as a bfloat16 scalar too (it travels to the kernel as its bit pattern).
+  const HALF_KERNELS = [
+    { dtype: 'float16', header: 'cuda_fp16.h', type: '__half', factor: 'float a', scaled: '__float2half(a * __half2float(in[i]))', a: { dtype: 'float32', value: 2.5 } },
+    {
+      dtype: 'bfloat16',
+      header: 'cuda_bf16.h',
+      type: '__nv_bfloat16',
+      factor: '__nv_bfloat16 a',
+      scaled: '__float2bfloat16(__bfloat162float(a) * __bfloat162float(in[i]))',
+      a: { dtype: 'bfloat16', value: 2.5 },
+    },
+  ];
+
+  for (const h of HALF_KERNELS) {
+    test(`a ${h.dtype} kernel tunes from a spec with random inputs, and a variant that skips the scaling is wrong_result`, async () => {
+      const source = `#include <${h.header}>
+extern "C" __global__ void scale(${h.type}* out, const ${h.type}* in, ${h.factor}, int n) {
+  const int i = blockIdx.x * block_size_x + threadIdx.x;
+  if (i < n) out[i] = broken && i % 2 == 1 ? in[i] : ${h.scaled};
+}`;
+      const kernel = await TunableKernel.create(source, { kernelName: 'scale', fileName: `scale_${h.dtype}.cu` });
+      const n = 1 << 20;
+      const kernelTest = KernelTest.fromSpec({
+        problemSize: 'n',
+        arguments: {
+          out: { dtype: h.dtype, length: 'n', output: true },
+          in: { dtype: h.dtype, length: 'n', random: { kind: 'uniform', min: -4, max: 4 } },
+          a: h.a,
+          n: { dtype: 'int32', value: n },
+        },
+      });
+      const result = await kernel.tune(kernelTest, { block_size_x: [128, 256], broken: [0, 1] }, [], {
+        backend: gpu,
+        iterations: 7,
+        referenceConfig: { block_size_x: 128, broken: 0 },
+      });
+      const report = `${h.dtype}:\n${summary(result)}`;
+      assert.equal(result.results.length, 4, report);
+      for (const r of result.results) {
+        if (r.config.broken === 0) assert.equal(r.status, 'ok', report);
+        else {
+          assert.equal(r.status, 'wrong_result', report);
+          // Every odd element differs (but for any input that is zero), reported as the numbers the bits stand for.
+          const message = r.error?.message ?? '';
+          assert.match(message, /out: 52\d{4} of 1048576 elements differ/, report);
+          const [, got, expected] = /first: \[1\] (\S+) \(expected (\S+)\)/.exec(message) ?? [];
+          assert.ok(Math.abs(2.5 * Number(got) - Number(expected)) <= 1e-2 * Math.abs(Number(expected)), `${message}\n${report}`);
+        }
+      }
+      assert.equal(result.best?.status, 'ok', report);
+      assert.equal(result.best.config.broken, 0, report);
+    });
+  }
 });
 

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { InvalidTestSpecError, resolveTestSpec } from '../../src/tuner/input-spec';
 import { parseKernels } from '../../src/tuner/kernel-source';
+import { tuningSpecSchema } from '../../src/tuner/tuning-spec';
 
 const SOURCE = `
 template <typename T>
@@ -109,10 +110,147 @@ describe('resolveTestSpec', () => {
 
   it('rejects malformed specs with the path of the bad field', async () => {
     const k = await kernel('saxpy');
-    expect(() => resolveTestSpec({ problemSize: 'n', arguments: { y: { dtype: 'float16', length: 4 } } }, k)).toThrow(/arguments\.y/);
+    expect(() => resolveTestSpec({ problemSize: 'n', arguments: { y: { dtype: 'float8', length: 4 } } }, k)).toThrow(/arguments\.y\.dtype/);
     expect(() => resolveTestSpec({ problemSize: 'n', arguments: { y: { dtype: 'float32', length: 'n', fill: 1, random: { kind: 'uniform' } } } }, k)).toThrow(
       /either fill or random/,
     );
     expect(() => resolveTestSpec({ ...saxpySpec, arguments: { ...saxpySpec.arguments, n: { dtype: 'int32', value: 'process.exit()' } } }, k)).toThrow(/n: value/);
+  });
+});
+
+const HALF_SOURCE = `
+#include <cuda_fp16.h>
+#include <cuda_bf16.h>
+__global__ void scale(__half *out, const half *in, const __half2 *pairs, __nv_bfloat16 *bout, const nv_bfloat162 *bpairs, half a, __nv_bfloat16 b, int n) {}
+`;
+
+async function halfKernel() {
+  return (await parseKernels(HALF_SOURCE, 'half.cu'))[0]!;
+}
+
+const halfSpec = () => ({
+  problemSize: 'n',
+  arguments: {
+    out: { dtype: 'float16', length: 'n', output: true },
+    in: { dtype: 'float16', length: 'n', random: { kind: 'integers', min: -2048, max: 2048 } },
+    pairs: { dtype: 'float16', length: '2 * n' },
+    bout: { dtype: 'bfloat16', length: 'n', output: true, fill: 0.5 },
+    bpairs: { dtype: 'bfloat16', length: '2 * n', random: { kind: 'normal', mean: 0, std: 1 } },
+    a: { dtype: 'float16', value: 0.1 },
+    b: { dtype: 'bfloat16', value: -3 },
+    n: { dtype: 'int32', value: 1000 },
+  } as Record<string, object>,
+});
+
+/** The problems of a spec that fails, one per line. */
+function problemsOf(spec: unknown, k: Awaited<ReturnType<typeof halfKernel>>): string[] {
+  try {
+    resolveTestSpec(spec, k);
+  } catch (e) {
+    expect(e).toBeInstanceOf(InvalidTestSpecError);
+    return (e as InvalidTestSpecError).problems;
+  }
+  throw new Error('the spec was accepted');
+}
+
+describe('resolveTestSpec with 16-bit floats', () => {
+  it('maps half, __half, __nv_bfloat16, nv_bfloat16 and their pairs to float16 and bfloat16 (2 bytes an element)', async () => {
+    const t = resolveTestSpec(halfSpec(), await halfKernel());
+    expect(t.arguments.map((a) => [a.name, a.dtype])).toEqual([
+      ['out', 'float16'],
+      ['in', 'float16'],
+      ['pairs', 'float16'],
+      ['bout', 'bfloat16'],
+      ['bpairs', 'bfloat16'],
+      ['a', 'float16'],
+      ['b', 'bfloat16'],
+      ['n', 'int32'],
+    ]);
+    // A half2* of n pairs is 2n float16 elements.
+    expect(t.arguments[2]).toMatchObject({ kind: 'buffer', length: 2000 });
+    expect(t.totalBytes).toBe(2 * (1000 + 1000 + 2000 + 1000 + 2000));
+    expect(t.scalars).toMatchObject({ a: 0.1, b: -3 });
+  });
+
+  it('reports a dtype that does not match the declared half type, and odd lengths of pairs', async () => {
+    const spec = halfSpec();
+    spec.arguments.out = { dtype: 'float32', length: 'n', output: true };
+    spec.arguments.b = { dtype: 'float16', value: 1 };
+    spec.arguments.bpairs = { dtype: 'bfloat16', length: 'n + 1' };
+    const problems = problemsOf(spec, await halfKernel());
+    expect(problems).toContain('out: the kernel declares __half *, which is float16, but the spec says float32');
+    expect(problems).toContain('b: the kernel declares __nv_bfloat16, which is bfloat16, but the spec says float16');
+    expect(problems).toContain('bpairs: length 1001 is not a multiple of the 2 lanes of nv_bfloat162');
+  });
+
+  it('keeps values within the format: finite range, and integer draws where every integer is exact', async () => {
+    const spec = halfSpec();
+    spec.arguments.in = { dtype: 'float16', length: 'n', random: { kind: 'integers', min: 0, max: 2049 } };
+    spec.arguments.pairs = { dtype: 'float16', length: '2 * n', random: { kind: 'uniform', min: -1e5, max: 1 } };
+    spec.arguments.bout = { dtype: 'bfloat16', length: 'n', output: true, fill: 1e39 };
+    spec.arguments.bpairs = { dtype: 'bfloat16', length: '2 * n', random: { kind: 'integers', min: -256, max: 257 } };
+    spec.arguments.a = { dtype: 'float16', value: 65536 };
+    const problems = problemsOf(spec, await halfKernel());
+    expect(problems).toEqual([
+      'a: 65536 does not fit float16 (|x| <= 65504)',
+      'in: integers 0..2049 are not all exact in float16: keep them within |x| <= 2048',
+      'pairs: -100000..1 does not fit float16 (|x| <= 65504)',
+      'bout.fill: 1e+39 does not fit bfloat16 (|x| <= 3.3895313892515355e+38)',
+      'bpairs: integers -256..257 are not all exact in bfloat16: keep them within |x| <= 256',
+    ]);
+  });
+});
+
+describe('test spec messages name the field at fault', () => {
+  const k = () => kernel('histogram');
+  const spec = (bins: unknown) => ({
+    problemSize: 'n',
+    arguments: { bins, data: { dtype: 'uint8', length: 'n' }, n: { dtype: 'uint64', value: 100 } },
+  });
+
+  it('lists the supported dtypes for an unknown one', async () => {
+    expect(problemsOf(spec({ dtype: 'float8', length: 256, output: true }), await k())).toEqual([
+      'arguments.bins.dtype: unknown dtype "float8"; supported: int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32, float64',
+    ]);
+    expect(problemsOf(spec({ length: 256, output: true }), await k())).toEqual([
+      'arguments.bins.dtype: required; supported: int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, bfloat16, float32, float64',
+    ]);
+  });
+
+  it('names a misspelt key and the keys an argument has', async () => {
+    expect(problemsOf(spec({ dtyp: 'uint32', length: 256, output: true }), await k())).toEqual([
+      expect.stringMatching(/^arguments\.bins\.dtype: required; supported: /),
+      'arguments.bins: unknown key "dtyp" (an argument has dtype and value, or dtype, length, output, fill, random)',
+    ]);
+    expect(problemsOf(spec({ dtype: 'uint32', lenght: 256, output: true }), await k())).toEqual([
+      'arguments.bins: unknown key "lenght" (an argument has dtype and value, or dtype, length, output, fill, random)',
+    ]);
+    expect(problemsOf(spec({ dtype: 'uint32' }), await k())).toEqual([
+      'arguments.bins: give a value (for a scalar) or a length (for a buffer): an argument has dtype and value, or dtype, length, output, fill, random',
+    ]);
+  });
+
+  it('tells a scalar from a buffer by its keys, and refuses a mix of both', async () => {
+    expect(problemsOf(spec({ dtype: 'uint32', value: 3, length: 256, output: true }), await k())).toEqual([
+      'arguments.bins: value makes it a scalar, but length, output are for buffers: give one or the other',
+    ]);
+    expect(problemsOf(spec({ dtype: 'uint32', length: true, output: 'yes' }), await k())).toEqual([
+      'arguments.bins.length: expected a finite number or an expression over the scalar arguments (a string such as "n / 2")',
+      'arguments.bins.output: Invalid input: expected boolean, received string',
+    ]);
+    expect(problemsOf(spec({ dtype: 'uint32', length: 256, random: { kind: 'poisson' } }), await k())).toEqual([
+      'arguments.bins.random.kind: expected kind uniform (min, max), normal (mean, std) or integers (min, max)',
+    ]);
+    expect(problemsOf(spec(7), await k())).toEqual([
+      'arguments.bins: expected an object (an argument has dtype and value, or dtype, length, output, fill, random), received 7',
+    ]);
+  });
+
+  it('reads the same through the tuning spec schema', () => {
+    const parsed = tuningSpecSchema.safeParse({ arguments: { c: { dtyp: 'float32', length: 4 } }, problemSize: 4, tuneParams: { block_size_x: [32] } });
+    expect(parsed.success).toBe(false);
+    expect(parsed.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toContain(
+      'arguments.c: unknown key "dtyp" (an argument has dtype and value, or dtype, length, output, fill, random)',
+    );
   });
 });
