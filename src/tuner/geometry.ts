@@ -190,7 +190,7 @@ export function exceedsDeviceLimits(limits: DeviceLimits, launch: { block: Dim3;
   }
   const sharedLimit = limits.maxSharedMemoryPerBlockOptin ?? limits.maxSharedMemoryPerBlock;
   if (sharedBytes !== undefined && sharedLimit !== undefined && sharedBytes > sharedLimit) {
-    return `${sharedBytes} bytes of dynamic shared memory per block exceed the device's limit of ${sharedLimit}`;
+    return `${sharedBytes} bytes of shared memory per block exceed the device's limit of ${sharedLimit}`;
   }
   return undefined;
 }

@@ -45,6 +45,7 @@ import type {
 } from './backend';
 import {
   COMPARE_SLOTS,
+  COUNT_PATTERN_KERNEL_NAME,
   FINGERPRINT_KERNEL_NAME,
   HELPER_KERNELS_SOURCE,
   SCALE_SLOTS,
@@ -397,8 +398,28 @@ export class GpuBackend implements TuningBackend {
         }
         continue;
       }
+      if (!slot.initial) await this.checkWritten(slot);
       if (!givenExpected) await slot.expected!.copyFrom(slot.buffer);
       slot.tolerance = await this.toleranceFor(slot, test.tolerance);
+    }
+  }
+
+  /**
+   * The reference kernel must write every element of a pure output: one it leaves poisoned would be "expected" to be
+   * poison, and every configuration that writes nothing there would pass. (A kernel that writes only part of a buffer
+   * by design gets a `fill`, which makes the buffer in/out.)
+   */
+  private async checkWritten(slot: BufferSlot): Promise<void> {
+    const bytes = dtypeBytes(slot.dtype);
+    const pattern = scalarBitPattern(slot.dtype, POISON[slot.dtype] as never);
+    const args = (r: DeviceBuffer<'uint64'>): KernelArg[] => [slot.buffer, scalar('uint64', BigInt(slot.length)), scalar('uint32', bytes), scalar('uint64', pattern), r];
+    const [unwritten] = await this.runHelper(COUNT_PATTERN_KERNEL_NAME, slot.length, args, [0n, 0n]);
+    if (unwritten! > 0n) {
+      throw new InvalidTestDataError(
+        `the reference kernel leaves ${unwritten} of ${slot.length} elements of '${slot.name}' unwritten: the problem size, grid divisors or ` +
+          'block size do not cover this output (check them against how the host code launches the kernel), or the kernel writes only ' +
+          `part of it by design (then give '${slot.name}' a "fill" value, which makes it an in/out buffer)`,
+      );
     }
   }
 

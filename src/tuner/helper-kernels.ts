@@ -177,6 +177,20 @@ __global__ void lkt_fingerprint(const unsigned char* __restrict__ data, unsigned
   }
   atomicAdd(&result[0], sum);
 }
+
+// How many elements of a buffer still hold a bit pattern: after the reference kernel ran on a poisoned output, the
+// elements it never wrote. Any element size, so one instance serves every dtype.
+__global__ void lkt_count_pattern(const unsigned char* __restrict__ data, unsigned long long n, unsigned int elementBytes,
+                                  unsigned long long pattern, unsigned long long* result) {
+  unsigned long long count = 0;
+  const unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+  for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    unsigned long long v = 0;
+    for (unsigned int b = 0; b < elementBytes; ++b) v |= (unsigned long long)data[i * elementBytes + b] << (8 * b);
+    if (v == pattern) ++count;
+  }
+  if (count != 0) atomicAdd(&result[0], count);
+}
 `;
 
 export function compareKernelName(dtype: DType): string {
@@ -192,10 +206,11 @@ export function fillKernelName(kind: 'uniform' | 'normal' | 'integers', dtype: D
 }
 
 export const FINGERPRINT_KERNEL_NAME = 'lkt_fingerprint';
+export const COUNT_PATTERN_KERNEL_NAME = 'lkt_count_pattern';
 
 /** Every name expression of the helpers for the given dtypes (the module is compiled once with all of them). */
 export function helperNameExpressions(dtypes: Iterable<DType>): string[] {
-  const names = new Set<string>([FINGERPRINT_KERNEL_NAME]);
+  const names = new Set<string>([FINGERPRINT_KERNEL_NAME, COUNT_PATTERN_KERNEL_NAME]);
   for (const d of dtypes) {
     names.add(compareKernelName(d));
     names.add(scaleKernelName(d));

@@ -42,7 +42,16 @@ describe('geometry: grid = ceil(problem size / divisors)', () => {
       problemSize: [4096, 4096, 1],
       grid: [128, 512, 1],
       block: [32, 8, 1],
+      sharedMemBytes: 0,
     });
+  });
+
+  it('gives the dynamic shared memory of a number or an expression over parameters and scalars', () => {
+    const g = new Geometry({ problemSize: 'n', sharedMemBytes: 'block_size_x * tile_size_x * 4 + n // 1024' }, { paramNames: params, scalarNames: ['n'] });
+    expect(g.launch({ block_size_x: 128, block_size_y: 1, tile_size_x: 2, tile_size_y: 1 }, { n: 4096 }).sharedMemBytes).toBe(128 * 2 * 4 + 4);
+    expect(new Geometry({ problemSize: 1, sharedMemBytes: 49152 }, { paramNames: [] }).launch({}).sharedMemBytes).toBe(49152);
+    expect(() => new Geometry({ problemSize: 1, sharedMemBytes: 'tiles * 4' }, { paramNames: params })).toThrow(/dynamic shared memory: unknown name 'tiles'/);
+    expect(() => new Geometry({ problemSize: 1, sharedMemBytes: 'block_size_x - 1000' }, { paramNames: params }).launch({ block_size_x: 32 })).toThrow(GeometryError);
   });
 
   it('rounds up when the problem size is not a multiple', () => {
@@ -67,7 +76,7 @@ describe('geometry: grid = ceil(problem size / divisors)', () => {
 
   it('divides by 1 when the dimension has no tunable block size (Kernel Tuner grid_div default)', () => {
     const g = new Geometry({ problemSize: 1024 }, { paramNames: ['unroll'] });
-    expect(g.launch({ unroll: 2 })).toEqual({ problemSize: [1024, 1, 1], grid: [1024, 1, 1], block: [256, 1, 1] });
+    expect(g.launch({ unroll: 2 })).toEqual({ problemSize: [1024, 1, 1], grid: [1024, 1, 1], block: [256, 1, 1], sharedMemBytes: 0 });
   });
 
   it('evaluates problem sizes over scalar arguments and tunable parameters, truncating like int()', () => {

@@ -48,7 +48,7 @@ describe('tuning a file as it is', () => {
     });
     const byBlock = Object.fromEntries(result.results.map((r) => [r.config.BLOCK_SIZE, r]));
     expect(byBlock[512]!.status).toBe('ok');
-    expect(byBlock[1024]).toMatchObject({ status: 'exceeds_device_limits', error: { message: '4096 bytes of dynamic shared memory per block exceed the device\'s limit of 3000' } });
+    expect(byBlock[1024]).toMatchObject({ status: 'exceeds_device_limits', error: { message: '4096 bytes of shared memory per block exceed the device\'s limit of 3000' } });
     expect(backend.log.filter((e) => e.kind === 'build').map((b) => b.defines.BLOCK_SIZE)).not.toContain('1024');
     expect(launches).toHaveLength(2);
   });
