@@ -47,6 +47,21 @@ export interface LaunchGeometryView {
   grid: [string, string, string];
   /** The problem size expressions the grid is computed from. */
   problemSize: string[];
+  /** Dynamic shared memory per block, as C, when the kernel uses it. */
+  sharedMemBytes?: string;
+}
+
+/** One launch of the kernel in the host code, and what the final proposal does with it. */
+export interface LaunchSiteChange {
+  /** 1-based line of the launch in the tuned file. */
+  line: number;
+  inFunction?: string;
+  /** The launch configuration as it was, e.g. "<<<grid_size, block_size>>>". */
+  before: string;
+  /** Its replacement, when it was rewritten. */
+  after?: string;
+  /** Why it was left as it is. */
+  reason?: string;
 }
 
 export interface TrackerSummary {
@@ -110,6 +125,8 @@ export type TuningEventBody =
       restrictions: string[];
       tracker: TrackerSummary;
       launch: LaunchGeometryView;
+      /** The host code's launches of the kernel: rewritten for the chosen configuration in finalCode, or why not. */
+      launchSites: LaunchSiteChange[];
     }
   | { type: 'session.failed'; error: { name: string; message: string } }
   | { type: 'session.cancelled' };

@@ -14,14 +14,17 @@ import { engineContext, type EngineContext } from './context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from './errors';
 import { emit, summarizeConfig } from './events';
 import type { GridDivisors } from './finalize';
+import { fileInfo } from './kernel-view';
 import type { TestRef, TuningStateValue } from './state';
 
-/** A rewrite of the kernel, ready to be tuned. */
+/** A rewrite of the kernel (the whole file, the rewrite spliced in), ready to be tuned. */
 export interface CandidateKernel {
   code: string;
   tuneParams: TuneParamLists;
   restrictions: string[];
   gridDivisors: GridDivisors;
+  /** Dynamic shared memory per block: bytes or an expression over the tunable parameters; null for none. */
+  sharedMemBytes: number | string | null;
 }
 
 export interface CandidateRun {
@@ -68,12 +71,12 @@ function throwIfAborted(config: LangGraphRunnableConfig): void {
  */
 export async function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
   const ctx = engineContext(config);
-  const kernel = await TunableKernel.create(state.originalCode, { kernelName: state.kernelName, fileName: state.fileName });
+  const kernel = await TunableKernel.create(state.originalCode, fileInfo(state));
   const unusable = (log: string) =>
     new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}`);
   // It is its own oracle here, so a compile error comes from building the oracle (thrown) or the configuration (a result).
   const result = await ctx
-    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
+    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
     .catch((e: unknown) => {
       throw e instanceof CompileError ? unusable(e.log) : e;
     });
@@ -95,13 +98,14 @@ export async function runCandidate(
   progress: { stepId: string; candidate: number },
 ): Promise<CandidateRun> {
   const ctx = engineContext(config);
-  const kernel = await TunableKernel.create(candidate.code, { kernelName: state.kernelName, fileName: state.fileName });
+  const kernel = await TunableKernel.create(candidate.code, fileInfo(state));
   const [first, ...others] = state.tests.map((ref) => kernelTestOf(ref, ctx));
   if (!first) throw new RangeError('the session has no tests');
   const options: TuneOptions = {
     ...commonOptions(ctx, config),
     // The original kernel launches with the default geometry, whatever grid divisors the candidate declares.
-    oracle: { code: state.originalCode, config: state.baselineParams, kernelName: state.kernelName, launch: {} },
+    oracle: { code: state.originalCode, ...(state.filePath && { filePath: state.filePath }), config: state.baselineParams, kernelName: state.kernelName, launch: sharedMemOf(state.analysis?.sharedMemBytes) },
+    ...sharedMemOf(candidate.sharedMemBytes),
     ...(candidate.gridDivisors.x !== undefined && { gridDivX: candidate.gridDivisors.x }),
     ...(candidate.gridDivisors.y !== undefined && { gridDivY: candidate.gridDivisors.y }),
     ...(candidate.gridDivisors.z !== undefined && { gridDivZ: candidate.gridDivisors.z }),
@@ -160,5 +164,9 @@ function failureOf(result: TuneResult): Error {
 
 /** The original kernel of the session, parsed. */
 export function originalKernel(state: TuningStateValue): Promise<TunableKernel> {
-  return TunableKernel.create(state.originalCode, { kernelName: state.kernelName, fileName: state.fileName });
+  return TunableKernel.create(state.originalCode, fileInfo(state));
+}
+
+function sharedMemOf(bytes: number | string | null | undefined): { sharedMemBytes?: number | string } {
+  return bytes === null || bytes === undefined ? {} : { sharedMemBytes: bytes };
 }

@@ -20,6 +20,8 @@ export interface KernelAnalysis {
   problemSize: string[];
   /** The pointer arguments the kernel writes: the outputs compared against the original kernel. */
   outputs: string[];
+  /** Dynamic shared memory of its launch (a kernel with `extern __shared__`): an expression over the block size and scalars. */
+  sharedMemBytes?: string;
 }
 
 /** A test of the session: generated from a spec, or one the user gave (by its index in EngineContext.userTests). */
@@ -41,6 +43,9 @@ export const TuningState = Annotation.Root({
   kernelName: Annotation<string>,
   /** Shown in diffs and compiler messages. */
   fileName: Annotation<string>,
+  /** The file's absolute path when it is on disk: its directory and includePaths are searched for its #includes. */
+  filePath: Annotation<string | null>,
+  includePaths: Annotation<string[]>,
   /** The source as given: the oracle every candidate is compared against. */
   originalCode: Annotation<string>,
   /** The best kernel so far (tunable: parameters are preprocessor names). */
@@ -54,6 +59,8 @@ export const TuningState = Annotation.Root({
   restrictions: Annotation<string[]>,
   /** Grid divisors of the best kernel (default: the block size of each dimension). */
   gridDivisors: Annotation<GridDivisors>,
+  /** Dynamic shared memory of the best kernel's launch (bytes, or an expression over its parameters); null: none. */
+  sharedMemBytes: Annotation<number | string | null>,
   /** The best configuration of the best kernel. */
   bestParams: Annotation<Config>,
   /** Its time on the first test; null before the baseline was measured. */

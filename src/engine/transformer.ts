@@ -9,6 +9,7 @@
  * waits for plan approval (`stream({ approval })`).
  */
 import { randomUUID } from 'node:crypto';
+import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import type { DeviceDescription, TuningBackend } from '../tuner/backend';
@@ -40,8 +41,15 @@ export interface LLMKernelTransformerOptions {
   llm: BaseChatModel;
   /** The kernel to tune; required when the source has several. */
   kernelName?: string;
-  /** Shown in diffs and compiler messages; default "<kernel>.cu". */
+  /** Shown in diffs and compiler messages; default the base name of filePath, else "<kernel>.cu". */
   fileName?: string;
+  /**
+   * The file's absolute path, when it is on disk: its directory is searched for its quoted #includes, and compiler
+   * logs name it. The file may hold its host program; the model sees the kernel's device unit only.
+   */
+  filePath?: string;
+  /** More directories searched for #include, like -I. */
+  includePaths?: string[];
   tuningStrategy?: { createGraph(llm: BaseChatModel, options?: GraphOptions): TuningGraph };
   tests?: KernelTest[];
   /** Default [new NaiveLLMTester()]; [] to use only the given tests. */
@@ -148,7 +156,12 @@ export class LLMKernelTransformer {
       return yield* failed(e, o.signal);
     }
     try {
-      const kernel = await TunableKernel.create(this.kernelCode, { ...(o.kernelName !== undefined && { kernelName: o.kernelName }), ...(o.fileName !== undefined && { fileName: o.fileName }) });
+      const kernel = await TunableKernel.create(this.kernelCode, {
+        ...(o.kernelName !== undefined && { kernelName: o.kernelName }),
+        fileName: this.fileName,
+        ...(o.filePath !== undefined && { filePath: o.filePath }),
+        ...(o.includePaths && { includePaths: o.includePaths }),
+      });
       const device = await backend.describe();
       if (o.gpuArch !== undefined && o.gpuArch !== device.arch) {
         throw new RangeError(`gpuArch is ${o.gpuArch}, but ${device.name} is ${device.arch}: kernels are compiled for the device they run on; leave gpuArch out or pick that device`);
@@ -172,7 +185,7 @@ export class LLMKernelTransformer {
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
       }
       if (started && snapshot.next.length === 0) {
-        yield makeEvent(finishedEvent(snapshot.values as TuningStateValue).event);
+        yield makeEvent((await finishedEvent(snapshot.values as TuningStateValue)).event);
         return { status: 'finished' };
       }
       return yield* streamSession(graph, started ? null : this.initialState(kernel), config);
@@ -203,7 +216,12 @@ export class LLMKernelTransformer {
       throw new Error(`session ${this.threadId} waits for plan approval: drive it with stream() and resume with stream({ approval })`);
     }
     if (!finished) throw new Error('internal: the session ended without a result');
-    const kernel = await TunableKernel.create(finished.tunableCode, { ...(this.options.kernelName !== undefined && { kernelName: this.options.kernelName }) });
+    const kernel = await TunableKernel.create(finished.tunableCode, {
+      ...(this.options.kernelName !== undefined && { kernelName: this.options.kernelName }),
+      ...(this.fileName !== undefined && { fileName: this.fileName }),
+      ...(this.options.filePath !== undefined && { filePath: this.options.filePath }),
+      ...(this.options.includePaths && { includePaths: this.options.includePaths }),
+    });
     const tracker = PerformanceTracker.fromJSON((await this.graph!.getState({ configurable: { thread_id: this.threadId } })).values.tracker);
     return { kernel, bestParams: finished.bestParams, tracker, final: finished };
   }
@@ -219,6 +237,10 @@ export class LLMKernelTransformer {
       graphOptions,
       checkpointer: this.checkpointer,
     });
+  }
+
+  private get fileName(): string | undefined {
+    return this.options.fileName ?? (this.options.filePath ? basename(this.options.filePath) : undefined);
   }
 
   private startedEvent(kernel: TunableKernel, device: DeviceDescription, resumed: boolean): TuningEvent {
@@ -238,7 +260,10 @@ export class LLMKernelTransformer {
     });
     return {
       kernelName: kernel.name,
-      fileName: this.options.fileName ?? `${kernel.name}.cu`,
+      fileName: this.options.fileName ?? (this.options.filePath ? basename(this.options.filePath) : `${kernel.name}.cu`),
+      filePath: this.options.filePath ?? null,
+      includePaths: this.options.includePaths ?? [],
+      sharedMemBytes: null,
       originalCode: this.kernelCode,
       code: this.kernelCode,
       analysis: null,

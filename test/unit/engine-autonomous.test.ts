@@ -51,8 +51,10 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
       'step.started',
       'step.accepted',
       'replanning',
+      'warning', // the kernel file holds no launch of it to rewrite: the final proposal says how to launch it
       'session.finished',
     ]);
+    expect(run.of('warning')[0]!.message).toMatch(/^no launch of saxpy was found in this file: launch it with block \(512, 1, 1\)/);
 
     expect(run.of('analysis.done')[0]).toMatchObject({ problemSize: ['n'], outputs: ['y'] });
     const tests = run.of('tests.ready')[0]!.tests;

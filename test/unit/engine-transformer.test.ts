@@ -38,9 +38,10 @@ describe('makeKernelTunable', () => {
     expect(tracker.getTotalImprovement().percent).toBeCloseTo(40, 6);
     expect(tracker.generateOverview()).toContain('| 1 | Tune the block size | 1.049 ms | 0.6291 ms | 40.0 % | block_size_x=512 |');
     expect(final.finalCode).toContain('#define block_size_x 512');
-    // 'warning' shows the retry, nothing of the info level.
-    expect(lines.map(([level]) => level)).toEqual(['warning']);
+    // 'warning' shows the retry and that the file has no launch to rewrite, nothing of the info level.
+    expect(lines.map(([level]) => level)).toEqual(['warning', 'warning']);
     expect(lines[0]![1]).toContain('step 1: attempt 1 failed (FailedTestsError)');
+    expect(lines[1]![1]).toContain('no launch of saxpy was found in this file');
   });
 
   it('times every configuration with the iterations asked for', async () => {

@@ -1,9 +1,9 @@
 // Prompts of the kernel analysis. Each asks one question and states the exact form of the answer; the kernel's own
 // parameter names are listed so that the model answers with names that exist.
 import type { KernelSignature } from '../../tuner/kernel-source';
-import { kernelBlock } from '../prompts';
+import { kernelBlock, type KernelView } from '../prompts';
 
-export function describePrompt(code: string, kernelName: string): string {
+export function describePrompt(code: string | KernelView, kernelName: string): string {
   return [
     `Describe what the CUDA kernel \`${kernelName}\` below computes, in a short paragraph: the computation, the layout of the`,
     'data it reads and writes, and how threads and blocks map onto the data. Plain prose, no code.',
@@ -18,7 +18,15 @@ const scalarList = (k: KernelSignature) =>
     .map((p) => `${p.name} (${p.type})`)
     .join(', ') || '(none)';
 
-export function problemSizePrompt(code: string, kernel: KernelSignature, description: string): string {
+export function problemSizePrompt(code: string | KernelView, kernel: KernelSignature, description: string, dynamicSharedMemory = false): string {
+  const sharedMemory = dynamicSharedMemory
+    ? [
+        'The kernel declares `extern __shared__` memory: also give sharedMemBytes, the bytes of dynamic shared memory its launch',
+        'needs per block, as an expression over block_size_x, block_size_y, block_size_z and the scalar arguments',
+        '(e.g. "block_size_x * 4" for one float per thread).',
+        'Answer with JSON: {"problemSize": ["..."], "sharedMemBytes": "..."}',
+      ]
+    : ['Answer with JSON: {"problemSize": ["..."]}'];
   return [
     `The kernel \`${kernel.name}\`:`,
     kernelBlock(code),
@@ -29,11 +37,11 @@ export function problemSizePrompt(code: string, kernel: KernelSignature, descrip
     'dimension, so the x entry must match the index the kernel derives from blockIdx.x and threadIdx.x, and so on.',
     `Each entry is an expression over the kernel's scalar arguments: ${scalarList(kernel)}; it may use + - * // % min max`,
     'and integer constants. Example for a kernel over a rows x cols matrix with x along the columns: ["cols", "rows"].',
-    'Answer with JSON: {"problemSize": ["..."]}',
+    ...sharedMemory,
   ].join('\n');
 }
 
-export function outputsPrompt(code: string, kernel: KernelSignature, description: string): string {
+export function outputsPrompt(code: string | KernelView, kernel: KernelSignature, description: string): string {
   const pointers = kernel.parameters.filter((p) => p.isPointer && !p.isConst).map((p) => `${p.name} (${p.type})`);
   return [
     `The kernel \`${kernel.name}\`:`,

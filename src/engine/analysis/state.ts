@@ -11,6 +11,8 @@ export const AnalysisState = Annotation.Root({
   description: Annotation<string>,
   /** The validated problem size expressions, one per grid dimension. */
   problemSize: Annotation<string[]>,
+  /** The validated dynamic shared memory expression, for a kernel with `extern __shared__`. */
+  launchSharedMemBytes: Annotation<string | null>,
 });
 
 export type AnalysisStateValue = typeof AnalysisState.State;

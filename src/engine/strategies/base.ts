@@ -22,7 +22,8 @@ import { conversation, defaultRetryPolicy, withAnswer, withRetries, type Attempt
 import type { GridDivisors } from '../finalize';
 import { formatZodIssues } from '../llm/json';
 import { askStructured, askText } from '../llm-call';
-import { SYSTEM_PROMPT } from '../prompts';
+import { kernelView, spliceAnswer, unitOf } from '../kernel-view';
+import { SYSTEM_PROMPT, type KernelView } from '../prompts';
 import type { RetryPolicy } from '../retry';
 import { originalKernel, runCandidate, type CandidateKernel, type CandidateRun } from '../run-tests';
 import type { TuningStateUpdate, TuningStateValue } from '../state';
@@ -62,11 +63,12 @@ export interface Decision {
 }
 
 const divisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
-const StepAnswerJson = z
-  .object({
-    tunableParameters: z.record(z.string(), z.unknown()).default({}),
-    gridDivisors: z.object({ x: divisor.optional(), y: divisor.optional(), z: divisor.optional() }).strict().default({}),
-  });
+const StepAnswerJson = z.object({
+  tunableParameters: z.record(z.string(), z.unknown()).default({}),
+  gridDivisors: z.object({ x: divisor.optional(), y: divisor.optional(), z: divisor.optional() }).strict().default({}),
+  /** Dynamic shared memory per block of a kernel with `extern __shared__`: bytes, or an expression over its parameters. */
+  sharedMemBytes: z.union([z.number().int().nonnegative(), z.string().min(1)]).optional(),
+});
 
 const RestrictionsAnswer = z.object({ restrictions: z.array(z.string()).describe('expressions over the tunable parameter names') });
 
@@ -79,7 +81,7 @@ export abstract class BaseTuningStrategy {
 
   abstract createGraph(llm: BaseChatModel, options?: GraphOptions): TuningGraph;
 
-  /** The kernel code of an answer, `#define`s of tunable parameters removed; NoCodeError when there is none. */
+  /** The code of an answer (the rewritten device unit), `#define`s of tunable parameters removed; NoCodeError when there is none. */
   extractCode(answer: string, kernelName: string, tunableNames: Iterable<string>): string {
     const code = extractKernelCode(answer, { kernelName, tunableNames });
     if (code === null) throw new NoCodeError('the answer contains no kernel code');
@@ -92,7 +94,7 @@ export abstract class BaseTuningStrategy {
   }
 
   /** Restrictions for a candidate, every name checked against its tunable parameters (RestrictionCheckError otherwise). */
-  async askRestrictions(llm: BaseChatModel, code: string, tuneParams: TuneParamLists, existing: readonly string[], config: LangGraphRunnableConfig): Promise<string[]> {
+  async askRestrictions(llm: BaseChatModel, code: string | KernelView, tuneParams: TuneParamLists, existing: readonly string[], config: LangGraphRunnableConfig): Promise<string[]> {
     const names = Object.keys(tuneParams);
     const stillValid = existing.filter((r) => {
       try {
@@ -135,7 +137,7 @@ export abstract class BaseTuningStrategy {
         try {
           const kernel = await this.candidateFrom(answer, request, state);
           if (countConfigurations(kernel.tuneParams) > 1) {
-            kernel.restrictions = await this.askRestrictions(llm, kernel.code, kernel.tuneParams, state.restrictions, config);
+            kernel.restrictions = await this.askRestrictions(llm, await kernelView(state, kernel.code), kernel.tuneParams, state.restrictions, config);
           }
           emit(config, {
             type: 'candidate',
@@ -160,19 +162,23 @@ export abstract class BaseTuningStrategy {
   }
 
   /**
-   * The candidate an answer describes: its code, interface checked, parameters merged (the current ones, the step's,
-   * and those a ```json block names), grid divisors from the json block over the current ones.
+   * The candidate an answer describes: its rewrite of the device unit spliced into the file, the kernel's interface
+   * checked, parameters merged (the current ones, the step's, and those a ```json block names) over the device code,
+   * grid divisors and dynamic shared memory from the json block over the current ones.
    */
   private async candidateFrom(answer: string, request: StepRequest, state: TuningStateValue): Promise<CandidateKernel> {
     const json = parseStepJson(answer);
     const proposed = { ...request.stepTuneParams, ...json.tunableParameters };
-    const code = this.extractCode(answer, state.kernelName, [...Object.keys(state.tuneParams), ...Object.keys(proposed)]);
+    const rewrite = this.extractCode(answer, state.kernelName, [...Object.keys(state.tuneParams), ...Object.keys(proposed)]);
+    const code = await spliceAnswer(state, state.code, rewrite);
     await this.checkSignature(code, state);
+    const sharedMemBytes = json.sharedMemBytes ?? state.sharedMemBytes ?? null;
     return {
       code,
-      tuneParams: mergeTuneParams(state.tuneParams, proposed, code),
+      tuneParams: mergeTuneParams(state.tuneParams, proposed, (await unitOf(state, code)).text),
       restrictions: [],
       gridDivisors: { ...state.gridDivisors, ...(json.gridDivisors as GridDivisors) },
+      sharedMemBytes,
     };
   }
 
@@ -218,6 +224,7 @@ export abstract class BaseTuningStrategy {
         tuneParams: best.kernel.tuneParams,
         restrictions: best.kernel.restrictions,
         gridDivisors: best.kernel.gridDivisors,
+        sharedMemBytes: best.kernel.sharedMemBytes,
         bestParams: best.bestParams,
         bestTimeMs: best.timeMs,
         tracker: tracker.toJSON(),

@@ -1,9 +1,9 @@
 // Prompts every tuning strategy shares: restrictions, and the parts of a step request that say what a rewrite must
 // keep and how to answer.
 import type { ParamValue } from '../../tuner/types';
-import { formatTuneParams, kernelBlock, TUNER_RULES } from '../prompts';
+import { formatTuneParams, kernelBlock, TUNER_RULES, type KernelView } from '../prompts';
 
-export function restrictionsPrompt(code: string, tuneParams: Record<string, readonly ParamValue[]>, existing: readonly string[]): string {
+export function restrictionsPrompt(code: string | KernelView, tuneParams: Record<string, readonly ParamValue[]>, existing: readonly string[]): string {
   return [
     'The tunable CUDA kernel below is tuned over every combination of these parameter values:',
     formatTuneParams(tuneParams),
@@ -21,7 +21,7 @@ export function restrictionsPrompt(code: string, tuneParams: Record<string, read
 
 /** The end of every step request: the current kernel, its parameters, the rules, and the form of the answer. */
 export function stepRequestTail(options: {
-  code: string;
+  code: string | KernelView;
   tuneParams: Record<string, readonly ParamValue[]>;
   namesParameters: boolean;
   candidate: number;

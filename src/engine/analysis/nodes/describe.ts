@@ -8,11 +8,12 @@ import { SYSTEM_PROMPT } from '../../prompts';
 import type { RetryPolicy } from '../../retry';
 import { describePrompt } from '../prompts';
 import type { AnalysisStateValue } from '../state';
+import { kernelView } from '../../kernel-view';
 
 export function describeNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
   return async (state: AnalysisStateValue, config: LangGraphRunnableConfig) => {
     const description = await withRetries(policy, config, 'describe kernel', async ({ feedback }) => {
-      const answer = await askText(llm, conversation(SYSTEM_PROMPT, describePrompt(state.originalCode, state.kernelName), feedback), config, 'describe kernel');
+      const answer = await askText(llm, conversation(SYSTEM_PROMPT, describePrompt(await kernelView(state, state.originalCode), state.kernelName), feedback), config, 'describe kernel');
       const text = answer.trim();
       if (text === '') throw withAnswer(new InvalidAnalysisError('the description is empty', ['the answer is empty: describe what the kernel computes']), answer);
       return text;

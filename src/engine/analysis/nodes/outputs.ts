@@ -15,6 +15,7 @@ import { originalKernel } from '../../run-tests';
 import type { TuningStateUpdate } from '../../state';
 import { outputsPrompt } from '../prompts';
 import type { AnalysisStateValue } from '../state';
+import { kernelView } from '../../kernel-view';
 
 const OutputsAnswer = z.object({ outputs: z.array(z.string()).describe('names of the arguments the kernel writes') });
 
@@ -47,18 +48,19 @@ export function outputsNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
       throw new InvalidAnalysisError(`${kernel.name} has no non-const pointer argument, so it has no output that could be checked`, []);
     }
     const outputs = await withRetries(policy, config, 'outputs', async ({ feedback }) => {
-      const prompt = outputsPrompt(state.originalCode, kernel, state.description);
+      const prompt = outputsPrompt(await kernelView(state, state.originalCode), kernel, state.description);
       const answer = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), OutputsAnswer, config, 'outputs');
       const names = answer.outputs.map((s) => s.trim());
       const problems = outputsProblems(names, kernel);
       if (problems.length > 0) throw withAnswer(new InvalidAnalysisError(`invalid outputs: ${problems.join('; ')}`, problems), JSON.stringify(answer));
       return names;
     });
-    const analysis = { description: state.description, problemSize: state.problemSize, outputs };
+    const analysis = { description: state.description, problemSize: state.problemSize, outputs, ...(state.launchSharedMemBytes && { sharedMemBytes: state.launchSharedMemBytes }) };
     emit(config, { type: 'analysis.done', ...analysis });
     const baseline = baselineParamsFor(state.problemSize.length);
     return {
       analysis,
+      sharedMemBytes: state.launchSharedMemBytes ?? null,
       baselineParams: baseline,
       bestParams: baseline,
       tuneParams: Object.fromEntries(Object.entries(baseline).map(([k, v]) => [k, [v]])),

@@ -13,10 +13,14 @@ import type { RetryPolicy } from '../../retry';
 import { originalKernel } from '../../run-tests';
 import { problemSizePrompt } from '../prompts';
 import type { AnalysisStateValue } from '../state';
+import { kernelView } from '../../kernel-view';
 
 const ProblemSizeAnswer = z.object({
   problemSize: z.array(z.string()).describe('one expression per grid dimension, x first, over the scalar arguments'),
+  sharedMemBytes: z.string().optional().describe('bytes of dynamic shared memory per block, for a kernel with extern __shared__'),
 });
+
+const BLOCK_NAMES = ['block_size_x', 'block_size_y', 'block_size_z'];
 
 /** The problems of a problem size answer, one line each (empty when it is usable). */
 function problemSizeProblems(problemSize: readonly string[], kernel: KernelSignature): string[] {
@@ -33,17 +37,32 @@ function problemSizeProblems(problemSize: readonly string[], kernel: KernelSigna
   return problems;
 }
 
+/** The problems of a dynamic shared memory answer (an expression over the block size and the scalar arguments). */
+function sharedMemProblems(expression: string | undefined, kernel: KernelSignature): string[] {
+  if (expression === undefined || expression.trim() === '') return ['the kernel declares extern __shared__ memory: give sharedMemBytes, the bytes its launch needs per block'];
+  const names = [...BLOCK_NAMES, ...kernel.parameters.filter((p) => !p.isPointer).map((p) => p.name)];
+  try {
+    compileExpression(expression, { knownNames: names });
+    return [];
+  } catch (e) {
+    return [`sharedMemBytes "${expression}": ${(e as Error).message.split('\n', 1)[0]} (allowed names: ${names.join(', ')})`];
+  }
+}
+
 export function problemSizeNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
   return async (state: AnalysisStateValue, config: LangGraphRunnableConfig) => {
     const kernel = (await originalKernel(state)).signature;
-    const problemSize = await withRetries(policy, config, 'problem size', async ({ feedback }) => {
-      const prompt = problemSizePrompt(state.originalCode, kernel, state.description);
-      const answer = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), ProblemSizeAnswer, config, 'problem size');
-      const sizes = answer.problemSize.map((s) => s.trim());
-      const problems = problemSizeProblems(sizes, kernel);
-      if (problems.length > 0) throw withAnswer(new InvalidAnalysisError(`invalid problem size: ${problems.join('; ')}`, problems), JSON.stringify(answer));
-      return sizes;
+    const view = await kernelView(state, state.originalCode);
+    // A kernel with `extern __shared__` memory cannot be launched without knowing how much of it a block needs.
+    const dynamicSharedMemory = /\bextern\s+__shared__\b/.test(view.code);
+    const answer = await withRetries(policy, config, 'problem size', async ({ feedback }) => {
+      const prompt = problemSizePrompt(view, kernel, state.description, dynamicSharedMemory);
+      const a = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), ProblemSizeAnswer, config, 'problem size');
+      const sizes = a.problemSize.map((s) => s.trim());
+      const problems = [...problemSizeProblems(sizes, kernel), ...(dynamicSharedMemory ? sharedMemProblems(a.sharedMemBytes, kernel) : [])];
+      if (problems.length > 0) throw withAnswer(new InvalidAnalysisError(`invalid problem size: ${problems.join('; ')}`, problems), JSON.stringify(a));
+      return { problemSize: sizes, sharedMemBytes: dynamicSharedMemory ? a.sharedMemBytes!.trim() : null };
     });
-    return { problemSize };
+    return { problemSize: answer.problemSize, launchSharedMemBytes: answer.sharedMemBytes };
   };
 }

@@ -17,8 +17,15 @@ function trackerSummary(tracker: PerformanceTracker): TrackerSummary {
 }
 
 /** The session.finished event of a finished session's state, and what the host code must know beyond it. */
-export function finishedEvent(state: TuningStateValue): { event: Extract<TuningEventBody, { type: 'session.finished' }>; warnings: string[] } {
-  const final = finalizeKernel({ code: state.code, params: state.bestParams, problemSize: state.analysis?.problemSize ?? [], gridDivisors: state.gridDivisors });
+export async function finishedEvent(state: TuningStateValue): Promise<{ event: Extract<TuningEventBody, { type: 'session.finished' }>; warnings: string[] }> {
+  const final = await finalizeKernel({
+    code: state.code,
+    kernelName: state.kernelName,
+    params: state.bestParams,
+    problemSize: state.analysis?.problemSize ?? [],
+    gridDivisors: state.gridDivisors,
+    sharedMemBytes: state.sharedMemBytes ?? state.analysis?.sharedMemBytes ?? null,
+  });
   return {
     event: {
       type: 'session.finished',
@@ -29,13 +36,14 @@ export function finishedEvent(state: TuningStateValue): { event: Extract<TuningE
       restrictions: state.restrictions,
       tracker: trackerSummary(PerformanceTracker.fromJSON(state.tracker)),
       launch: final.launch,
+      launchSites: final.launchSites,
     },
     warnings: final.warnings,
   };
 }
 
 export async function finishNode(state: TuningStateValue, config: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>> {
-  const { event, warnings } = finishedEvent(state);
+  const { event, warnings } = await finishedEvent(state);
   for (const message of warnings) emit(config, { type: 'warning', message });
   emit(config, event);
   return {};

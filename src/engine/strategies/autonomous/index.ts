@@ -16,6 +16,7 @@ import { planNode } from './nodes/plan';
 import { replanNode } from './nodes/replan';
 import { validateNode } from './nodes/validate';
 import { AutonomousState, type AutonomousStateUpdate, type AutonomousStateValue } from './state';
+import { fileStateOf } from '../../kernel-view';
 
 export interface AutonomousTuningStrategyOptions extends TuningStrategyOptions {
   /** Ask whether each step should be broken into smaller ones (recursively, up to maxBreakdowns levels). Default false. */
@@ -59,7 +60,7 @@ export class AutonomousTuningStrategy extends BaseTuningStrategy {
       state.plan.filter((s) => s.status === 'pending' && s.validated && !s.brokenDown && s.depth < this.maxBreakdowns);
     const afterValidate = (state: AutonomousStateValue) => {
       const steps = toBreakDown(state);
-      return steps.length > 0 ? steps.map((step) => new Send('breakdown', { step, code: state.code } satisfies BreakdownInput)) : 'approve';
+      return steps.length > 0 ? steps.map((step) => new Send('breakdown', { step, code: state.code, file: fileStateOf(state) } satisfies BreakdownInput)) : 'approve';
     };
     const afterNext = (state: AutonomousStateValue) => {
       const step = state.plan.find((s) => s.id === state.currentStepId);

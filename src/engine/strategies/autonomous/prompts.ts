@@ -1,6 +1,6 @@
 // Prompts of the autonomous strategy (plan-and-solve): plan, validate, break down, apply, replan.
 import type { KernelAnalysis } from '../../state';
-import { formatTuneParams, kernelBlock } from '../../prompts';
+import { formatTuneParams, kernelBlock, type KernelView } from '../../prompts';
 import type { PlanStep } from './state';
 
 const STEP_RULES = [
@@ -10,7 +10,7 @@ const STEP_RULES = [
   '- say which quantities become tunable parameters (thread block sizes are always block_size_x/y/z).',
 ].join('\n');
 
-function context(code: string, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>): string[] {
+function context(code: string | KernelView, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>): string[] {
   return [
     kernelBlock(code),
     analysis ? `What it does: ${analysis.description}` : '',
@@ -19,7 +19,7 @@ function context(code: string, analysis: KernelAnalysis | null, tuneParams: Reco
   ].filter((l) => l !== '');
 }
 
-export function planPrompt(code: string, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>): string {
+export function planPrompt(code: string | KernelView, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>): string {
   return [
     'Plan how to make this CUDA kernel faster on a modern NVIDIA GPU:',
     ...context(code, analysis, tuneParams),
@@ -30,7 +30,7 @@ export function planPrompt(code: string, analysis: KernelAnalysis | null, tunePa
   ].join('\n');
 }
 
-export function validatePrompt(code: string, steps: readonly PlanStep[]): string {
+export function validatePrompt(code: string | KernelView, steps: readonly PlanStep[]): string {
   return [
     'These optimization steps are proposed for the CUDA kernel below. Judge each one: can it be done by changing the',
     'kernel\'s device code alone? A step that needs host code changes (other launch code, extra buffers allocated by the',
@@ -42,7 +42,7 @@ export function validatePrompt(code: string, steps: readonly PlanStep[]): string
   ].join('\n');
 }
 
-export function breakdownPrompt(code: string, step: PlanStep): string {
+export function breakdownPrompt(code: string | KernelView, step: PlanStep): string {
   return [
     'An optimization step is planned for the CUDA kernel below:',
     kernelBlock(code),
@@ -69,7 +69,7 @@ export function applyStepPrompt(step: PlanStep, analysis: KernelAnalysis | null)
     .join('\n');
 }
 
-export function replanPrompt(code: string, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>, past: readonly PlanStep[]): string {
+export function replanPrompt(code: string | KernelView, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>, past: readonly PlanStep[]): string {
   return [
     'The CUDA kernel below is the best version found so far:',
     ...context(code, analysis, tuneParams),

@@ -1,8 +1,8 @@
 // Prompts of the explicit strategy: whether a step makes sense for this kernel, and the request to apply it.
 import type { KernelAnalysis } from '../../state';
-import { kernelBlock } from '../../prompts';
+import { kernelBlock, type KernelView } from '../../prompts';
 
-export function evaluatePrompt(code: string, instruction: string, analysis: KernelAnalysis | null): string {
+export function evaluatePrompt(code: string | KernelView, instruction: string, analysis: KernelAnalysis | null): string {
   return [
     'An optimization is proposed for the CUDA kernel below:',
     kernelBlock(code),

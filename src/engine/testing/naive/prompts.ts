@@ -2,9 +2,9 @@
 // into data ourselves. No code is asked for.
 import type { KernelSignature } from '../../../tuner/kernel-source';
 import type { KernelAnalysis } from '../../state';
-import { kernelBlock } from '../../prompts';
+import { kernelBlock, type KernelView } from '../../prompts';
 
-export function testSpecPrompt(code: string, kernel: KernelSignature, analysis: KernelAnalysis, bounds: { minMs: number; maxMs: number }): string {
+export function testSpecPrompt(code: string | KernelView, kernel: KernelSignature, analysis: KernelAnalysis, bounds: { minMs: number; maxMs: number }): string {
   const args = kernel.parameters.map((p) => `- ${p.name}: ${p.type}${p.isPointer ? (analysis.outputs.includes(p.name) ? ' (output)' : ' (input)') : ' (scalar)'}`);
   return [
     `Design the inputs of a test for the CUDA kernel \`${kernel.name}\`:`,

@@ -11,18 +11,19 @@ import type { RetryPolicy } from '../../../retry';
 import { breakdownPrompt } from '../prompts';
 import { viewOf, type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
 import { checkSteps, StepList } from './plan';
+import { kernelView, type FileState } from '../../../kernel-view';
 
 const BreakdownAnswer = z.object({ breakDown: z.boolean().describe('whether the step should be split'), steps: StepList });
 
 /** What a breakdown task receives through Send. */
-export const BreakdownInputState = Annotation.Root({ step: Annotation<PlanStep>, code: Annotation<string> });
+export const BreakdownInputState = Annotation.Root({ step: Annotation<PlanStep>, code: Annotation<string>, file: Annotation<FileState> });
 export type BreakdownInput = typeof BreakdownInputState.State;
 
 export function breakdownNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
   return async (input: BreakdownInput, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
     const purpose = `break down step ${input.step.id}`;
     const answer = await withRetries(policy, config, purpose, async ({ feedback }) => {
-      const a = await askStructured(llm, conversation(SYSTEM_PROMPT, breakdownPrompt(input.code, input.step), feedback), BreakdownAnswer, config, purpose);
+      const a = await askStructured(llm, conversation(SYSTEM_PROMPT, breakdownPrompt(await kernelView(input.file, input.code), input.step), feedback), BreakdownAnswer, config, purpose);
       if (a.breakDown) checkSteps(a.steps, a);
       return a;
     });

@@ -8,6 +8,7 @@ import type { BaseTuningStrategy } from '../../base';
 import { stepRequestTail } from '../../prompts';
 import { applyStepPrompt } from '../prompts';
 import { type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
+import { kernelView } from '../../../kernel-view';
 
 export function nextStepNode() {
   return async (state: AutonomousStateValue, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
@@ -34,7 +35,7 @@ export type CandidateInput = typeof CandidateInputState.State;
 export function candidateNode(strategy: BaseTuningStrategy, llm: BaseChatModel) {
   return async (input: CandidateInput, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
     const { session, step, candidate, candidates } = input;
-    const prompt = `${applyStepPrompt(step, session.analysis)}\n${stepRequestTail({ code: session.code, tuneParams: session.tuneParams, namesParameters: true, candidate, candidates })}`;
+    const prompt = `${applyStepPrompt(step, session.analysis)}\n${stepRequestTail({ code: await kernelView(session, session.code), tuneParams: session.tuneParams, namesParameters: true, candidate, candidates })}`;
     const outcome = await strategy.tryCandidate(llm, { stepId: step.id, candidate, prompt }, session, config);
     return { outcomes: [outcome] };
   };

@@ -10,6 +10,7 @@ import { SYSTEM_PROMPT } from '../../../prompts';
 import type { RetryPolicy } from '../../../retry';
 import { planPrompt } from '../prompts';
 import { newSteps, viewOf, type AutonomousStateUpdate, type AutonomousStateValue } from '../state';
+import { kernelView } from '../../../kernel-view';
 
 export const StepList = z.array(z.object({ title: z.string().describe('short name of the step'), details: z.string().describe('what to change and what to make tunable') }));
 const PlanAnswer = z.object({ steps: StepList });
@@ -23,7 +24,7 @@ export function checkSteps(steps: readonly { title: string }[], answer: unknown)
 export function planNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
   return async (state: AutonomousStateValue, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
     const answer = await withRetries(policy, config, 'plan', async ({ feedback }) => {
-      const a = await askStructured(llm, conversation(SYSTEM_PROMPT, planPrompt(state.code, state.analysis, state.tuneParams), feedback), PlanAnswer, config, 'plan');
+      const a = await askStructured(llm, conversation(SYSTEM_PROMPT, planPrompt(await kernelView(state, state.code), state.analysis, state.tuneParams), feedback), PlanAnswer, config, 'plan');
       checkSteps(a.steps, a);
       return a;
     });

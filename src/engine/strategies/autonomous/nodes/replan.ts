@@ -11,6 +11,7 @@ import type { RetryPolicy } from '../../../retry';
 import { replanPrompt } from '../prompts';
 import { newSteps, viewOf, type AutonomousStateUpdate, type AutonomousStateValue } from '../state';
 import { checkSteps, StepList } from './plan';
+import { kernelView } from '../../../kernel-view';
 
 const ReplanAnswer = z.object({ done: z.boolean().describe('nothing promising is left to try'), steps: StepList });
 
@@ -19,7 +20,7 @@ export function replanNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>, max
     const round = state.replanRounds + 1;
     emit(config, { type: 'replanning', round, maxRounds });
     const answer = await withRetries(policy, config, 'replan', async ({ feedback }) => {
-      const prompt = replanPrompt(state.code, state.analysis, state.tuneParams, state.plan);
+      const prompt = replanPrompt(await kernelView(state, state.code), state.analysis, state.tuneParams, state.plan);
       const a = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), ReplanAnswer, config, 'replan');
       if (!a.done) checkSteps(a.steps, a);
       return a;

@@ -11,6 +11,7 @@ import { SYSTEM_PROMPT } from '../../../prompts';
 import type { RetryPolicy } from '../../../retry';
 import { validatePrompt } from '../prompts';
 import { viewOf, type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
+import { kernelView } from '../../../kernel-view';
 
 const ValidateAnswer = z.object({
   steps: z.array(z.object({ id: z.string(), deviceOnly: z.boolean().describe('the step needs device code changes only'), reason: z.string() })),
@@ -21,7 +22,7 @@ export function validateNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
     const unjudged = state.plan.filter((s) => s.status === 'pending' && !s.validated);
     if (unjudged.length === 0) return {};
     const verdicts = await withRetries(policy, config, 'validate steps', async ({ feedback }) => {
-      const answer = await askStructured(llm, conversation(SYSTEM_PROMPT, validatePrompt(state.code, unjudged), feedback), ValidateAnswer, config, 'validate steps');
+      const answer = await askStructured(llm, conversation(SYSTEM_PROMPT, validatePrompt(await kernelView(state, state.code), unjudged), feedback), ValidateAnswer, config, 'validate steps');
       const byId = new Map(answer.steps.map((v) => [v.id.trim(), v]));
       const problems = [
         ...unjudged.filter((s) => !byId.has(s.id)).map((s) => `no verdict for step id "${s.id}"`),

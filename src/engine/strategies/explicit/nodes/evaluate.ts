@@ -11,6 +11,7 @@ import { evaluatePrompt } from '../prompts';
 import type { TuningStep } from '../steps';
 import type { ExplicitStateUpdate, ExplicitStateValue } from '../state';
 import { instructionOf } from './apply';
+import { kernelView } from '../../../kernel-view';
 
 const EvaluationAnswer = z.object({ apply: z.boolean().describe('the step makes sense for this kernel'), reason: z.string() });
 
@@ -19,8 +20,9 @@ export function evaluateNode(steps: readonly TuningStep[], llm: BaseChatModel, p
     const step = steps.find((s) => s.id === state.currentStepId)!;
     if (step.skipEvaluation) return {};
     const purpose = `evaluate step ${step.id}`;
+    const view = await kernelView(state, state.code);
     const answer = await withRetries(policy, config, purpose, ({ feedback }) =>
-      askStructured(llm, conversation(SYSTEM_PROMPT, evaluatePrompt(state.code, instructionOf(step, state), state.analysis), feedback), EvaluationAnswer, config, purpose),
+      askStructured(llm, conversation(SYSTEM_PROMPT, evaluatePrompt(view, instructionOf(step, state), state.analysis), feedback), EvaluationAnswer, config, purpose),
     );
     if (answer.apply) return {};
     emit(config, { type: 'step.skipped', stepId: step.id, reason: `does not apply to this kernel: ${answer.reason}` });

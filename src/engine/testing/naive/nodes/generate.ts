@@ -15,6 +15,7 @@ import type { KernelAnalysis, TuningStateUpdate } from '../../../state';
 import { maxTestMs, MIN_TEST_MS, type BaseTestingStrategy } from '../../base';
 import { testSpecPrompt } from '../prompts';
 import type { NaiveTesterStateValue } from '../state';
+import { kernelView } from '../../../kernel-view';
 
 const numberOrExpression = z.union([z.number(), z.string()]);
 const nullableNumber = z.number().nullable();
@@ -86,7 +87,7 @@ export function generateNode(strategy: BaseTestingStrategy, llm: BaseChatModel) 
     const bounds = { minMs: MIN_TEST_MS, maxMs: maxTestMs(engineContext(config).settings.timePerTestS) };
     const id = `generated-${state.tests.filter((t) => t.origin === 'generated').length + 1}`;
     const test = await withRetries(strategy.retryPolicy, config, 'test spec', async ({ feedback }) => {
-      const prompt = testSpecPrompt(state.originalCode, kernel, analysis, bounds);
+      const prompt = testSpecPrompt(await kernelView(state, state.originalCode), kernel, analysis, bounds);
       const answer = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), TestSpecAnswer, config, 'test spec');
       try {
         return await strategy.testFromSpec(specFromAnswer(answer, kernel, analysis), state, config, id);
