@@ -17,12 +17,14 @@ import { ExplicitTuningStrategy } from '../engine/strategies/explicit';
 import { NaiveLLMTester } from '../engine/testing/naive';
 import { LLMKernelTransformer } from '../engine/transformer';
 import type { TuningBackend } from '../tuner/backend';
+import { buildFlagsFor } from '../tuner/compile-commands';
 import { GpuBackend } from '../tuner/gpu-backend';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
 
 Lets a model rewrite the kernel with tunable parameters, step by step; every candidate is compiled, checked against the
-original kernel and tuned on the GPU.
+original kernel and tuned on the GPU. FILE.cu may hold its host program and include local headers: the model sees the
+kernel and the device code it uses, and the tuned file differs from FILE.cu only there and where main() launches it.
 
 options:
   --kernel NAME            the __global__ function to tune (required when the file has several)
@@ -34,6 +36,7 @@ options:
   --approve-plan           show the plan and ask which steps to carry out before tuning
   --threshold PCT          improvement (percent) a step needs to be accepted (default 1.0)
   --iterations N           timed launches per configuration; the median is compared (default 32)
+  -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
   --device N               CUDA device (default 0)
   --out DIR                where results go (default FILE.tuned/)
@@ -59,6 +62,7 @@ interface AutoOptions {
   iterations: number;
   retries: number;
   device: number;
+  includePaths: string[];
   out: string;
   json: boolean;
   verbose: boolean;
@@ -78,6 +82,7 @@ function parse(args: string[]): AutoOptions | 'help' {
       'approve-plan': { type: 'boolean', default: false },
       threshold: { type: 'string', default: '1.0' },
       iterations: { type: 'string', default: '32' },
+      include: { type: 'string', short: 'I', multiple: true, default: [] },
       retries: { type: 'string', default: '3' },
       device: { type: 'string', default: '0' },
       out: { type: 'string' },
@@ -122,6 +127,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     iterations,
     retries,
     device,
+    includePaths: values.include.map((d) => resolve(d)),
     out: resolve(values.out ?? `${file}.tuned`),
     json: values.json,
     verbose: values.verbose,
@@ -152,11 +158,15 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
   try {
     await checkReachable(options.provider, controller.signal);
     const retryPolicy = defaultRetryPolicy(options.retries);
+    // The project's own build flags for this file, where its workspace has a compile_commands.json.
+    const build = buildFlagsFor(options.file);
     const transformer = new LLMKernelTransformer(source, {
       llm: createChatModel(options.provider),
       retryPolicy,
       backend,
-      fileName: basename(options.file),
+      filePath: options.file,
+      includePaths: [...options.includePaths, ...(build?.includePaths ?? [])],
+      ...(build && build.options.length > 0 && { compilerOptions: build.options }),
       ...(options.kernel !== undefined && { kernelName: options.kernel }),
       tuningStrategy: options.strategy === 'explicit' ? new ExplicitTuningStrategy(undefined, { retryPolicy }) : new AutonomousTuningStrategy({ retryPolicy }),
       testingStrategies: [new NaiveLLMTester({ retryPolicy })],
@@ -230,7 +240,7 @@ function writeResults(options: AutoOptions, source: string, events: TuningEvent[
   mkdirSync(options.out, { recursive: true });
   const name = basename(options.file).replace(/\.cu$/, '');
   const files = {
-    kernel: join(options.out, `${name}.tuned.cu`),
+    kernel: join(options.out, basename(options.file)),
     diff: join(options.out, `${name}.diff`),
     markdown: join(options.out, 'report.md'),
     json: join(options.out, 'report.json'),
@@ -242,6 +252,18 @@ function writeResults(options: AutoOptions, source: string, events: TuningEvent[
   const report = { version: 1, file: options.file, kernel: started?.kernel, device: started?.device, model: { provider: options.provider.provider, model: options.provider.model }, result: finished, events };
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
   return Object.values(files);
+}
+
+/** What the proposal did with each launch of the kernel in the file. */
+function launchSitesReport(finished: EventOf<'session.finished'>): string[] {
+  const sites = finished.launchSites ?? [];
+  if (sites.length === 0) return ['No launch of the kernel was found in the file: launch it as above.', ''];
+  return [
+    'Launches in the file:',
+    '',
+    ...sites.map((s) => `- line ${s.line}${s.inFunction ? ` (in ${s.inFunction})` : ''}: ${s.after ? `\`${s.before}\` → \`${s.after}\`` : `left as \`${s.before}\` (${s.reason}); change it as above`}`),
+    '',
+  ];
 }
 
 const ms = (v: number | null) => (v === null ? 'n/a' : `${Number(v.toPrecision(4))} ms`);
@@ -270,8 +292,10 @@ export function markdownReport(options: Pick<AutoOptions, 'file' | 'provider'>, 
     '```c',
     `dim3 block(${finished.launch.block.join(', ')});`,
     `dim3 grid(${finished.launch.grid.join(', ')});`,
+    ...(finished.launch.sharedMemBytes ? [`size_t dynamicSharedMemory = ${finished.launch.sharedMemBytes};`] : []),
     '```',
     '',
+    ...launchSitesReport(finished),
   ];
   if (analysis) {
     lines.push('## Kernel analysis', '', analysis.description, '', `- Problem size: [${analysis.problemSize.join(', ')}]`, `- Outputs: ${analysis.outputs.join(', ')}`, '');

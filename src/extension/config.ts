@@ -36,6 +36,8 @@ export interface EngineConfig {
   /** Seconds for one configuration. */
   timePerTestS: number;
   compilerOptions: string[];
+  /** Directories searched for #include (kernelTuner.includePaths), as written: relative ones are the workspace's. */
+  includePaths: string[];
 }
 
 export interface SettingProblem {
@@ -151,6 +153,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     iterations: number('iterations', 32, 1, 1000, true),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
     compilerOptions: strings('compilerOptions', []),
+    includePaths: strings('includePaths', []),
   };
   const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
   if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };

@@ -41,6 +41,12 @@ export interface SessionRequest {
   /** The whole source file; the engine tunes `kernelName` in it and keeps the rest. */
   code: string;
   fileName: string;
+  /** The file on disk (file: documents): its directory is searched for its quoted #includes. */
+  filePath?: string;
+  /** Directories searched for #include: the kernelTuner.includePaths setting and the project's compile_commands.json. */
+  includePaths: string[];
+  /** Defines and language options from the project's compile_commands.json, before kernelTuner.compilerOptions. */
+  buildOptions: string[];
   kernelName: string;
   config: EngineConfig;
   /** Where the file checkpointer keeps this window's sessions. */

@@ -66,10 +66,10 @@ export function hunkAtLine(pending: readonly PendingHunk[], line: number): Pendi
 }
 
 /**
- * The whole file with the tuned kernel in place of the original one. The engine's final code is the kernel as the model
- * rewrote it (with the chosen values defined and the launch comment above it), which may lack what the file holds
- * around the kernel: includes, other kernels, host code. Unless the final code already carries that text, it replaces
- * only the original kernel's definition (`kernelStart`..`kernelEnd`, string offsets), so nothing around it is lost.
+ * The whole file with the tuned kernel in place of the original one. The engine hands back the whole file; a session
+ * saved by an earlier version holds the kernel alone, which lacks what the file holds around it (includes, other
+ * kernels, host code). Unless the final code already carries that text, it replaces only the original kernel's
+ * definition (`kernelStart`..`kernelEnd`, string offsets), so nothing around it is lost.
  */
 export function spliceFinalCode(original: string, finalCode: string, kernelStart: number, kernelEnd: number): string {
   const before = original.slice(0, kernelStart);

@@ -4,12 +4,14 @@
  * a crash or reload leaves a session that can be resumed). At the end it offers the final kernel as an inline diff.
  */
 import { randomBytes } from 'node:crypto';
+import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeEvent, makeEvent, type TuningEvent } from '../engine/events';
 import type { HistoryEntry, HistoryStore } from '../engine/history-store';
 import type { EngineConfig } from './config';
 import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
 import type { InlineDiffController } from './inline-diff';
+import { buildFlagsFor } from '../tuner/compile-commands';
 import { findKernel, parseKernels, ParseError } from '../tuner/kernel-source';
 import { proposalForDocument, spliceFinalCode } from './inline-diff-model';
 import type { EditedPlanStep } from './protocol';
@@ -55,6 +57,18 @@ const SAVE_MS = 500;
 export function newSessionId(now = new Date()): string {
   const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
   return `${stamp}-${randomBytes(4).toString('hex')}`;
+}
+
+/**
+ * Where a file's #includes are found: its own directory (a file: document), the kernelTuner.includePaths setting
+ * (relative to the workspace folder), and the project's compile_commands.json, which also gives its defines.
+ */
+function fileContext(uri: vscode.Uri, includePaths: readonly string[]): { filePath?: string; includePaths: string[]; buildOptions: string[] } {
+  const folder = vscode.workspace.getWorkspaceFolder(uri)?.uri.fsPath;
+  const configured = includePaths.map((p) => (folder ? path.resolve(folder, p) : path.resolve(p)));
+  if (uri.scheme !== 'file') return { includePaths: configured, buildOptions: [] };
+  const build = buildFlagsFor(uri.fsPath, folder);
+  return { filePath: uri.fsPath, includePaths: [...configured, ...(build?.includePaths ?? [])], buildOptions: build?.options ?? [] };
 }
 
 export class SessionManager implements vscode.Disposable {
@@ -160,6 +174,7 @@ export class SessionManager implements vscode.Disposable {
         resume: resume !== undefined,
         code: originalCode,
         fileName: header.fileName,
+        ...fileContext(document.uri, config.includePaths),
         kernelName: entry.kernelName,
         config,
         checkpointDir: request.checkpointDir,

@@ -74,7 +74,7 @@ describe('llm-kernel-tuner auto', () => {
     expect(events.at(-1)!.type).toBe('session.finished');
 
     const out = `${file}.tuned`;
-    const tuned = readFileSync(join(out, 'saxpy.tuned.cu'), 'utf8');
+    const tuned = readFileSync(join(out, 'saxpy.cu'), 'utf8');
     expect(tuned).toContain('#define block_size_x 512');
     expect(tuned).toContain('//   dim3 grid((n + 511) / 512, 1, 1);');
     const diff = readFileSync(join(out, 'saxpy.diff'), 'utf8');
@@ -110,7 +110,7 @@ describe('llm-kernel-tuner auto', () => {
     expect(stderr.text()).toContain('answer with step numbers between 1 and 2');
     expect(stderr.text()).toContain('step 1 skipped: removed when the plan was approved');
     expect(server.mismatches).toEqual([]);
-    expect(readFileSync(join(scratch, 'approval-out', 'saxpy.tuned.cu'), 'utf8')).toContain('#define block_size_x 512');
+    expect(readFileSync(join(scratch, 'approval-out', 'saxpy.cu'), 'utf8')).toContain('#define block_size_x 512');
   });
 
   it('reports usage errors with exit code 2', async () => {

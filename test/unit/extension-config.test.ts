@@ -21,6 +21,7 @@ describe('settings → engine config', () => {
       iterations: 32,
       timePerTestS: 15,
       compilerOptions: [],
+      includePaths: [],
     });
     expect(result.endpoint).toBe('Ollama at http://127.0.0.1:11434');
   });
