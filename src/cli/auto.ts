@@ -37,6 +37,7 @@ options:
   --threshold PCT          improvement (percent) a step needs to be accepted (default 1.0)
   --iterations N           timed launches per configuration; the median is compared (default 32)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
+  --launch-timeout SECONDS time limit of one launch (default: 100x the original kernel's time, at least 1 s)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
   --device N               CUDA device (default 0)
   --out DIR                where results go (default FILE.tuned/)
@@ -63,6 +64,7 @@ interface AutoOptions {
   retries: number;
   device: number;
   includePaths: string[];
+  launchTimeout: number | undefined;
   out: string;
   json: boolean;
   verbose: boolean;
@@ -83,6 +85,7 @@ function parse(args: string[]): AutoOptions | 'help' {
       threshold: { type: 'string', default: '1.0' },
       iterations: { type: 'string', default: '32' },
       include: { type: 'string', short: 'I', multiple: true, default: [] },
+      'launch-timeout': { type: 'string' },
       retries: { type: 'string', default: '3' },
       device: { type: 'string', default: '0' },
       out: { type: 'string' },
@@ -103,6 +106,8 @@ function parse(args: string[]): AutoOptions | 'help' {
   if (!Number.isSafeInteger(iterations) || iterations < 1) throw new Error(`--iterations must be an integer >= 1, got ${values.iterations}`);
   const retries = Number(values.retries);
   if (!Number.isInteger(retries) || retries < 0) throw new Error(`--retries must be an integer >= 0, got ${values.retries}`);
+  const launchTimeout = values['launch-timeout'] === undefined ? undefined : Number(values['launch-timeout']);
+  if (launchTimeout !== undefined && !(launchTimeout > 0)) throw new Error(`--launch-timeout must be a positive number of seconds, got ${values['launch-timeout']}`);
   const device = Number(values.device);
   if (!Number.isInteger(device) || device < 0) throw new Error(`--device must be an integer >= 0, got ${values.device}`);
   let apiKey: string | undefined;
@@ -128,6 +133,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     retries,
     device,
     includePaths: values.include.map((d) => resolve(d)),
+    launchTimeout,
     out: resolve(values.out ?? `${file}.tuned`),
     json: values.json,
     verbose: values.verbose,
@@ -173,6 +179,7 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
       transportRetryPolicy: transportRetryPolicyFor(options.provider),
       performanceThreshold: options.threshold,
       iterations: options.iterations,
+      ...(options.launchTimeout !== undefined && { launchTimeout: options.launchTimeout }),
       approvePlan: options.approvePlan,
       signal: controller.signal,
     });

@@ -13,6 +13,8 @@ export interface EngineSettings {
   compilerOptions: readonly string[];
   /** Seconds; the budget of one configuration (see tuningTimeoutMs). */
   timePerTestS: number;
+  /** Seconds one launch may take; undefined: scaled to the reference kernel's time, at least 1 s (the tuner's default). */
+  launchTimeoutS?: number;
   /** Percent of improvement a candidate needs to be accepted. */
   performanceThreshold: number;
   /** Interrupt after planning, until the plan is approved (resumed with a Command). */

@@ -42,17 +42,15 @@ export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
   return KernelTest.fromSpec(ref.spec);
 }
 
-/** A single launch may take at most one configuration's budget, and never longer than the tuner's default of 10 s. */
-function launchTimeoutMs(ctx: EngineContext): number {
-  return Math.min(ctx.settings.timePerTestS * 1000, 10_000);
-}
-
 function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
+  const launchTimeoutS = ctx.settings.launchTimeoutS;
   return {
     backend: ctx.backend,
     compilerOptions: ctx.settings.compilerOptions,
     iterations: ctx.settings.iterations,
-    launchTimeoutMs: launchTimeoutMs(ctx),
+    // Unless the user fixed it, one launch may take 100x the reference kernel's time, at least a second (the tuner's
+    // default): a candidate that hangs costs about a second.
+    ...(launchTimeoutS !== undefined && { launchTimeoutMs: launchTimeoutS * 1000 }),
     ...(config.signal && { signal: config.signal }),
   };
 }

@@ -70,6 +70,8 @@ export interface LLMKernelTransformerOptions {
   timePerTest?: number;
   /** Timed launches per configuration (the median is compared). Default 32. */
   iterations?: number;
+  /** Seconds one launch may take. Default: 100x the original kernel's measured time, at least 1 s. */
+  launchTimeout?: number;
   stripThinkingOutput?: boolean;
   /** Default <think>...</think>. */
   thinkingPattern?: string | RegExp;
@@ -127,6 +129,9 @@ export class LLMKernelTransformer {
     if (options.iterations !== undefined && !(Number.isSafeInteger(options.iterations) && options.iterations > 0)) {
       throw new RangeError(`iterations must be a positive integer, got ${options.iterations}`);
     }
+    if (options.launchTimeout !== undefined && !(Number.isFinite(options.launchTimeout) && options.launchTimeout > 0)) {
+      throw new RangeError(`launchTimeout must be a positive number of seconds, got ${options.launchTimeout}`);
+    }
     const timePerTest = options.timePerTest ?? 15;
     if (!Number.isFinite(timePerTest) || timePerTest <= 0) throw new RangeError(`timePerTest must be a positive number of seconds, got ${timePerTest}`);
     this.llm = options.stripThinkingOutput
@@ -170,6 +175,7 @@ export class LLMKernelTransformer {
         structuredOutputType: o.structuredOutputType ?? 'default',
         compilerOptions: o.compilerOptions ?? [],
         timePerTestS: o.timePerTest ?? 15,
+        ...(o.launchTimeout !== undefined && { launchTimeoutS: o.launchTimeout }),
         performanceThreshold: o.performanceThreshold ?? 1.0,
         approvePlan: o.approvePlan ?? false,
         iterations: o.iterations ?? 32,

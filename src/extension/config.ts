@@ -35,6 +35,8 @@ export interface EngineConfig {
   iterations: number;
   /** Seconds for one configuration. */
   timePerTestS: number;
+  /** Seconds one launch may take; 0: scaled to the original kernel's time (at least 1 s). */
+  launchTimeoutS: number;
   compilerOptions: string[];
   /** Directories searched for #include (kernelTuner.includePaths), as written: relative ones are the workspace's. */
   includePaths: string[];
@@ -152,6 +154,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     device: number('device', 0, 0, 64, true),
     iterations: number('iterations', 32, 1, 1000, true),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
+    launchTimeoutS: number('launchTimeout', 0, 0, 3600, false),
     compilerOptions: strings('compilerOptions', []),
     includePaths: strings('includePaths', []),
   };

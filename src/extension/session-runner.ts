@@ -126,6 +126,7 @@ function transformerOptions(request: SessionRequest, backend: TuningBackend, str
     backend,
     compilerOptions: [...request.buildOptions, ...c.compilerOptions],
     timePerTest: c.timePerTestS,
+    ...(c.launchTimeoutS > 0 && { launchTimeout: c.launchTimeoutS }),
     iterations: c.iterations,
     stripThinkingOutput: c.stripThinkingOutput,
     structuredOutputType: c.structuredOutputType,

@@ -22,6 +22,7 @@ describe('settings → engine config', () => {
       timePerTestS: 15,
       compilerOptions: [],
       includePaths: [],
+      launchTimeoutS: 0,
     });
     expect(result.endpoint).toBe('Ollama at http://127.0.0.1:11434');
   });
