@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # For runs on a GPU machine (which has no Node and no node_modules): copies what the bundled GPU tests and benchmarks
-# need from dist/ into .gpu/dist/ (without source maps), beside the Node that `bash ../shared/gpu/stage` puts in .gpu/.
-# Then carry .gpu and run there: source .gpu/env.sh && node --test .gpu/dist/gpu-tests/
+# need from dist/ into dist-gpu/ (without source maps, so the carried tree stays small). Then carry .gpu (the Node that
+# `bash ../shared/gpu/stage` puts there) and dist-gpu, and run there:
+#   source .gpu/env.sh && node --test dist-gpu/gpu-tests/ && node dist-gpu/bench/tuner.js
+# The bundles find the repository (examples/, test fixtures) two levels up, as they do from dist/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-rm -rf .gpu/dist && mkdir -p .gpu/dist
-cp dist/gpu-worker.js dist/*.wasm .gpu/dist/
-cp -r dist/native .gpu/dist/
+rm -rf dist-gpu && mkdir -p dist-gpu
+cp dist/gpu-worker.js dist/*.wasm dist-gpu/
+cp -r dist/native dist-gpu/
 for dir in gpu-tests bench; do
-  mkdir -p ".gpu/dist/$dir" && find "dist/$dir" -maxdepth 1 -name '*.js' -exec cp {} ".gpu/dist/$dir/" \;
+  mkdir -p "dist-gpu/$dir" && find "dist/$dir" -maxdepth 1 -name '*.js' -exec cp {} "dist-gpu/$dir/" \;
+  cp -r dist/native "dist-gpu/$dir/"  # the tests' own skip check loads the addon beside them
 done
-du -sh .gpu
+du -sh dist-gpu .gpu

@@ -21,8 +21,11 @@ export interface EvaluatorOptions {
   flushL2: boolean;
   /** A configuration whose first few timed launches take longer than this factor times the best median so far is not timed further. */
   earlyStopFactor: number | undefined;
-  /** Time limit of one launch of the kernel under test (ms); a whole benchmark gets this per launch. */
-  launchTimeoutMs: number;
+  /**
+   * Time limit of one launch of the kernel under test (ms); a whole benchmark gets this per launch. Asked for when the
+   * first configuration runs (it may time the reference kernel first; a run answered from a cache never asks).
+   */
+  launchTimeoutMs: () => Promise<number>;
   /** Compiles running ahead at most. */
   compileConcurrency: number;
 }
@@ -84,9 +87,10 @@ export class Evaluator {
       timings.loadMs = kernel.loadMs;
       result.resources = { registers: kernel.resources.registers, sharedBytes: kernel.resources.sharedBytes, localBytes: kernel.resources.localBytes };
 
+      const launchTimeoutMs = await this.options.launchTimeoutMs();
       const verifyStart = performance.now();
       for (let s = 0; s < this.test.inputSets; s++) {
-        this.expectOk(await this.run(() => this.backend.check(kernel!, launch, this.test, s, { timeoutMs: this.options.launchTimeoutMs })));
+        this.expectOk(await this.run(() => this.backend.check(kernel!, launch, this.test, s, { timeoutMs: launchTimeoutMs })));
       }
       timings.verifyMs = performance.now() - verifyStart;
 
@@ -97,7 +101,7 @@ export class Evaluator {
           warmup: this.options.warmup,
           iterations: this.options.iterations,
           flushL2: this.options.flushL2,
-          timeoutMs: this.options.launchTimeoutMs * (this.options.warmup + this.options.iterations + 1),
+          timeoutMs: launchTimeoutMs * (this.options.warmup + this.options.iterations + 1),
           ...(stopAboveMs !== undefined && { stopAboveMs }),
         }),
       );

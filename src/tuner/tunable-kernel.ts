@@ -289,7 +289,14 @@ export class TunableKernel {
       cleanups.push(() => oracle.release());
       const prepared = await backend.prepare(data, oracle, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
       cleanups.push(() => prepared.release());
-      const referenceMs = await this.timeReference(backend, oracle, prepared, initialTimeoutMs);
+      // The launch time limit scales with the reference kernel, timed when the first configuration needs the limit.
+      let referenceMs: number | undefined;
+      let launchLimit: Promise<number> | undefined;
+      const launchTimeoutMs = () =>
+        (launchLimit ??=
+          options.launchTimeoutMs !== undefined
+            ? Promise.resolve(options.launchTimeoutMs)
+            : this.timeReference(backend, oracle, prepared, initialTimeoutMs).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
 
       const evaluator = new Evaluator(backend, device, prepared, {
         program: oracle.candidateProgram,
@@ -301,7 +308,7 @@ export class TunableKernel {
         warmup: options.warmup ?? 1,
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
-        launchTimeoutMs: options.launchTimeoutMs ?? scaledLaunchTimeoutMs(referenceMs),
+        launchTimeoutMs,
         compileConcurrency: options.compileConcurrency ?? (oracle.candidateProgram.compiler === 'nvcc' ? NVCC_CONCURRENCY : 4),
       });
       cleanups.push(() => evaluator.dispose());
@@ -335,7 +342,7 @@ export class TunableKernel {
       return {
         ...result,
         compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
-        reference: { config: oracle.config, timeMs: referenceMs },
+        reference: { config: oracle.config, ...(referenceMs !== undefined && { timeMs: referenceMs }) },
       };
     } finally {
       for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);

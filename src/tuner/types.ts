@@ -109,8 +109,11 @@ export interface TuneResult {
   seed: number;
   /** The compiler every configuration was built with, and why it is not NVRTC when NVRTC was there to try. */
   compiler?: { backend: 'nvrtc' | 'nvcc'; note?: string };
-  /** The oracle's configuration and its median time on the test (what the launch time limit scales with). */
-  reference?: { config: Config; timeMs: number };
+  /**
+   * The oracle's configuration, and its median time on the test when it was timed (the launch time limit scales with
+   * it unless a limit was given; a run answered wholly from a cache times nothing).
+   */
+  reference?: { config: Config; timeMs?: number };
 }
 
 /**
