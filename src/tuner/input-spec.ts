@@ -227,21 +227,31 @@ function vectorType(base: string): { dtype: DType; lanes: number } | undefined {
   return vector ? { dtype: VECTOR_LANE[vector[1]!]!, lanes: Number(vector[2]) } : undefined;
 }
 
+/** The dtype and lanes of a C type name, or undefined when it is none we can pass. */
+function dtypeOfBase(type: string): { dtype: DType; lanes: number } | undefined {
+  const base = type.replace(/^(std::|::)/, '');
+  const scalar = C_TYPES[base];
+  return scalar ? { dtype: scalar, lanes: 1 } : vectorType(base);
+}
+
 /**
  * The dtype a parameter's base type stands for, `undefined` for a template type parameter (any dtype fits), or an
- * error text when we cannot pass such an argument.
+ * error text when we cannot pass such an argument. A type the file defines (`typedef __nv_bfloat16 floatX;`) stands
+ * for what it aliases; where the preprocessor leaves several typedefs possible, `dtypes` lists them all.
  */
-export function dtypeOfCType(parameter: KernelParameter, templateTypeNames: ReadonlySet<string>): { dtype?: DType; lanes: number } | string {
+export function dtypeOfCType(parameter: KernelParameter, templateTypeNames: ReadonlySet<string>): { dtype?: DType; dtypes?: DType[]; lanes: number } | string {
   const base = parameter.baseType.replace(/^(std::|::)/, '');
   if (templateTypeNames.has(base)) return { lanes: 1 };
-  const scalar = C_TYPES[base];
-  if (scalar) return { dtype: scalar, lanes: 1 };
-  const vector = vectorType(base);
-  if (vector) {
-    if (!parameter.isPointer) return `vector type ${base} is only supported behind a pointer`;
-    return vector;
+  const direct = dtypeOfBase(base);
+  const candidates = direct ? [direct] : (parameter.aliasOf ?? []).map(dtypeOfBase).filter((c) => c !== undefined);
+  if (candidates.length === 0) {
+    return `type ${parameter.baseType} is not supported as a test argument (supported: ${Object.keys(C_TYPES).join(', ')}, CUDA vector types behind pointers, and typedefs of these)`;
   }
-  return `type ${parameter.baseType} is not supported as a test argument (supported: ${Object.keys(C_TYPES).join(', ')}, and CUDA vector types behind pointers)`;
+  const lanes = new Set(candidates.map((c) => c.lanes));
+  if ([...lanes].some((l) => l > 1) && !parameter.isPointer) return `vector type ${base} is only supported behind a pointer`;
+  if (lanes.size > 1) return `type ${base} has a different number of lanes in each of its possible typedefs (${parameter.aliasOf!.join(', ')})`;
+  const dtypes = [...new Set(candidates.map((c) => c.dtype))];
+  return dtypes.length === 1 ? { dtype: dtypes[0]!, lanes: candidates[0]!.lanes } : { dtypes, lanes: candidates[0]!.lanes };
 }
 
 /** Parses and validates a spec, then checks it against the kernel's signature and resolves every length. */
@@ -280,6 +290,9 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
     }
     if (ctype.dtype && ctype.dtype !== argSpec.dtype) {
       problems.push(`${parameter.name}: the kernel declares ${parameter.type}, which is ${ctype.dtype}, but the spec says ${argSpec.dtype}`);
+    }
+    if (ctype.dtypes && !ctype.dtypes.includes(argSpec.dtype)) {
+      problems.push(`${parameter.name}: the kernel declares ${parameter.type}, which the file's preprocessor makes one of ${ctype.dtypes.join(', ')}, but the spec says ${argSpec.dtype}`);
     }
     if ('value' in argSpec) {
       if (parameter.isPointer) problems.push(`${parameter.name}: is a pointer (${parameter.type}); give a buffer (dtype, length), not a value`);

@@ -78,6 +78,8 @@ export interface KernelParameter {
   defaultValue?: string;
   /** "[4]", "[]" or "[N][M]" for array parameters. */
   arraySuffix?: string;
+  /** When the base type is a typedef of the file or its headers: the types it may stand for (see type-aliases.ts). */
+  aliasOf?: string[];
 }
 
 /** A kernel definition. Plain data (no methods), so it crosses worker and webview boundaries intact. */

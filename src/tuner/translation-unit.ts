@@ -28,6 +28,13 @@ export interface TopLevelItem {
   commentStart: number;
   /** The frames (conditionals, namespaces, `extern "C"` blocks) it is inside, outermost first: SourceOutline.frames. */
   frames: number[];
+  /**
+   * The preprocessor conditions under which it is compiled, all of which must hold: `defined(X)`, `!(defined(X))`
+   * for an #else after `#ifdef X`, the text of an #if or #elif condition.
+   */
+  guards: string[];
+  /** A `typedef T name;` or `using name = T;`: the name and the type it stands for. */
+  alias?: { name: string; target: string };
   /** Names it declares (unqualified): the function, variables, type, typedef, or the macro. */
   names: string[];
   /** Enclosing named namespaces, outermost first. */
@@ -90,6 +97,7 @@ export function outlineSource(code: string): Promise<SourceOutline> {
 interface Scope {
   namespace: string[];
   frames: number[];
+  guards: string[];
 }
 
 class Outliner {
@@ -112,7 +120,7 @@ class Outliner {
         this.spaceMacros.set(this.text(name), this.blanked.slice(value.startIndex, value.endIndex).trim());
       }
     }
-    this.visitChildren(root, { namespace: [], frames: [] });
+    this.visitChildren(root, { namespace: [], frames: [], guards: [] });
     this.items.sort((a, b) => a.start - b.start);
     return { code: this.code, items: this.items, frames: this.frames, spaceMacros: this.spaceMacros };
   }
@@ -158,7 +166,7 @@ class Outliner {
       case 'preproc_if':
       case 'preproc_ifdef': {
         // One frame for the whole #if / #elif / #else / #endif chain: its directive lines are kept, and what each
-        // branch encloses is visited (not the conditions).
+        // branch encloses is visited (not the conditions), under the branch's condition and the negations of those before.
         const frame = this.addFrame(this.conditionalLines(node));
         this.visitBranch(node, { ...scope, frames: [...scope.frames, frame] });
         return;
@@ -173,11 +181,21 @@ class Outliner {
   private visitBranch(node: Node, scope: Scope): void {
     const condition = node.childForFieldName('condition') ?? node.childForFieldName('name');
     const alternative = node.childForFieldName('alternative');
+    const holds = this.branchCondition(node, condition);
+    const inside = holds === undefined ? scope : { ...scope, guards: [...scope.guards, holds] };
     for (const child of node.namedChildren) {
       if (condition?.equals(child)) continue;
-      if (alternative?.equals(child)) this.visitBranch(child, scope);
-      else this.visit(child, scope);
+      if (alternative?.equals(child)) this.visitBranch(child, holds === undefined ? scope : { ...scope, guards: [...scope.guards, `!(${holds})`] });
+      else this.visit(child, inside);
     }
+  }
+
+  /** The condition a branch is taken under, as preprocessor expression text (undefined for #else). */
+  private branchCondition(node: Node, condition: Node | null): string | undefined {
+    if (!condition) return undefined;
+    const text = this.blanked.slice(condition.startIndex, condition.endIndex).replace(/\\\r?\n/g, ' ').trim();
+    if (node.type !== 'preproc_ifdef' && node.type !== 'preproc_elifdef') return text;
+    return /^#\s*(el)?ifndef\b/.test(this.code.slice(node.startIndex, condition.startIndex)) ? `!defined(${text})` : `defined(${text})`;
   }
 
   /** The #if line, each #elif and #else line, and the #endif line of a conditional. */
@@ -201,7 +219,7 @@ class Outliner {
       { start: node.startIndex, end: body.startIndex + 1 },
       { start: body.endIndex - 1, end: body.endIndex },
     ]);
-    return { namespace: [...scope.namespace, ...names], frames: [...scope.frames, frame] };
+    return { ...scope, namespace: [...scope.namespace, ...names], frames: [...scope.frames, frame] };
   }
 
   private addFrame(pieces: { start: number; end: number }[]): number {
@@ -215,7 +233,8 @@ class Outliner {
       decl = node.namedChildren.find((c) => c.type !== 'template_parameter_list' && c.type !== 'comment') ?? node;
     }
     if (TYPE_NODES.has(decl.type)) {
-      return this.add(node, scope, { kind: 'type', names: this.typeNames(decl), ...this.members(decl) }, prefixStart);
+      const alias = this.aliasOf(decl);
+      return this.add(node, scope, { kind: 'type', names: this.typeNames(decl), ...this.members(decl), ...(alias && { alias }) }, prefixStart);
     }
     if (decl.type === 'function_definition' || decl.type === 'declaration' || decl.type === 'template_instantiation') {
       const declarators = decl.childrenForFieldName('declarator');
@@ -263,6 +282,21 @@ class Outliner {
     this.add(node, scope, { kind: node.type === 'expression_statement' ? 'directive' : 'unknown' }, prefixStart);
   }
 
+  /** `typedef T name;` (one plain name) and `using name = T;`: what the name stands for. */
+  private aliasOf(decl: Node): { name: string; target: string } | undefined {
+    if (decl.type === 'alias_declaration') {
+      const name = decl.childForFieldName('name');
+      const type = decl.childForFieldName('type');
+      return name && type ? { name: this.text(name), target: this.text(type).replace(/\s+/g, ' ').trim() } : undefined;
+    }
+    if (decl.type !== 'type_definition') return undefined;
+    const declarators = decl.childrenForFieldName('declarator');
+    const type = decl.childForFieldName('type');
+    if (declarators.length !== 1 || declarators[0]!.type !== 'type_identifier' || !type || type.childForFieldName('body')) return undefined;
+    const qualifiers = decl.namedChildren.filter((c) => c.type === 'type_qualifier').map((c) => this.text(c));
+    return { name: this.text(declarators[0]!), target: [...qualifiers, this.text(type)].join(' ').replace(/\s+/g, ' ').trim() };
+  }
+
   /** The member functions of a class, struct or union body, split by where they run. */
   private members(specifier: Node): Pick<TopLevelItem, 'hostMembers' | 'deviceMembers'> {
     const body = specifier.childForFieldName('body');
@@ -292,6 +326,7 @@ class Outliner {
       ...item,
       namespace: scope.namespace,
       frames: scope.frames,
+      guards: scope.guards,
       start,
       commentStart: this.leadingComments(node, start),
       end: node.endIndex,

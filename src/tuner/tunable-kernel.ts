@@ -1,6 +1,7 @@
 // TunableKernel and KernelTest: the seed library's API (llm_kernel_tuner.TunableKernel / KernelTest) over our tuner.
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
+import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
@@ -14,6 +15,7 @@ import { buildWithFallback, candidatePrograms, compileSources, type CompileSourc
 import { resolveTestSpec, type ResolvedTest } from './input-spec';
 import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
 import { SearchSpace } from './search-space';
+import { typeAliases } from './type-aliases';
 import { resolveStrategy, type SearchProgress, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
@@ -229,7 +231,7 @@ export class TunableKernel {
       }
       kernel = kernels[0]!;
     }
-    return new TunableKernel(code, kernel, info);
+    return new TunableKernel(code, await withTypeAliases(code, kernel, info), info);
   }
 
   get name(): string {
@@ -463,6 +465,29 @@ export function parseDefineValue(text: string): ParamValue {
   if (/^[+-]?(\d+\.\d*|\.\d+|\d+)([eE][+-]?\d+)?[fFlL]?$/.test(t)) return Number(t.replace(/[fFlL]$/, ''));
   if (t === 'true' || t === 'false') return t === 'true';
   return text.trim();
+}
+
+/** The kernel with what its parameters' typedef'd types stand for (`floatX` → `__nv_bfloat16`), for test specs. */
+async function withTypeAliases(code: string, kernel: KernelSignature, info: TunableKernelInfo): Promise<KernelSignature> {
+  const aliases = await typeAliases(code, {
+    ...(info.filePath !== undefined && { filePath: info.filePath }),
+    ...(info.includePaths && { includePaths: info.includePaths }),
+    readFile: info.readFile ?? readIfExists,
+  });
+  if (aliases.size === 0) return kernel;
+  const parameters = kernel.parameters.map((p) => {
+    const aliasOf = aliases.get(p.baseType.replace(/^(std::|::)/, ''));
+    return aliasOf ? { ...p, aliasOf: [...aliasOf] } : p;
+  });
+  return { ...kernel, parameters };
+}
+
+function readIfExists(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
 }
 
 function launchSpec(o: LaunchOptions) {

@@ -52,8 +52,9 @@ function specFromAnswer(answer: TestSpecAnswer, kernel: KernelSignature, analysi
       continue;
     }
     const ctype = dtypeOfCType(p, templateTypes);
-    // A template type parameter takes any dtype; float32 is what a generic numeric kernel is most often used with.
-    const dtype = typeof ctype === 'string' ? undefined : (ctype.dtype ?? 'float32');
+    // A template type parameter takes any dtype; float32 is what a generic numeric kernel is most often used with. A
+    // typedef the preprocessor leaves undecided here takes its first alternative (the branch the file lists first).
+    const dtype = typeof ctype === 'string' ? undefined : (ctype.dtype ?? ctype.dtypes?.[0] ?? 'float32');
     if (dtype === undefined) {
       problems.push(`${p.name}: ${ctype as string}`);
       continue;
