@@ -3,7 +3,7 @@
 // partial tile of K (wrong for K = 1000) and the correct tiled kernel. The real GpuBackend must reject the first for
 // its wrong results and accept the second with a measured speed-up. Skipped, with the reason, without a GPU.
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { defaultRetryPolicy } from '../../src/engine/feedback';
@@ -44,6 +44,8 @@ describe('LLM session on the GPU: naive matmul', () => {
     });
     const stream = transformer.stream();
     for (let next = await stream.next(); !next.done; next = await stream.next()) events.push(next.value);
+    // The events of a real GPU session, kept when the run collects files (the README's panel screenshots replay them).
+    if (process.env.OUT) writeFileSync(join(process.env.OUT, 'gpu-llm-session.events.json'), `${JSON.stringify(events, null, 1)}\n`);
   });
   after(async () => {
     await server?.close();
