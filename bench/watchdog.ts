@@ -1,6 +1,6 @@
-// What a hanging configuration costs: a kernel whose mode=1 configurations never end, tuned by brute force over
-// rep x mode, so that each hang follows a normal configuration (mode 0) and precedes one that runs on the new worker
-// (mode 2). The watchdog's limit scales with the reference kernel (100x its time, at least 1 s); after a timeout the
+// What a hanging configuration costs: a kernel whose hang_mode=1 configurations never end, tuned by brute force over
+// rep x hang_mode, so that each hang follows a normal configuration (hang_mode 0) and precedes one that runs on the
+// new worker (hang_mode 2). The watchdog's limit scales with the reference kernel (100x its time, at least 1 s); after a timeout the
 // worker is killed and the next configuration starts a new one (CUDA context, helper kernels, test data).
 //   node dist/bench/watchdog.js        (JSON also to $OUT/bench-watchdog.json when OUT is set)
 import { mkdirSync, writeFileSync } from 'node:fs';
@@ -11,7 +11,7 @@ import { KernelTest, TunableKernel } from '../src/tuner/tunable-kernel';
 
 const SOURCE = `__global__ void doubled(float *y, const float *x, int n) {
   int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (mode == 1) while (*(volatile float *)&y[0] != 12345.0f) {}  // y holds NaN before every checked run
+  if (hang_mode == 1) while (*(volatile float *)&y[0] != 12345.0f) {}  // y holds NaN before every checked run
   if (i < n) y[i] = 2.0f * x[i];
 }
 `;
@@ -32,11 +32,11 @@ async function main(): Promise<void> {
   const rows: { config: string; status: string; wallMs: number }[] = [];
   let last = performance.now();
   const started = last;
-  const result = await kernel.tune(test, { block_size_x: [256], rep: [1, 2, 3, 4], mode: [0, 1, 2] }, [], {
+  const result = await kernel.tune(test, { block_size_x: [256], rep: [1, 2, 3, 4], hang_mode: [0, 1, 2] }, [], {
     backend,
     iterations: 32,
     earlyStop: false,
-    referenceConfig: { block_size_x: 256, rep: 1, mode: 0 },
+    referenceConfig: { block_size_x: 256, rep: 1, hang_mode: 0 },
     onResult: (r) => {
       const now = performance.now();
       rows.push({ config: r.key, status: r.status, wallMs: now - last });

@@ -39,7 +39,7 @@ export function formatTuneParams(tuneParams: Record<string, readonly ParamValue[
 /** How a tunable kernel is compiled and launched: what the model must know to write one. */
 export const TUNER_RULES = [
   'How the kernel is compiled and launched:',
-  '- Every tunable parameter is injected as a preprocessor definition (`-Dname=value`): use the names directly, never #define them yourself.',
+  '- Every tunable parameter is injected as a preprocessor definition (`-Dname=value`): use the names directly, never #define them yourself. Give them distinctive names (tile_size_x, elements_per_thread): a common word such as mode or size would also replace that word inside the CUDA headers.',
   '- The thread block is (block_size_x, block_size_y, block_size_z): these three names are always defined. A block size must be one of these names; use it for compile-time sizes (shared memory arrays, loop bounds).',
   '- The grid is ceil(problem size / grid divisor) per dimension. The divisor defaults to the block size of that dimension; if each block handles more elements than it has threads, state the divisors (products of tunable parameter names).',
   '- The kernel name and its parameter list (names, types, order) must stay exactly as they are: the host code calls it.',

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../gpu/errors';
 import type { BuildRequest, BuiltKernel, CheckOutcome, DeviceDescription, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import { withCollisionHint } from './compile-sources';
 import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from './geometry';
 import { configKey, type Config, type ConfigResult, type FailureKind, type Reproduction } from './types';
 
@@ -172,7 +173,7 @@ export class Evaluator {
     try {
       return await promise;
     } catch (e) {
-      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', e.message, e.log);
+      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', withCollisionHint(e, request.defines).message, e.log);
       throw e;
     }
   }

@@ -11,7 +11,7 @@ import { CacheFile } from './cache';
 import { describeCheckFailure, Evaluator } from './evaluator';
 import { defines, Geometry, type GridDivisor } from './geometry';
 import { GpuBackend } from './gpu-backend';
-import { buildWithFallback, candidatePrograms, compileSources, type CompileSources } from './compile-sources';
+import { buildWithFallback, candidatePrograms, compileSources, withCollisionHint, type CompileSources } from './compile-sources';
 import { resolveTestSpec, type ResolvedTest } from './input-spec';
 import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
 import { SearchSpace } from './search-space';
@@ -380,7 +380,11 @@ export class TunableKernel {
       const g = geometry.launch(config, scalars);
       const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
       const request = { nameExpression: kernel.nameExpression, defines: defines(config, g, geometry.blockSizeNames), compilerOptions };
-      return { launch, build: (program: KernelProgram) => backend.build({ ...program, ...request }) };
+      const build = (program: KernelProgram) =>
+        backend.build({ ...program, ...request }).catch((e: unknown) => {
+          throw e instanceof CompileError ? withCollisionHint(e, request.defines) : e;
+        });
+      return { launch, build };
     };
     const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
     const own = buildAt(this, ownConfig, options);

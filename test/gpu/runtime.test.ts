@@ -231,6 +231,18 @@ describe('GPU runtime on the device', () => {
     await out.free();
   });
 
+  /** The device's free memory once it has not changed over three reads 100 ms apart (at most 5 s). */
+  async function settledFreeBytes(): Promise<number> {
+    let last = (await gpu.memInfo()).freeBytes;
+    for (let stable = 0, reads = 0; stable < 3 && reads < 50; reads++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      const now = (await gpu.memInfo()).freeBytes;
+      stable = now === last ? stable + 1 : 0;
+      last = now;
+    }
+    return last;
+  }
+
   test('runs 1000 compile+launch cycles without leaking device memory', async () => {
     const values = Array.from({ length: 10 }, (_, i) => i * 7 + 1);
     const compiled = new Map<number, CompiledProgram>();
@@ -249,12 +261,13 @@ describe('GPU runtime on the device', () => {
       await module.unload();
     };
     // One warm-up cycle per module first: the driver's one-time allocations (module loader, launch resources) are
-    // then in place, so free memory must come back exactly, with no tolerance.
+    // then in place, so no byte may go missing, with no tolerance. Free memory is the device's, so the workers that
+    // earlier tests killed must have given theirs back first: wait until it stops changing.
     for (let i = 0; i < values.length; i++) await cycle(i);
-    const before = await gpu.memInfo();
+    const before = await settledFreeBytes();
     for (let i = 0; i < 1000; i++) await cycle(i);
-    const afterCycles = await gpu.memInfo();
-    assert.equal(afterCycles.freeBytes, before.freeBytes, `free before ${before.freeBytes}, after ${afterCycles.freeBytes}`);
+    const after = (await gpu.memInfo()).freeBytes;
+    assert.ok(after >= before, `device memory leaked: free before ${before}, after ${after} (${before - after} bytes)`);
   });
 
   test('takes float32 scalars and reports them unchanged', async () => {
