@@ -1,6 +1,7 @@
 // What the tuner needs from a GPU, as one interface: the real implementation drives the GPU worker (gpu-backend.ts);
 // CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
 // decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
+import type { ProgramInit } from '../gpu/program';
 import type { CompilerBackend } from '../gpu/types';
 import type { Dim3 } from './types';
 import type { DeviceLimits } from './geometry';
@@ -41,6 +42,19 @@ export interface BuildRequest extends KernelProgram {
   nameExpression: string;
   defines: Record<string, string>;
   compilerOptions: readonly string[];
+}
+
+/** The compiler's program for a build request: its source, headers and include paths, with the defines and options. */
+export function programOf(request: BuildRequest): ProgramInit {
+  return {
+    source: request.source,
+    fileName: request.fileName,
+    nameExpressions: [request.nameExpression],
+    defines: request.defines,
+    options: [...request.compilerOptions],
+    ...(request.headers && { headers: request.headers }),
+    ...(request.includePaths && { includePaths: request.includePaths }),
+  };
 }
 
 /** A compiled and loaded kernel, ready to launch. */

@@ -28,20 +28,21 @@ import {
   type KernelArg,
   type Module,
 } from '../gpu/client';
-import type {
-  BuildRequest,
-  BuiltKernel,
-  CheckOutcome,
-  DeviceDescription,
-  HostArgument,
-  Launch,
-  OutputMismatch,
-  PreparedTest,
-  TestData,
-  TimingOptions,
-  TimingOutcome,
-  Tolerance,
-  TuningBackend,
+import {
+  programOf,
+  type BuildRequest,
+  type BuiltKernel,
+  type CheckOutcome,
+  type DeviceDescription,
+  type HostArgument,
+  type Launch,
+  type OutputMismatch,
+  type PreparedTest,
+  type TestData,
+  type TimingOptions,
+  type TimingOutcome,
+  type Tolerance,
+  type TuningBackend,
 } from './backend';
 import {
   COMPARE_SLOTS,
@@ -246,18 +247,7 @@ export class GpuBackend implements TuningBackend {
     const compiler = this.compilers[request.compiler];
     if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
     const t0 = performance.now();
-    const compiled = await compiler.compile(
-      {
-        source: request.source,
-        fileName: request.fileName,
-        nameExpressions: [request.nameExpression],
-        defines: request.defines,
-        options: [...request.compilerOptions],
-        ...(request.headers && { headers: request.headers }),
-        ...(request.includePaths && { includePaths: request.includePaths }),
-      },
-      signal ? { signal } : {},
-    );
+    const compiled = await compiler.compile(programOf(request), signal ? { signal } : {});
     const t1 = performance.now();
     return this.load(compiled, request.nameExpression, t1 - t0);
   }

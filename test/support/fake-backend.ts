@@ -18,17 +18,18 @@
 import { CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
 import { NvccCompiler } from '../../src/gpu/nvcc';
-import type {
-  BuildRequest,
-  BuiltKernel,
-  CheckOutcome,
-  DeviceDescription,
-  Launch,
-  PreparedTest,
-  TestData,
-  TimingOptions,
-  TimingOutcome,
-  TuningBackend,
+import {
+  programOf,
+  type BuildRequest,
+  type BuiltKernel,
+  type CheckOutcome,
+  type DeviceDescription,
+  type Launch,
+  type PreparedTest,
+  type TestData,
+  type TimingOptions,
+  type TimingOutcome,
+  type TuningBackend,
 } from '../../src/tuner/backend';
 
 export const WRONG_MARKER = 'FAKE_WRONG_RESULT';
@@ -138,18 +139,7 @@ export class FakeBackend implements TuningBackend {
     let compiled = compiles.get(key);
     if (!compiled) {
       compiled = nvcc
-        .compile(
-          {
-            source: request.source,
-            fileName: request.fileName,
-            nameExpressions: [request.nameExpression],
-            defines: request.defines,
-            options: [...request.compilerOptions],
-            ...(request.headers && { headers: request.headers }),
-            ...(request.includePaths && { includePaths: request.includePaths }),
-          },
-          signal ? { signal } : {},
-        )
+        .compile(programOf(request), signal ? { signal } : {})
         .then((p) => p.log);
       compiles.set(key, compiled);
       // A failed compile is cached too (the same source fails the same way), but not an aborted one.
