@@ -274,6 +274,19 @@ describe('unifiedDiff', () => {
     expect(applyWithTools(original, proposed).git).toBe(proposed);
   });
 
+  it('changes as many lines as computeHunks, both minimal (seeded)', () => {
+    const r = rng(31);
+    for (let iter = 0; iter < 100; iter++) {
+      const make = (): string => Array.from({ length: int(r, 0, 20) }, () => pick(r, ['a', 'b', 'c', '{', '}'])).join('\n') + (r() < 0.7 ? '\n' : '');
+      const a = make();
+      const b = make();
+      const body = unifiedDiff(a, b, { fileName: 'f', context: 2 }).split('\n').slice(2);
+      const hunks = computeHunks(a, b);
+      expect(body.filter((l) => l.startsWith('-')).length).toBe(hunks.reduce((n, h) => n + h.originalLines.length, 0));
+      expect(body.filter((l) => l.startsWith('+')).length).toBe(hunks.reduce((n, h) => n + h.proposedLines.length, 0));
+    }
+  });
+
   it('validates context', () => {
     expect(() => unifiedDiff('a', 'b', { fileName: 'f', context: -1 })).toThrow(RangeError);
   });
