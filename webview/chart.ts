@@ -10,7 +10,7 @@
  */
 import { BasicPlatform, Chart, Legend, LinearScale, LineElement, LogarithmicScale, PointElement, ScatterController, Tooltip, type ChartConfiguration, type Plugin } from 'chart.js';
 import { Context as SvgContext } from 'svgcanvas';
-import { chartConfig, chartSeries, type ChartData, type ChartPoint, type ChartTheme, type ExternalTooltip } from './chart-series';
+import { chartConfig, chartSeries, DATASET, type ChartData, type ChartPoint, type ChartTheme, type ExternalTooltip } from './chart-series';
 
 Chart.register(ScatterController, LineElement, PointElement, LinearScale, LogarithmicScale, Tooltip, Legend);
 
@@ -138,6 +138,38 @@ function tooltipRenderer(box: HTMLElement): ExternalTooltip {
 }
 
 /**
+ * The points can be read without a mouse: with the canvas focused, the arrow keys (and Home / End) move the tooltip
+ * from point to point, steps first, then configurations in evaluation order; Escape hides it.
+ */
+function keyboardWalk(canvas: HTMLCanvasElement, chart: Chart<'scatter', ChartPoint[]>): void {
+  canvas.tabIndex = 0;
+  let at = -1;
+  const points = () =>
+    chart.data.datasets.flatMap((dataset, datasetIndex) =>
+      dataset.label === DATASET.baseline || dataset.label === DATASET.best ? [] : dataset.data.map((_, index) => ({ datasetIndex, index })),
+    );
+  const show = (active: { datasetIndex: number; index: number }[]) => {
+    const element = active[0] && chart.getDatasetMeta(active[0].datasetIndex).data[active[0].index];
+    chart.setActiveElements(active);
+    chart.tooltip?.setActiveElements(active, { x: element?.x ?? 0, y: element?.y ?? 0 });
+    chart.update('none');
+  };
+  canvas.addEventListener('keydown', (event) => {
+    const all = points();
+    const moves: Record<string, number> = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: all.length - 1 };
+    if (event.key === 'Escape') {
+      at = -1;
+      show([]);
+    } else if (event.key in moves && all.length > 0) {
+      at = Math.min(all.length - 1, Math.max(0, moves[event.key]!));
+      show([all[at]!]);
+    } else return;
+    event.preventDefault();
+  });
+  canvas.addEventListener('blur', () => ((at = -1), show([])));
+}
+
+/**
  * Draws the chart of `data` into `holder` (emptied first) and keeps it in the page's theme. The canvas carries the
  * summary as its accessible name, repeated as a caption under it.
  */
@@ -162,7 +194,7 @@ export function mountPerformanceChart(holder: HTMLElement, data: ChartData): Per
   const themeSource = () => (holder.isConnected ? holder : doc.body);
   let theme = readChartTheme(themeSource());
   const describe = (summary: string) => {
-    canvas.setAttribute('aria-label', `Performance chart. ${summary}`);
+    canvas.setAttribute('aria-label', `Performance chart. ${summary} Arrow keys read the points one by one.`);
     caption.textContent = summary;
   };
   const build = () => {
@@ -171,6 +203,7 @@ export function mountPerformanceChart(holder: HTMLElement, data: ChartData): Per
     return chartConfig(series, theme, external);
   };
   const chart = new Chart(canvas, build());
+  keyboardWalk(canvas, chart);
   const redraw = () => {
     const config = build();
     chart.data = config.data;
