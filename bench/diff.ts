@@ -3,18 +3,7 @@
 //   node dist/bench/diff.js
 import { diffLines } from 'diff';
 import { computeHunks } from '../src/engine/diff';
-
-/** Deterministic PRNG (mulberry32), so every run diffs the same texts. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { rng } from '../test/support/seeded-random';
 
 const r = rng(5);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
