@@ -8,6 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:f
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { svgcanvasCspPatch } from './esbuild-plugins.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -75,16 +76,18 @@ async function buildJs() {
     rmSync(join(dist, outDir), { recursive: true, force: true });
     await esbuild.build({ ...common, entryPoints: files, outdir: join(dist, outDir) });
   }
-  // The tuning panel runs in a webview: a browser bundle.
+  // The tuning panel runs in a webview: a browser bundle, minified (it is loaded on every panel open).
   await esbuild.build({
     bundle: true,
     platform: 'browser',
     target: 'chrome120',
     format: 'iife',
     sourcemap: 'linked',
+    minify: true,
     logLevel: 'warning',
     entryPoints: [join(root, 'webview', 'main.ts')],
     outfile: join(dist, 'webview.js'),
+    plugins: [svgcanvasCspPatch],
   });
   // Extension tests (they run inside the extension host) and the Playwright UI test (Node), for scripts/test-extension.mjs.
   const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));

@@ -174,7 +174,7 @@ try {
     try {
       process.env.KERNEL_TUNER_TEST_REPORT = reportFile;
       const ui = require(join(bundles, 'ui.e2e.js'));
-      await ui.runUiTest({ base: server.base, workspace: workspace('ws-ui'), fixtures: join(root, 'test', 'fixtures'), shots: results, launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')), log });
+      await ui.runUiTest({ base: server.base, workspace: workspace('ws-ui'), fixtures: join(root, 'test', 'fixtures'), shots: results, readmeShots: join(root, 'media', 'screenshots'), launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')), log });
     } finally {
       server.stop();
     }

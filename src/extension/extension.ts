@@ -10,13 +10,14 @@
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { HistoryStore, type HistoryEntry } from '../engine/history-store';
+import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
 import { InlineDiffController } from './inline-diff';
 import { isCudaDocument, KernelIndex, type KernelTarget } from './kernels';
 import { PanelManager } from './panel';
-import type { FromWebviewMessage } from './protocol';
+import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
 import { reduceAll, stepCode } from './session-view';
 import { SessionManager } from './sessions';
@@ -80,10 +81,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
         if (shown && message.type === 'openSideBySide') await inlineDiff.openSideBySide(shown);
         return;
       }
+      case 'exportChart':
+        await exportChart(message.sessionId, message.format, message.data);
+        return;
       case 'ready':
       case 'rendered':
         return;
     }
+  }
+
+  /** Saves the panel's chart where the user chooses (a bad image from the webview is refused before the dialog). */
+  async function exportChart(sessionId: string, format: ChartImageFormat, data: string): Promise<void> {
+    const bytes = chartImageBytes(format, data);
+    const kernelName = (await sessions.snapshot(sessionId))?.header.kernelName ?? 'kernel';
+    const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
+    const dest = await vscode.window.showSaveDialog({
+      defaultUri: vscode.Uri.joinPath(base, chartFileName(kernelName, format)),
+      filters: format === 'png' ? { 'PNG image': ['png'] } : { 'SVG image': ['svg'] },
+      title: `Save the performance chart as ${format.toUpperCase()}`,
+    });
+    if (!dest) return;
+    await vscode.workspace.fs.writeFile(dest, bytes);
+    void vscode.window.showInformationMessage(`Saved the chart to ${relative(dest)}.`);
   }
 
   /** Opens the inline diff of a session's final kernel (or of one accepted step). Returns the document's uri. */
