@@ -12,7 +12,7 @@
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import { computeStats } from '../gpu/stats';
 import type { SearchSpace } from './search-space';
-import type { Clock, Evaluate } from './strategies/search';
+import type { Clock } from './strategies/search';
 import {
   configKey,
   pythonFloatRepr,
@@ -184,6 +184,7 @@ function toEntry(result: ConfigResult, paramNames: readonly string[]): Entry {
   if (t?.frameworkMs !== undefined) entry['framework_time'] = new PyFloat(t.frameworkMs);
   entry['lkt_status'] = result.status;
   if (t) entry['lkt_load_time'] = t.loadMs;
+  if (result.gpu) entry['lkt_gpu'] = { host: result.gpu.host, ordinal: result.gpu.ordinal, pci_bus_id: result.gpu.pciBusId };
   if (result.error) entry['lkt_error'] = result.error;
   if (result.note !== undefined) entry['lkt_note'] = result.note;
   if (result.resources) {
@@ -238,6 +239,10 @@ function fromEntry(entry: Entry, config: Config, key: string): ConfigResult {
     };
     if (isNumber(entry['strategy_time'])) result.timings.strategyMs = entry['strategy_time'];
     if (isNumber(entry['framework_time'])) result.timings.frameworkMs = entry['framework_time'];
+  }
+  const gpu = entry['lkt_gpu'] as Record<string, unknown> | undefined;
+  if (gpu && typeof gpu['host'] === 'string' && isNumber(gpu['ordinal'])) {
+    result.gpu = { host: gpu['host'], ordinal: gpu['ordinal'], ...(typeof gpu['pci_bus_id'] === 'string' && { pciBusId: gpu['pci_bus_id'] }) };
   }
   if (typeof entry['lkt_note'] === 'string') result.note = entry['lkt_note'];
   const res = entry['lkt_resources'] as Record<string, number> | undefined;
@@ -480,8 +485,8 @@ export class CacheFile {
 // ---------------------------------------------------------------- simulation
 
 export interface Replay {
-  /** Returns the cached result of a configuration; SimulationMissError when it was never measured. */
-  evaluate: Evaluate;
+  /** Returns the cached result of a configuration (on any worker); SimulationMissError when it was never measured. */
+  evaluate: (config: Config) => Promise<ConfigResult>;
   /** Simulated time: advances by each replayed result's compile, load, verification and benchmark time. */
   clock: Clock;
 }
