@@ -49,13 +49,6 @@ export function parseGpuSelection(text: string, source = '--gpus'): GpuSelection
   return { kind: 'list', ordinals };
 }
 
-/** The selection as it is written (`all`, `0,2`, `4`). */
-export function formatGpuSelection(selection: GpuSelection): string {
-  if (selection.kind === 'all') return 'all';
-  if (selection.kind === 'count') return String(selection.count);
-  return selection.ordinals.join(',');
-}
-
 /** The ordinals a selection stands for on a host with these GPUs, checked to exist and to be of one model. */
 export function resolveGpuSelection(selection: GpuSelection, devices: readonly GpuModel[]): number[] {
   const available = devices.map((d) => d.ordinal);

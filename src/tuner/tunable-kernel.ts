@@ -339,6 +339,7 @@ export class TunableKernel {
       if (cache) cleanups.push(() => cache.close());
 
       const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
+      const total = options.shard ? space.shard(options.shard.index, options.shard.count).positions.length : space.size;
       const result = await strategy.run(
         space,
         async (config, worker) => {
@@ -359,7 +360,7 @@ export class TunableKernel {
           onResult: (r: ConfigResult, p: SearchProgress) => {
             // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
             if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
-            options.onResult?.(r, { ...p, total: options.shard ? shareOf(space.size, options.shard) : space.size });
+            options.onResult?.(r, { ...p, total });
           },
         },
       );
@@ -475,10 +476,6 @@ async function backendsFor(options: RunOptions, cleanups: (() => Promise<unknown
   return opened;
 }
 
-/** How many positions of a space of `size` a shard evaluates. */
-function shareOf(size: number, shard: Shard): number {
-  return Math.max(0, Math.ceil((size - shard.index) / shard.count));
-}
 
 /** Limit of one launch before the reference kernel has been timed (the reference itself, on the test data). */
 const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;

@@ -195,9 +195,18 @@ describe('shards of a search', () => {
     const c = await bruteForce().run(limited, async (config, w) => (await sleep(1), evaluate(config, w)), { shard: { index: 1, count: 3 }, workers: 2 });
     expect(keysOf(a)).toEqual(keysOf(b));
     expect([...keysOf(c)].sort()).toEqual([...keysOf(a)].sort());
-    // Shard 1 of 3 takes positions 1, 4, 7, ... of the space.
-    const positions = a.results.filter((r) => r.status === 'ok').map((r) => limited.indexOf(r.config));
-    expect(positions).toEqual(Array.from({ length: positions.length }, (_, k) => 1 + 3 * k));
+  });
+
+  it('do not depend on the device limits: a shard is the same share on a GPU and in a replay (which knows no limits)', async () => {
+    const unlimited = new SearchSpace(limited.tuneParams, []);
+    const all = [...unlimited.configs()].map((c) => unlimited.key(c));
+    for (const index of [0, 1, 2]) {
+      const onGpu = await bruteForce().run(limited, evaluate, { shard: { index, count: 3 } });
+      const replayed = await bruteForce().run(unlimited, evaluate, { shard: { index, count: 3 } });
+      expect([...keysOf(onGpu)].sort()).toEqual([...keysOf(replayed)].sort());
+      // Shard I of 3 takes configurations I, I + 3, I + 6, ... of the space in Kernel Tuner's order.
+      expect(keysOf(replayed)).toEqual(all.filter((_, k) => k % 3 === index));
+    }
   });
 
   it('are refused for strategies that learn from earlier results, and for a malformed shard', async () => {

@@ -28,7 +28,7 @@ export interface SearchProgress {
   elapsedMs: number;
 }
 
-/** A deterministic share of a search space: configuration i (in space order) belongs to shard i mod count. */
+/** A deterministic share of a search space (see SearchSpace.shard): configuration k belongs to shard k mod count. */
 export interface Shard {
   /** 0 ≤ index < count, as Slurm numbers the tasks of an array job. */
   index: number;
@@ -139,9 +139,10 @@ export class SearchContext {
 
   /** The positions of this run's share of the space, in order (every position without a shard). */
   get positions(): Positions {
-    const { index, count } = this.options.shard ?? { index: 0, count: 1 };
-    const length = Math.max(0, Math.ceil((this.space.size - index) / count));
-    return { length, at: (i) => (i >= 0 && i < length ? index + i * count : undefined) };
+    const shard = this.options.shard;
+    if (shard) return this.space.shard(shard.index, shard.count).positions;
+    const length = this.space.size;
+    return { length, at: (i) => (i >= 0 && i < length ? i : undefined) };
   }
 
   /** The objective of an evaluated configuration, or undefined when it has not been evaluated. */
@@ -308,9 +309,9 @@ export async function runStrategy(
   const seed = options.seed ?? freshSeed();
   const ctx = new SearchContext(space, evaluate, { ...options, seed, clock: options.clock ?? wallClock });
   // Configurations over the device limits are shared out like the others, so that the shards' caches hold each once.
-  space.excluded.forEach((e, j) => {
-    if (!shard || j % shard.count === shard.index) ctx.report({ config: e.config, key: e.key, status: 'exceeds_device_limits', error: { message: e.reason } });
-  });
+  for (const e of shard ? space.shard(shard.index, shard.count).excluded : space.excluded) {
+    ctx.report({ config: e.config, key: e.key, status: 'exceeds_device_limits', error: { message: e.reason } });
+  }
   let stopReason: StopReason = 'completed';
   try {
     if (options.signal?.aborted) throw new StopSearch('aborted');
