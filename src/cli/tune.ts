@@ -4,7 +4,7 @@ import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
 import { CacheFile, replay } from '../tuner/cache';
-import { parseGpuSelection } from '../tuner/gpus';
+import { parseGpuSelection } from '../tuner/gpu-selection';
 import { SearchSpace } from '../tuner/search-space';
 import { resolveStrategy, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';

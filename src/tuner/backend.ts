@@ -177,6 +177,13 @@ export interface TuningBackend {
   dispose(): Promise<void>;
 }
 
+/** A backend or one per GPU, as a list (RangeError for an empty one). */
+export function backendList(backend: TuningBackend | readonly TuningBackend[]): readonly TuningBackend[] {
+  const list: readonly TuningBackend[] = Array.isArray(backend) ? backend : [backend as TuningBackend];
+  if (list.length === 0) throw new RangeError('the list of backends is empty: give at least one (one per GPU)');
+  return list;
+}
+
 /** Compiles and loads a variant on one backend. */
 export async function buildKernel(backend: TuningBackend, request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
   return backend.load(await backend.compile(request, signal));

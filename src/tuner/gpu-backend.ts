@@ -57,6 +57,7 @@ import {
   helperNameExpressions,
   scaleKernelName,
 } from './helper-kernels';
+import { resolveGpuSelection, type GpuSelection } from './gpu-selection';
 import type { BufferInit, Distribution } from './input-spec';
 import type { SampleStats } from './types';
 
@@ -221,6 +222,27 @@ export class GpuBackend implements TuningBackend {
       return new GpuBackend(gpu, compilers, options.cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'));
     } catch (e) {
       await gpu.dispose();
+      throw e;
+    }
+  }
+
+  /**
+   * Opens one GpuBackend (one worker process) per selected GPU. The first is opened on its own and lists the host's
+   * GPUs (a single GPU needs no listing); the others start in parallel. Either all open, or none is left running.
+   */
+  static async openAll(selection: GpuSelection, options: Omit<GpuBackendOptions, 'device'> = {}): Promise<GpuBackend[]> {
+    const first = selection.kind === 'list' ? selection.ordinals[0]! : 0;
+    const opened = [await GpuBackend.open({ ...options, device: first })];
+    try {
+      if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
+      const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
+      const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...options, device })));
+      for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
+      const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (failed) throw failed.reason;
+      return opened;
+    } catch (e) {
+      await Promise.allSettled(opened.map((b) => b.dispose()));
       throw e;
     }
   }

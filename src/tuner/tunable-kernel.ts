@@ -7,11 +7,12 @@ import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
-import type { BuiltKernel, CompiledKernel, DeviceDescription, HostArgument, KernelProgram, Launch, PreparedTest, TestData, Tolerance, TuningBackend } from './backend';
+import { backendList, type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './backend';
 import { CacheFile } from './cache';
 import { describeCheckFailure, Evaluator } from './evaluator';
 import { defines, Geometry, type GridDivisor } from './geometry';
-import { checkOneModel, openGpuBackends, singleGpu, type GpuSelection } from './gpus';
+import { GpuBackend } from './gpu-backend';
+import { checkOneModel, singleGpu, type GpuSelection } from './gpu-selection';
 import { buildWithFallback, candidatePrograms, compileSources, withCollisionHint, type CompileSources } from './compile-sources';
 import { resolveTestSpec, type ResolvedTest } from './input-spec';
 import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
@@ -174,7 +175,7 @@ export interface RunOptions extends LaunchOptions {
    */
   backend?: TuningBackend | readonly TuningBackend[];
   device?: number;
-  /** The GPUs to open when no backend is given: all, a list of ordinals, or the first N (see gpus.ts). */
+  /** The GPUs to open when no backend is given: all, a list of ordinals, or the first N (see gpu-selection.ts). */
   gpus?: GpuSelection;
   compilerOptions?: readonly string[];
   /**
@@ -465,13 +466,9 @@ interface CompiledOracle {
 
 /** The backends a run uses: the caller's, or one GpuBackend per selected GPU (closed by the run's clean-up). */
 async function backendsFor(options: RunOptions, cleanups: (() => Promise<unknown> | void)[]): Promise<readonly TuningBackend[]> {
-  if (options.backend) {
-    const given = Array.isArray(options.backend) ? (options.backend as readonly TuningBackend[]) : [options.backend as TuningBackend];
-    if (given.length === 0) throw new RangeError('options.backend is an empty list: give at least one backend');
-    return given;
-  }
+  if (options.backend) return backendList(options.backend);
   if (options.gpus && options.device !== undefined) throw new RangeError('give options.device (one GPU) or options.gpus, not both');
-  const opened = await openGpuBackends(options.gpus ?? singleGpu(options.device ?? 0));
+  const opened = await GpuBackend.openAll(options.gpus ?? singleGpu(options.device ?? 0));
   cleanups.push(() => Promise.all(opened.map((b) => b.dispose())));
   return opened;
 }

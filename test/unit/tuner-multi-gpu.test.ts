@@ -6,8 +6,8 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CacheFile } from '../../src/tuner/cache';
-import type { GpuBackend } from '../../src/tuner/gpu-backend';
-import { GpuSelectionError, MixedGpuModelsError, openGpuBackends, parseGpuSelection, resolveGpuSelection } from '../../src/tuner/gpus';
+import { GpuBackend } from '../../src/tuner/gpu-backend';
+import { GpuSelectionError, MixedGpuModelsError, parseGpuSelection, resolveGpuSelection } from '../../src/tuner/gpu-selection';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
 import type { ConfigResult } from '../../src/tuner/types';
 import { FakeBackend, type FakeVariant } from '../support/fake-backend';
@@ -157,7 +157,7 @@ async function exits(pid: number): Promise<boolean> {
 describe('tuning on two GPU worker processes (the fake addon with two devices)', () => {
   const env = { LKT_GPU_ADDON_MODULE: FAKE_ADDON, LKT_FAKE_DEVICE_COUNT: '2' };
   const open = (selection = parseGpuSelection('all'), extraEnv: Record<string, string> = {}) =>
-    openGpuBackends(selection, { env: { ...env, ...extraEnv }, cacheDir: path.join(scratch, 'helpers') });
+    GpuBackend.openAll(selection, { env: { ...env, ...extraEnv }, cacheDir: path.join(scratch, 'helpers') });
   const withGpus = async (work: (gpus: GpuBackend[]) => Promise<void>, selection?: ReturnType<typeof parseGpuSelection>) => {
     const gpus = await open(selection);
     try {

@@ -1,7 +1,7 @@
 // Which GPUs one search runs on, one GPU worker each: `all`, a list of ordinals (`0,2`), or a count `N` (the first N,
 // as Docker's --gpus counts them). Only GPUs of one model tune one search: their timings compare with each other, and a
-// kernel compiled once loads on all of them.
-import { GpuBackend, type GpuBackendOptions } from './gpu-backend';
+// kernel compiled once loads on all of them. Plain data and checks (the extension reads its setting with these);
+// GpuBackend.openAll opens the workers.
 
 export type GpuSelection = { kind: 'all' } | { kind: 'count'; count: number } | { kind: 'list'; ordinals: number[] };
 
@@ -77,26 +77,4 @@ export function checkOneModel(devices: readonly GpuModel[]): void {
     else groups.push({ name: d.name, ordinals: [d.ordinal] });
   }
   if (groups.length > 1) throw new MixedGpuModelsError(groups);
-}
-
-/**
- * Opens one GpuBackend (one worker process) per selected GPU. The first is opened on its own and lists the host's GPUs
- * (a single GPU needs no listing); the others start in parallel. Either all open, or none is left running.
- */
-export async function openGpuBackends(selection: GpuSelection, options: Omit<GpuBackendOptions, 'device'> = {}): Promise<GpuBackend[]> {
-  const first = selection.kind === 'list' ? selection.ordinals[0]! : 0;
-  const opened = [await GpuBackend.open({ ...options, device: first })];
-  try {
-    if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
-    const devices = await opened[0]!.gpu.devices();
-    const ordinals = resolveGpuSelection(selection, devices);
-    const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...options, device })));
-    for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
-    const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-    if (failed) throw failed.reason;
-    return opened;
-  } catch (e) {
-    await Promise.allSettled(opened.map((b) => b.dispose()));
-    throw e;
-  }
 }
