@@ -318,7 +318,6 @@ export class TunableKernel {
             ? Promise.resolve(options.launchTimeoutMs)
             : this.timeReference(devices[0]!, oracle.launch, initialTimeoutMs).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
 
-      const perGpu = oracle.candidateProgram.compiler === 'nvcc' ? NVCC_CONCURRENCY : 4;
       const evaluator = new Evaluator(devices, {
         program: oracle.candidateProgram,
         nameExpression: this.nameExpression,
@@ -330,7 +329,7 @@ export class TunableKernel {
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
-        compileConcurrency: options.compileConcurrency ?? Math.min(perGpu * devices.length, Math.max(perGpu, availableParallelism())),
+        compileConcurrency: options.compileConcurrency ?? defaultCompileConcurrency(oracle.candidateProgram.compiler, devices.length),
       });
       cleanups.push(() => evaluator.dispose());
 
@@ -480,6 +479,15 @@ const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;
 const REFERENCE_LAUNCHES = 5;
 /** nvcc compiles run as processes: more of them run ahead than NVRTC's in-process compiles. */
 const NVCC_CONCURRENCY = 8;
+
+/**
+ * Compiles run ahead by default: 4 per GPU with NVRTC (8 with nvcc, whose compiles are processes), and with several
+ * GPUs no more than the CPU has cores, unless one GPU's share alone is more.
+ */
+export function defaultCompileConcurrency(compiler: 'nvrtc' | 'nvcc', gpus: number): number {
+  const perGpu = compiler === 'nvcc' ? NVCC_CONCURRENCY : 4;
+  return Math.min(perGpu * gpus, Math.max(perGpu, availableParallelism()));
+}
 
 /**
  * The time limit of one launch of a configuration: a hundred times the reference kernel's time, and at least a second
