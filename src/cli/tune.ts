@@ -32,7 +32,8 @@ options:
   --iterations N           timed launches per configuration (default 32)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the reference kernel's time, at least 1 s)
-  --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it
+  --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it (with
+                           --simulate: the results replayed)
   --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
   --device N               GPU ordinal (default 0)
