@@ -150,7 +150,7 @@ function renderHeader(v: SessionView): HTMLElement {
     h('dt', {}, 'File'),
     h('dd', {}, v.header.fileName),
     h('dt', {}, 'Device'),
-    h('dd', { id: 'device' }, v.device ? `${v.device.name} (${v.device.arch})` : '…'),
+    h('dd', { id: 'device' }, v.device ? `${v.device.gpus ? `${v.device.gpus} × ` : ''}${v.device.name} (${v.device.arch})` : '…'),
     h('dt', {}, 'Model'),
     h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`),
     h('dt', {}, 'Elapsed'),

@@ -19,6 +19,7 @@ import { LLMKernelTransformer } from '../engine/transformer';
 import type { TuningBackend } from '../tuner/backend';
 import { buildFlagsFor } from '../tuner/compile-commands';
 import { GpuBackend } from '../tuner/gpu-backend';
+import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
 
@@ -40,14 +41,16 @@ options:
   --launch-timeout SECONDS time limit of one launch (default: 100x the original kernel's time, at least 1 s)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
   --device N               CUDA device (default 0)
+  --gpus all|0,2|N         tune every candidate on several GPUs of one model at once, one worker each: all of them,
+                           these ordinals, or the first N (default: one GPU, --device)
   --out DIR                where results go (default FILE.tuned/)
   --json                   also write every event as a JSON line to stdout
   -v, --verbose            show every configuration and model call
 `;
 
 export interface AutoDeps {
-  /** Opens the GPU; tests pass a fake. */
-  openBackend?: (device: number) => Promise<TuningBackend>;
+  /** Opens the GPUs, one backend each; tests pass fakes. */
+  openBackends?: (gpus: GpuSelection) => Promise<readonly TuningBackend[]>;
   stdout?: Writable;
   stderr?: Writable;
   stdin?: Readable;
@@ -62,7 +65,7 @@ interface AutoOptions {
   threshold: number;
   iterations: number;
   retries: number;
-  device: number;
+  gpus: GpuSelection;
   includePaths: string[];
   launchTimeout: number | undefined;
   out: string;
@@ -87,7 +90,8 @@ function parse(args: string[]): AutoOptions | 'help' {
       include: { type: 'string', short: 'I', multiple: true, default: [] },
       'launch-timeout': { type: 'string' },
       retries: { type: 'string', default: '3' },
-      device: { type: 'string', default: '0' },
+      device: { type: 'string' },
+      gpus: { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', short: 'v', default: false },
@@ -108,8 +112,10 @@ function parse(args: string[]): AutoOptions | 'help' {
   if (!Number.isInteger(retries) || retries < 0) throw new Error(`--retries must be an integer >= 0, got ${values.retries}`);
   const launchTimeout = values['launch-timeout'] === undefined ? undefined : Number(values['launch-timeout']);
   if (launchTimeout !== undefined && !(launchTimeout > 0)) throw new Error(`--launch-timeout must be a positive number of seconds, got ${values['launch-timeout']}`);
-  const device = Number(values.device);
+  const device = Number(values.device ?? '0');
   if (!Number.isInteger(device) || device < 0) throw new Error(`--device must be an integer >= 0, got ${values.device}`);
+  if (values.gpus !== undefined && values.device !== undefined) throw new Error('give --device N (one GPU) or --gpus, not both');
+  const gpus = values.gpus === undefined ? singleGpu(device) : parseGpuSelection(values.gpus);
   let apiKey: string | undefined;
   const keyVar = values['api-key-env'];
   if (keyVar !== undefined) {
@@ -131,7 +137,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     threshold,
     iterations,
     retries,
-    device,
+    gpus,
     includePaths: values.include.map((d) => resolve(d)),
     launchTimeout,
     out: resolve(values.out ?? `${file}.tuned`),
@@ -157,7 +163,7 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
   }
   const source = readFileSync(options.file, 'utf8');
   // The GPU first: without one nothing can be tuned, and no model should be asked anything.
-  const backend = await (deps.openBackend ?? ((device) => GpuBackend.open({ device })))(options.device);
+  const backends = await (deps.openBackends ?? ((gpus) => GpuBackend.openAll(gpus)))(options.gpus);
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.once('SIGINT', onSigint);
@@ -169,7 +175,7 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
     const transformer = new LLMKernelTransformer(source, {
       llm: createChatModel(options.provider),
       retryPolicy,
-      backend,
+      backend: backends,
       filePath: options.file,
       includePaths: [...options.includePaths, ...(build?.includePaths ?? [])],
       ...(build && build.options.length > 0 && { compilerOptions: build.options }),
@@ -207,7 +213,7 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
     return 0;
   } finally {
     process.removeListener('SIGINT', onSigint);
-    await backend.dispose().catch(() => undefined);
+    await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
   }
 }
 

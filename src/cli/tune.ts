@@ -4,12 +4,14 @@ import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
 import { CacheFile, replay } from '../tuner/cache';
+import { parseGpuSelection } from '../tuner/gpu-selection';
 import { SearchSpace } from '../tuner/search-space';
-import { resolveStrategy } from '../tuner/strategies';
+import { resolveStrategy, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
 import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
 import { ms, ProgressBar, table } from './format';
+import { writeSlurmScripts } from './slurm';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
@@ -30,11 +32,24 @@ options:
   --iterations N           timed launches per configuration (default 32)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the reference kernel's time, at least 1 s)
-  --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it
+  --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it (with
+                           --simulate: the results replayed)
   --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
   --device N               GPU ordinal (default 0)
+  --gpus all|0,2|N         tune on several GPUs of one model at once, one worker each: all of them, these ordinals,
+                           or the first N (default: one GPU, --device)
   --json                   print the result as JSON on stdout (progress still goes to stderr)
+
+past one host (brute force):
+  --shard I/N              evaluate share I of N of the space (0 <= I < N, as Slurm numbers array tasks) into the
+                           cache given by --cache; merge the N shards' caches with merge-caches
+  --slurm                  write sbatch scripts instead of tuning: an array job of --shards tasks (one GPU and one
+                           shard each, caches in a shared directory) and a merge that runs after them; submits nothing
+  --shards N               with --slurm: how many GPUs (array tasks)
+  --slurm-dir DIR          with --slurm: where scripts, shard caches, logs and the merged cache go (default ./KERNEL-slurm)
+  --sbatch OPTION          with --slurm: an extra #SBATCH option of both jobs, e.g. partition=gpu for
+                           --partition=gpu (repeatable)
 `;
 
 export async function run(args: string[]): Promise<number> {
@@ -57,6 +72,12 @@ export async function run(args: string[]): Promise<number> {
       simulate: { type: 'string' },
       'simulate-if-no-gpu': { type: 'string' },
       device: { type: 'string' },
+      gpus: { type: 'string' },
+      shard: { type: 'string' },
+      slurm: { type: 'boolean' },
+      shards: { type: 'string' },
+      'slurm-dir': { type: 'string' },
+      sbatch: { type: 'string', multiple: true },
       json: { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
@@ -73,6 +94,12 @@ export async function run(args: string[]): Promise<number> {
   const spec = applyFlags(loadTuningSpec(specPath), values);
   const job = await tuningJob(spec, isSource ? { file: first } : {});
   const { kernel } = job;
+  if (values.slurm) return slurm(values, kernel.name, spec.strategy, ['tune', resolve(first), ...(isSource ? ['--spec', resolve(specPath)] : []), ...taskFlags(values)]);
+  if (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
+  const shard = values.shard === undefined ? undefined : parseShard(values.shard);
+  if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
+  if (values.gpus !== undefined && values.device !== undefined) throw new TuningSpecError('give --device N (one GPU) or --gpus, not both');
+  const gpus = values.gpus === undefined ? undefined : parseGpuSelection(values.gpus);
 
   const progress = new ProgressBar();
   let failures = 0;
@@ -85,7 +112,7 @@ export async function run(args: string[]): Promise<number> {
   let mode: string;
   const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
   if (replayFile !== undefined) {
-    const replayed = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
+    const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard }, onResult);
     mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
     result = replayed.result;
   } else {
@@ -94,11 +121,16 @@ export async function run(args: string[]): Promise<number> {
       ...job.options,
       ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
       ...(values.device !== undefined && { device: integer('--device', values.device) }),
+      ...(gpus && { gpus }),
       ...(values.cache !== undefined && { cache: values.cache }),
+      ...(shard && { shard }),
       onResult,
     };
     result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+    const used = result.gpus ?? [];
+    if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
   }
+  if (shard) mode += `, shard ${shard.index}/${shard.count} of the space`;
   progress.finish();
 
   if (values.json) {
@@ -109,12 +141,15 @@ export async function run(args: string[]): Promise<number> {
   return result.best ? 0 : 1;
 }
 
-/** Runs the spec's strategy over the spec's space with every evaluation answered from the cache. */
+/**
+ * Runs the spec's strategy over the spec's space (or a shard of it) with every evaluation answered from the cache; the
+ * results replayed go into `options.cache` when given, as a run on the GPU would write them.
+ */
 async function simulate(
   spec: TuningSpec,
   kernelName: string,
   cachePath: string,
-  seed: number | undefined,
+  options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined },
   onResult: (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => void,
 ): Promise<{ result: TuneResult; deviceName: string }> {
   const cache = CacheFile.load(cachePath);
@@ -123,15 +158,74 @@ async function simulate(
   }
   const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
   const { evaluate, clock } = replay(cache, { space });
+  const { device_name: deviceName, problem_size: problemSize } = cache.header;
+  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, ...(options.shard && { shard: options.shard }) });
   const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
-  const result = await strategy.run(space, evaluate, {
-    clock,
-    ...(seed !== undefined && { seed }),
-    ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
-    ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
-    onResult: (r, p) => onResult(r, { ...p, total: space.size }),
-  });
-  return { result, deviceName: cache.header.device_name };
+  const total = options.shard ? space.shard(options.shard.index, options.shard.count).positions.length : space.size;
+  try {
+    const result = await strategy.run(
+      space,
+      async (config) => {
+        const known = out?.get(space.key(config));
+        if (known) return known;
+        const r = await evaluate(config);
+        out?.append(r);
+        return r;
+      },
+      {
+        clock,
+        ...(options.seed !== undefined && { seed: options.seed }),
+        ...(options.shard && { shard: options.shard }),
+        ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
+        ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
+        onResult: (r, p) => onResult(r, { ...p, total }),
+      },
+    );
+    return { result, deviceName };
+  } finally {
+    out?.close();
+  }
+}
+
+/** --shard I/N: share I of N, 0 <= I < N. */
+function parseShard(text: string): Shard {
+  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
+  const shard = m && { index: Number(m[1]), count: Number(m[2]) };
+  if (!shard || shard.count < 1 || shard.index >= shard.count) {
+    throw new TuningSpecError(`--shard takes I/N with 0 <= I < N (as Slurm numbers the tasks of an array: --array=0-(N-1)), received '${text}'`);
+  }
+  return shard;
+}
+
+/** The flags of this command line that every Slurm task repeats (paths made absolute; not the GPU, cache or output flags). */
+function taskFlags(v: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout'] as const) {
+    if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
+  }
+  for (const p of (v.param as string[] | undefined) ?? []) out.push('--param', p);
+  for (const r of (v.restriction as string[] | undefined) ?? []) out.push('--restriction', r);
+  for (const d of (v.include as string[] | undefined) ?? []) out.push('-I', resolve(d));
+  return out;
+}
+
+/** --slurm: writes the scripts and says how to submit them. */
+function slurm(v: Record<string, unknown>, kernelName: string, strategyName: string, tuneArgs: string[]): number {
+  if (typeof v.shards !== 'string') throw new TuningSpecError('--slurm needs --shards N: how many GPUs (array tasks, one shard each)');
+  const shards = integer('--shards', v.shards);
+  if (shards < 1) throw new TuningSpecError('--shards expects at least 1');
+  for (const flag of ['shard', 'cache', 'simulate', 'simulate-if-no-gpu', 'gpus', 'device'] as const) {
+    if (v[flag] !== undefined) throw new TuningSpecError(`--${flag} does not go with --slurm: every task tunes its shard on the one GPU Slurm gives it, into its own cache`);
+  }
+  const strategy = resolveStrategy(strategyName)();
+  if (!strategy.shardable) throw new TuningSpecError(`--slurm splits a brute-force search into shards; ${strategy.name} cannot be split (${strategy.parallelism}): run it on one host with --gpus`);
+  const dir = resolve(typeof v['slurm-dir'] === 'string' ? v['slurm-dir'] : `${kernelName}-slurm`);
+  const scripts = writeSlurmScripts({ kernelName, tuneArgs, shards, dir, sbatchOptions: ((v.sbatch as string[] | undefined) ?? []).map((o) => (o.startsWith('-') ? o : `--${o}`)), node: process.execPath, cli: resolve(process.argv[1]!) });
+  process.stdout.write(
+    `wrote ${scripts.tuneScript} (an array of ${shards} tasks, one GPU and one shard each) and ${scripts.mergeScript} (merges the shards' caches)\n` +
+      `submit both with: bash ${scripts.submitScript}\nthe merged cache will be ${scripts.mergedCache}\n`,
+  );
+  return 0;
 }
 
 /** The results table (fastest first, then failures by kind) and the best configuration. */

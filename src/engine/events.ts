@@ -79,7 +79,7 @@ interface Base {
 }
 
 export type TuningEventBody =
-  | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number] } }
+  | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number } }
   | { type: 'analysis.done'; description: string; problemSize: string[]; outputs: string[] }
   | { type: 'tests.ready'; tests: { id: string; origin: 'user' | 'generated'; problemSize: (string | number)[]; outputs: string[]; bytes: number | null; timeMs: number | null }[] }
   | { type: 'baseline'; timeMs: number; params: Config; testId: string }
@@ -184,7 +184,7 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
   const debug = (text: string) => ({ level: 'debug' as const, text });
   switch (event.type) {
     case 'session.started':
-      return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.name} (${event.device.arch}), session ${event.threadId}`);
+      return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.gpus ? `${event.device.gpus} x ` : ''}${event.device.name} (${event.device.arch}), session ${event.threadId}`);
     case 'analysis.done':
       return info(`analysis: ${event.description.split('\n', 1)[0]} | problem size [${event.problemSize.join(', ')}] | outputs ${event.outputs.join(', ')}`);
     case 'tests.ready':

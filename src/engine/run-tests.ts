@@ -45,7 +45,7 @@ export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
 function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
   const launchTimeoutS = ctx.settings.launchTimeoutS;
   return {
-    backend: ctx.backend,
+    backend: ctx.backends,
     compilerOptions: ctx.settings.compilerOptions,
     iterations: ctx.settings.iterations,
     // Unless the user fixed it, one launch may take 100x the reference kernel's time, at least a second (the tuner's

@@ -12,8 +12,9 @@ import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
-import type { DeviceDescription, TuningBackend } from '../tuner/backend';
+import { backendList, type DeviceDescription, type TuningBackend } from '../tuner/backend';
 import { GpuBackend } from '../tuner/gpu-backend';
+import { checkOneModel, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 import { TunableKernel, type KernelTest } from '../tuner/tunable-kernel';
 import type { Config } from '../tuner/types';
 import { EngineContext, type GraphOptions } from './context';
@@ -60,8 +61,10 @@ export interface LLMKernelTransformerOptions {
   transportRetryPolicy?: NodeRetryPolicy;
   /** CUDA device of the default backend. Default 0. */
   device?: number;
-  /** Where kernels run; default GpuBackend.open({ device }), closed at the end of each run. */
-  backend?: TuningBackend;
+  /** The GPUs of the default backends (one worker each, all of one model): all, a list, or the first N. Default: `device`. */
+  gpus?: GpuSelection;
+  /** Where kernels run: a backend, or one per GPU; default a GpuBackend per GPU of `gpus`, closed at the end of each run. */
+  backend?: TuningBackend | readonly TuningBackend[];
   /** Options for every compile (the seed's clang_args), e.g. ["-use_fast_math"]. */
   compilerOptions?: string[];
   /** Expected compile target ("sm_90"); kernels are compiled for the device they run on, so a mismatch is an error. */
@@ -154,9 +157,10 @@ export class LLMKernelTransformer {
    */
   async *stream(streamOptions: StreamOptions = {}): AsyncGenerator<TuningEvent, SessionEnd> {
     const o = this.options;
-    let backend: TuningBackend;
+    let backends: readonly TuningBackend[];
     try {
-      backend = o.backend ?? (await GpuBackend.open(o.device !== undefined ? { device: o.device } : {}));
+      if (o.gpus && o.device !== undefined) throw new RangeError('give device (one GPU) or gpus, not both');
+      backends = o.backend ? backendList(o.backend) : await GpuBackend.openAll(o.gpus ?? singleGpu(o.device ?? 0));
     } catch (e) {
       return yield* failed(e, o.signal);
     }
@@ -167,11 +171,13 @@ export class LLMKernelTransformer {
         ...(o.filePath !== undefined && { filePath: o.filePath }),
         ...(o.includePaths && { includePaths: o.includePaths }),
       });
-      const device = await backend.describe();
+      const devices = await Promise.all(backends.map((b) => b.describe()));
+      checkOneModel(devices);
+      const device = devices[0]!;
       if (o.gpuArch !== undefined && o.gpuArch !== device.arch) {
         throw new RangeError(`gpuArch is ${o.gpuArch}, but ${device.name} is ${device.arch}: kernels are compiled for the device they run on; leave gpuArch out or pick that device`);
       }
-      const engine = new EngineContext(backend, device, this.tests, {
+      const engine = new EngineContext(backends, device, this.tests, {
         structuredOutputType: o.structuredOutputType ?? 'default',
         compilerOptions: o.compilerOptions ?? [],
         timePerTestS: o.timePerTest ?? 15,
@@ -185,7 +191,7 @@ export class LLMKernelTransformer {
       const snapshot = await graph.getState(config);
       const started = snapshot.values && Object.keys(snapshot.values).length > 0;
       const interrupted = snapshot.tasks.some((t) => t.interrupts.length > 0);
-      yield this.startedEvent(kernel, device, started);
+      yield this.startedEvent(kernel, device, backends.length, started);
       if (streamOptions.approval !== undefined) {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
@@ -198,7 +204,7 @@ export class LLMKernelTransformer {
     } catch (e) {
       return yield* failed(e, o.signal);
     } finally {
-      if (!o.backend) await backend.dispose().catch(() => undefined);
+      if (!o.backend) await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
     }
   }
 
@@ -249,13 +255,13 @@ export class LLMKernelTransformer {
     return this.options.fileName ?? (this.options.filePath ? basename(this.options.filePath) : undefined);
   }
 
-  private startedEvent(kernel: TunableKernel, device: DeviceDescription, resumed: boolean): TuningEvent {
+  private startedEvent(kernel: TunableKernel, device: DeviceDescription, gpus: number, resumed: boolean): TuningEvent {
     return makeEvent({
       type: 'session.started',
       threadId: this.threadId,
       resumed,
       kernel: { name: kernel.name, signature: kernel.signature.signatureText },
-      device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability },
+      device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability, ...(gpus > 1 && { gpus }) },
     });
   }
 

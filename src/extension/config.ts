@@ -7,6 +7,7 @@
 import { defaultTuningSteps } from '../engine/strategies/explicit/steps';
 import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
+import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 
 export const SECTION = 'kernelTuner';
 
@@ -31,6 +32,8 @@ export interface EngineConfig {
   /** Corrections the model may make to a failing answer before it is given up. */
   retries: number;
   device: number;
+  /** The GPUs every candidate is tuned on (kernelTuner.gpus; empty: `device` alone). */
+  gpus: GpuSelection;
   /** Timed runs per configuration. */
   iterations: number;
   /** Seconds for one configuration. */
@@ -104,6 +107,21 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     return v as string[];
   };
 
+  const gpusSetting = (device: number): GpuSelection => {
+    const v = get('gpus') ?? '';
+    if (typeof v !== 'string') {
+      problem('gpus', `must be a string such as all, 0,2 or 2 (is ${JSON.stringify(v)})`);
+      return singleGpu(device);
+    }
+    if (v.trim() === '') return singleGpu(device);
+    try {
+      return parseGpuSelection(v, key('gpus'));
+    } catch (e) {
+      problem('gpus', (e as Error).message.replace(`${key('gpus')} `, ''));
+      return singleGpu(device);
+    }
+  };
+
   const provider = oneOf('llm.provider', ['ollama', 'openai'] as const, 'ollama');
   const modelSetting = get('llm.model');
   const model = typeof modelSetting === 'string' ? modelSetting.trim() : '';
@@ -139,7 +157,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     strategy = { kind, steps: known };
   }
 
-  const config: EngineConfig = {
+  const settings: Omit<EngineConfig, 'gpus'> = {
     llm:
       provider === 'openai'
         ? { provider, model, baseUrl, temperature, timeoutMs, ...(apiKey ? { apiKey } : {}) }
@@ -158,6 +176,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     compilerOptions: strings('compilerOptions', []),
     includePaths: strings('includePaths', []),
   };
+  const config: EngineConfig = { ...settings, gpus: gpusSetting(settings.device) };
   const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
   if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };
   return { ok: true, config, endpoint: `${provider === 'ollama' ? 'Ollama' : 'OpenAI-compatible server'} at ${baseUrl}` };

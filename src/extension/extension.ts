@@ -175,7 +175,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       }
       const [llm, gpu] = await Promise.allSettled([
         engine.checkLlm(config),
-        engine.openBackend({ device: config.device, ...(testBackendModule && { testBackendModule }) }),
+        engine.openBackend({ gpus: config.gpus, ...(testBackendModule && { testBackendModule }) }),
       ]);
       const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
       if (llm.status === 'rejected') {
@@ -242,7 +242,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     const { config, endpoint } = settings;
     const ready = await preflight(config, endpoint);
     if (!ready) return;
-    log.info(`${resume ? 'resuming' : 'tuning'} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.name}`);
+    log.info(`${resume ? 'resuming' : 'tuning'} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
     log.debug(`engine config: ${JSON.stringify(redactConfig(config))}`);
     try {
       const started = await sessions.start({ document: target.document, kernelName: target.kernelName, config, runtime: ready.engine, backend: ready.backend, checkpointDir, ...(resume && { resume }) });

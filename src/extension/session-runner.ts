@@ -18,6 +18,7 @@ import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../engin
 import { CudaUnavailableError } from '../gpu/errors';
 import type { TuningBackend } from '../tuner/backend';
 import { GpuBackend } from '../tuner/gpu-backend';
+import { checkOneModel, type GpuSelection } from '../tuner/gpu-selection';
 import type { EngineConfig } from './config';
 import type { BackendLease, EngineFailure, EngineRuntime, SessionRequest, SessionRun } from './engine-api';
 import type { EditedPlanStep } from './protocol';
@@ -44,35 +45,38 @@ class Lease implements BackendLease {
   private disposed = false;
 
   constructor(
-    readonly backend: TuningBackend,
+    /** One backend per GPU, all of one model. */
+    readonly backends: readonly TuningBackend[],
     readonly device: BackendLease['device'],
   ) {}
 
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    await this.backend.dispose();
+    await Promise.all(this.backends.map((b) => b.dispose()));
   }
 }
 
-async function openBackend(options: { device: number; testBackendModule?: string }): Promise<BackendLease> {
-  let backend: TuningBackend;
+async function openBackend(options: { gpus: GpuSelection; testBackendModule?: string }): Promise<BackendLease> {
+  let backends: readonly TuningBackend[];
   try {
     if (options.testBackendModule) {
       const mod = require(options.testBackendModule) as Partial<TestBackendModule>;
       if (typeof mod.createTuningBackend !== 'function') throw new Error(`${options.testBackendModule} exports no createTuningBackend()`);
-      backend = await mod.createTuningBackend({ device: options.device });
+      backends = [await mod.createTuningBackend({ device: options.gpus.kind === 'list' ? options.gpus.ordinals[0]! : 0 })];
     } else {
-      backend = await GpuBackend.open({ device: options.device });
+      backends = await GpuBackend.openAll(options.gpus);
     }
   } catch (error) {
     throw toFailure(error);
   }
   try {
-    const d = await backend.describe();
-    return new Lease(backend, { name: d.name, arch: d.arch, computeCapability: d.computeCapability });
+    const devices = await Promise.all(backends.map((b) => b.describe()));
+    checkOneModel(devices);
+    const d = devices[0]!;
+    return new Lease(backends, { name: d.name, arch: d.arch, computeCapability: d.computeCapability, ...(backends.length > 1 && { gpus: backends.length }) });
   } catch (error) {
-    await backend.dispose().catch(() => undefined);
+    await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
     throw toFailure(error);
   }
 }
@@ -113,7 +117,7 @@ function tuningStrategy(c: EngineConfig): { strategy: NonNullable<LLMKernelTrans
   };
 }
 
-function transformerOptions(request: SessionRequest, backend: TuningBackend, strategy: NonNullable<LLMKernelTransformerOptions['tuningStrategy']>): LLMKernelTransformerOptions {
+function transformerOptions(request: SessionRequest, backend: readonly TuningBackend[], strategy: NonNullable<LLMKernelTransformerOptions['tuningStrategy']>): LLMKernelTransformerOptions {
   const c: EngineConfig = request.config;
   return {
     llm: createChatModel(c.llm),
@@ -154,7 +158,7 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
     try {
       const chosen = tuningStrategy(request.config);
       warnings = chosen.warnings;
-      transformer = new LLMKernelTransformer(request.code, transformerOptions(request, (lease as Lease).backend, chosen.strategy));
+      transformer = new LLMKernelTransformer(request.code, transformerOptions(request, (lease as Lease).backends, chosen.strategy));
     } catch (error) {
       yield makeEvent({ type: 'session.failed', error: { name: error instanceof Error ? error.name : 'Error', message: toFailure(error).message } });
       return;

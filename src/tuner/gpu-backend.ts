@@ -33,6 +33,8 @@ import {
   type BuildRequest,
   type BuiltKernel,
   type CheckOutcome,
+  type CompiledKernel,
+  type DeviceRunOptions,
   type DeviceDescription,
   type HostArgument,
   type Launch,
@@ -55,6 +57,7 @@ import {
   helperNameExpressions,
   scaleKernelName,
 } from './helper-kernels';
+import { resolveGpuSelection, type GpuSelection } from './gpu-selection';
 import type { BufferInit, Distribution } from './input-spec';
 import type { SampleStats } from './types';
 
@@ -129,22 +132,29 @@ interface InputSet {
   buffers: BufferSlot[];
 }
 
+/** A cubin and the kernel to take from it: loads on any GPU of the arch it was compiled for. */
+class GpuCompiledKernel implements CompiledKernel {
+  constructor(
+    readonly compiled: CompiledProgram,
+    readonly nameExpression: string,
+    readonly compileMs: number,
+  ) {}
+
+  get log(): string {
+    return this.compiled.log;
+  }
+}
+
 class GpuBuiltKernel implements BuiltKernel {
   constructor(
     readonly module: Module,
     readonly kernel: Kernel,
-    readonly compiled: CompiledProgram,
-    readonly compileMs: number,
     readonly loadMs: number,
   ) {}
 
   get resources() {
     const a = this.kernel.attributes;
     return { registers: a.registers, sharedBytes: a.staticSharedBytes, localBytes: a.localBytes, maxThreadsPerBlock: a.maxThreadsPerBlock };
-  }
-
-  get log(): string {
-    return this.compiled.log;
   }
 
   release(): Promise<void> {
@@ -216,6 +226,27 @@ export class GpuBackend implements TuningBackend {
     }
   }
 
+  /**
+   * Opens one GpuBackend (one worker process) per selected GPU. The first is opened on its own and lists the host's
+   * GPUs (a single GPU needs no listing); the others start in parallel. Either all open, or none is left running.
+   */
+  static async openAll(selection: GpuSelection, options: Omit<GpuBackendOptions, 'device'> = {}): Promise<GpuBackend[]> {
+    const first = selection.kind === 'list' ? selection.ordinals[0]! : 0;
+    const opened = [await GpuBackend.open({ ...options, device: first })];
+    try {
+      if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
+      const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
+      const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...options, device })));
+      for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
+      const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (failed) throw failed.reason;
+      return opened;
+    } catch (e) {
+      await Promise.allSettled(opened.map((b) => b.dispose()));
+      throw e;
+    }
+  }
+
   /** The preferred compiler: NVRTC when loaded (in-process, fast), else nvcc. */
   private get defaultCompiler() {
     return (this.compilers.nvrtc ?? this.compilers.nvcc)!;
@@ -226,6 +257,8 @@ export class GpuBackend implements TuningBackend {
     const d = runtime.device;
     return {
       name: d.name,
+      ordinal: d.ordinal,
+      pciBusId: d.pciBusId,
       computeCapability: d.computeCapability,
       multiprocessors: d.multiprocessors,
       globalMemoryBytes: d.globalMemoryBytes,
@@ -243,21 +276,25 @@ export class GpuBackend implements TuningBackend {
     };
   }
 
-  async build(request: BuildRequest, signal?: AbortSignal): Promise<GpuBuiltKernel> {
+  async compile(request: BuildRequest, signal?: AbortSignal): Promise<GpuCompiledKernel> {
     const compiler = this.compilers[request.compiler];
     if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
     const t0 = performance.now();
     const compiled = await compiler.compile(programOf(request), signal ? { signal } : {});
-    const t1 = performance.now();
-    return this.load(compiled, request.nameExpression, t1 - t0);
+    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0);
   }
 
-  private async load(compiled: CompiledProgram, nameExpression: string, compileMs: number): Promise<GpuBuiltKernel> {
+  async load(kernel: CompiledKernel): Promise<GpuBuiltKernel> {
+    if (!(kernel instanceof GpuCompiledKernel)) throw new TypeError('a kernel compiled by another kind of backend was passed to GpuBackend');
+    const { compiled, nameExpression } = kernel;
+    if (compiled.arch !== this.gpu.arch) {
+      throw new TypeError(`internal: a kernel compiled for ${compiled.arch} cannot load on GPU ${this.gpu.device.ordinal} (${this.gpu.device.name}, ${this.gpu.arch})`);
+    }
     const t0 = performance.now();
     const module = await this.gpu.loadModule(compiled);
     try {
-      const kernel = await module.getKernel(nameExpression);
-      return new GpuBuiltKernel(module, kernel, compiled, compileMs, performance.now() - t0);
+      const loaded = await module.getKernel(nameExpression);
+      return new GpuBuiltKernel(module, loaded, performance.now() - t0);
     } catch (e) {
       await module.unload();
       throw e;
@@ -270,11 +307,11 @@ export class GpuBackend implements TuningBackend {
     return test;
   }
 
-  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: { timeoutMs: number }): Promise<CheckOutcome> {
+  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome> {
     const test = await this.current(prepared);
     const set = test.sets[inputSet]!;
     await this.resetOutputs(set);
-    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs });
+    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs, ...(options.signal && { signal: options.signal }) });
     return this.compare(test, inputSet, false);
   }
 

@@ -55,7 +55,7 @@ describe('llm-kernel-tuner auto', () => {
     const [stdout, stderr] = [sink(), sink()];
     const backend = new FakeBackend({ model: { timeMs: saxpyTime } });
     const code = await run(['saxpy.cu', '--kernel', 'saxpy', '--provider', 'openai', '--model', 'scripted-model', '--base-url', `${server.url}/v1`, '--json', '--threshold', '1', '--retries', '1'].map((a) => (a === 'saxpy.cu' ? file : a)), {
-      openBackend: async () => backend,
+      openBackends: async () => [backend],
       stdout,
       stderr,
     });
@@ -97,7 +97,7 @@ describe('llm-kernel-tuner auto', () => {
     const stdin = new PassThrough();
     const [stdout, stderr] = [sink(), sink()];
     const running = run([file, '--provider', 'ollama', '--model', 'scripted-model', '--base-url', server.url, '--approve-plan', '--out', join(scratch, 'approval-out')], {
-      openBackend: async () => new FakeBackend({ model: { timeMs: saxpyTime } }),
+      openBackends: async () => [new FakeBackend({ model: { timeMs: saxpyTime } })],
       stdin,
       stdout,
       stderr,
@@ -113,6 +113,28 @@ describe('llm-kernel-tuner auto', () => {
     expect(readFileSync(join(scratch, 'approval-out', 'saxpy.cu'), 'utf8')).toContain('#define block_size_x 512');
   });
 
+  it('tunes every candidate on several GPUs with --gpus', async () => {
+    server = await serve('autonomous-session');
+    const file = kernelFile('gpus');
+    const stderr = sink();
+    const gpus = [0, 1].map((ordinal) => new FakeBackend({ model: { timeMs: saxpyTime }, timeDelayMs: 2, device: { ordinal } }));
+    const asked: unknown[] = [];
+    const code = await run([file, '--kernel', 'saxpy', '--provider', 'openai', '--model', 'scripted-model', '--base-url', `${server.url}/v1`, '--retries', '1', '--gpus', '0,1'], {
+      openBackends: async (selection) => (asked.push(selection), gpus),
+      stdout: sink(),
+      stderr,
+    });
+    expect(code).toBe(0);
+    expect(asked).toEqual([{ kind: 'list', ordinals: [0, 1] }]);
+    expect(stderr.text()).toContain('tuning saxpy on 2 x Fake GPU (test double) (sm_90)');
+    expect(stderr.text()).toContain('step 3 accepted: 1.049 ms -> 0.6291 ms (40.0%)');
+    // Both GPUs timed configurations, and both were closed at the end.
+    for (const g of gpus) {
+      expect(g.log.filter((e) => e.kind === 'time').length).toBeGreaterThan(0);
+      expect(g.disposed).toBe(true);
+    }
+  });
+
   it('reports usage errors with exit code 2', async () => {
     const stderr = sink();
     expect(await run(['k.cu', '--provider', 'ollama'], { stderr })).toBe(2);
@@ -120,6 +142,12 @@ describe('llm-kernel-tuner auto', () => {
     const again = sink();
     expect(await run(['k.cu', '--provider', 'claude', '--model', 'm'], { stderr: again })).toBe(2);
     expect(again.text()).toContain('--provider must be ollama or openai, got claude');
+    const both = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', 'all', '--device', '1'], { stderr: both })).toBe(2);
+    expect(both.text()).toContain('give --device N (one GPU) or --gpus, not both');
+    const bad = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', '0,0'], { stderr: bad })).toBe(2);
+    expect(bad.text()).toContain('--gpus lists GPU 0 twice: one worker per GPU');
   });
 
   it.skipIf(hasGpu)('without a GPU fails with the CUDA error before asking the model anything', async () => {
