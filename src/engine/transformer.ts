@@ -186,6 +186,7 @@ export class LLMKernelTransformer {
       const started = snapshot.values && Object.keys(snapshot.values).length > 0;
       const interrupted = snapshot.tasks.some((t) => t.interrupts.length > 0);
       yield this.startedEvent(kernel, device, started);
+      yield makeEvent({ type: 'graph.described', graphs: await graph.describe() });
       if (streamOptions.approval !== undefined) {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
