@@ -16,6 +16,8 @@ import { acceptedTimeline, focusStep, reduceAll, speedup, type CandidateView, ty
 import { buildChart, formatTime } from './chart';
 import { tokenizeLines } from './cuda-tokens';
 import { parseUnifiedDiff, sideBySide, type DiffLine } from './diff-rows';
+import { renderGraphSection } from './graph-panel';
+import { reduceGraphAll } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
 
 interface UiState {
@@ -26,6 +28,8 @@ interface UiState {
   planDraft?: EditedPlanStep[];
   /** The approval was sent; the editor stays closed until the session moves on. */
   planSent?: boolean;
+  /** The graph node whose runs are shown (graph-model's nodeKey). */
+  graphNode?: string;
 }
 
 interface Persisted {
@@ -261,6 +265,10 @@ function renderChart(v: SessionView): HTMLElement {
   return section('Performance', 'performance', holder);
 }
 
+function renderGraph(): HTMLElement | null {
+  return renderGraphSection(reduceGraphAll(state.events), state.ui.graphNode, (key) => ((state.ui.graphNode = key), commit(false)));
+}
+
 function renderAnalysis(v: SessionView): HTMLElement | null {
   if (!v.analysis && v.tests.length === 0 && !v.baseline) return null;
   const parts: Child[] = [];
@@ -448,7 +456,7 @@ function render(): void {
     return;
   }
   app.replaceChildren(
-    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
+    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
   );
   window.scrollTo(0, scroll);
 }
