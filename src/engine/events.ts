@@ -8,6 +8,7 @@
  * of this vocabulary: a consumer that sees a newer `v` than it knows can still show `describeEvent`'s text.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import type { DeviceSpeedLimits, LaunchWork } from '../tuner/speed-of-light';
 import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../tuner/types';
 
 export const EVENTS_VERSION = 1;
@@ -121,8 +122,21 @@ export type TuningEventBody =
       data?: JsonPreview;
       error?: string;
     }
-  | { type: 'analysis.done'; description: string; problemSize: string[]; outputs: string[] }
-  | { type: 'tests.ready'; tests: { id: string; origin: 'user' | 'generated'; problemSize: (string | number)[]; outputs: string[]; bytes: number | null; timeMs: number | null }[] }
+  | {
+      type: 'analysis.done';
+      description: string;
+      problemSize: string[];
+      outputs: string[];
+      /** The work of one launch as expressions over the scalar arguments, when the model gave them. */
+      flops?: string;
+      bytes?: string;
+    }
+  | {
+      type: 'tests.ready';
+      tests: { id: string; origin: 'user' | 'generated'; problemSize: (string | number)[]; outputs: string[]; bytes: number | null; timeMs: number | null; work?: LaunchWork }[];
+    }
+  /** The device's bandwidth and FP32 limits, measured on it, for the speed of light of every configuration. */
+  | { type: 'device.limits'; limits: DeviceSpeedLimits }
   | { type: 'baseline'; timeMs: number; params: Config; testId: string }
   | { type: 'plan'; reason: 'initial' | 'validated' | 'broken_down' | 'approved' | 'replanned'; steps: PlanStepView[] }
   | { type: 'plan.awaiting_approval'; steps: PlanStepView[] }
@@ -230,6 +244,8 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return debug(`graphs: ${event.graphs.map((g) => `${g.id} (${g.nodes.length} nodes)`).join(', ')}`);
     case 'graph.node':
       return debug(`node ${event.graph}/${event.node} ${event.phase}${event.error ? `: ${event.error.split('\n', 1)[0]}` : ''}`);
+    case 'device.limits':
+      return info(`device limits: ${event.limits.bandwidthMethod}; FP32 ${event.limits.fp32Formula}`);
     case 'analysis.done':
       return info(`analysis: ${event.description.split('\n', 1)[0]} | problem size [${event.problemSize.join(', ')}] | outputs ${event.outputs.join(', ')}`);
     case 'tests.ready':

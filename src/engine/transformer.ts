@@ -13,6 +13,7 @@ import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import type { DeviceDescription, TuningBackend } from '../tuner/backend';
+import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
 import { GpuBackend } from '../tuner/gpu-backend';
 import { TunableKernel, type KernelTest } from '../tuner/tunable-kernel';
 import type { Config } from '../tuner/types';
@@ -187,6 +188,8 @@ export class LLMKernelTransformer {
       const interrupted = snapshot.tasks.some((t) => t.interrupts.length > 0);
       yield this.startedEvent(kernel, device, started);
       yield makeEvent({ type: 'graph.described', graphs: await graph.describe() });
+      // The device's limits, for the speed of light of every configuration (not for a session that only reports).
+      if (backend.speedLimits && !(started && snapshot.next.length === 0)) yield await limitsEvent(backend.speedLimits.bind(backend));
       if (streamOptions.approval !== undefined) {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
@@ -283,6 +286,15 @@ export class LLMKernelTransformer {
       bestTimeMs: null,
       tracker: new PerformanceTracker().toJSON(),
     };
+  }
+}
+
+/** The device.limits event, or a warning when they could not be measured (the session goes on without them). */
+async function limitsEvent(measure: () => Promise<DeviceSpeedLimits>): Promise<TuningEvent> {
+  try {
+    return makeEvent({ type: 'device.limits', limits: await measure() });
+  } catch (e) {
+    return makeEvent({ type: 'warning', message: `the device's bandwidth and FLOP/s limits could not be measured, so no speed-of-light figures: ${(e as Error).message.split('\n', 1)[0]}` });
   }
 }
 

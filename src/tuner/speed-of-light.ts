@@ -8,7 +8,9 @@
  * with 64 lanes per SM on compute capability 6.0, 7.x and 8.0, and 128 on 5.x, 6.1, 6.2, 8.6 to 8.9 and 9.0 onwards.
  * An H100 SXM (132 SMs at 1.98 GHz): 132 x 128 x 2 x 1.98e9 = 66.9 TFLOP/s.
  */
+import { dtypeBytes } from '../gpu/dtype';
 import { compileExpression, evaluateNumber } from './expressions';
+import type { ResolvedTest } from './input-spec';
 
 /** The device's limits as the report states them, with where each number came from. */
 export interface DeviceSpeedLimits {
@@ -99,4 +101,19 @@ export function evaluateWork(expression: string | number, scalars: Readonly<Reco
   }
   if (!Number.isFinite(value) || value < 0) throw new RangeError(`${what} "${expression}" gives ${value}, not a number of operations or bytes`);
   return value;
+}
+
+/**
+ * The work of one launch on a resolved test: `given` expressions (a spec's or the model's) where there are some, else
+ * the compulsory bytes of its buffers and no flop count. `from` names who gave the expressions ("the spec").
+ */
+export function launchWorkOf(test: ResolvedTest, given: { flops?: string | number | undefined; bytes?: string | number | undefined }, from: string): LaunchWork {
+  const buffers = test.arguments.flatMap((a): WorkBuffer[] => (a.kind === 'buffer' ? [{ bytes: a.length * dtypeBytes(a.dtype), output: a.output, inOut: a.output && a.init !== undefined }] : []));
+  const bytes = given.bytes === undefined ? compulsoryBytes(buffers) : evaluateWork(given.bytes, test.scalars, 'bytes');
+  const flops = given.flops === undefined ? undefined : evaluateWork(given.flops, test.scalars, 'flops');
+  const source = [
+    given.bytes === undefined ? "bytes: the buffers' sizes (each input read once, each output written once)" : `bytes: "${given.bytes}" (${from})`,
+    given.flops === undefined ? `flops: not given` : `flops: "${given.flops}" (${from})`,
+  ].join('; ');
+  return { bytes, ...(flops !== undefined && { flops }), source };
 }

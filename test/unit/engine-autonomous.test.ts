@@ -66,10 +66,13 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
     );
     expect(run.of('warning')[0]!.message).toMatch(/^no launch of saxpy was found in this file: launch it with block \(512, 1, 1\)/);
 
-    expect(run.of('analysis.done')[0]).toMatchObject({ problemSize: ['n'], outputs: ['y'] });
+    expect(run.of('analysis.done')[0]).toMatchObject({ problemSize: ['n'], outputs: ['y'], flops: '2*n' });
+    expect(run.of('analysis.done')[0]!.bytes).toBeUndefined();
     const tests = run.of('tests.ready')[0]!.tests;
     expect(tests).toHaveLength(1);
     expect(tests[0]).toMatchObject({ origin: 'generated', problemSize: ['n'], outputs: ['y'], bytes: 2 * 1048576 * 4 });
+    // The work of a launch: the model's flops over the test's n, and the bytes of x read and y read and written.
+    expect(tests[0]!.work).toEqual({ flops: 2 * 1048576, bytes: 3 * 1048576 * 4, source: expect.stringContaining(`flops: "2*n" (the model's analysis)`) });
     expect(run.of('baseline')[0]).toMatchObject({ timeMs: 1.048576, params: { block_size_x: 256 } });
 
     const [wrong, small] = run.of('step.rejected');
