@@ -86,6 +86,18 @@ async function buildJs() {
     entryPoints: [join(root, 'webview', 'main.ts')],
     outfile: join(dist, 'webview.js'),
   });
+  // The HTML report's page script, inlined into every report (src/report/html.ts reads it from beside the bundles).
+  await esbuild.build({
+    bundle: true,
+    platform: 'browser',
+    target: 'chrome120',
+    format: 'iife',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    entryPoints: [join(root, 'webview', 'report', 'main.ts')],
+    outfile: join(dist, 'report-page.js'),
+  });
   // Extension tests (they run inside the extension host) and the Playwright UI test (Node), for scripts/test-extension.mjs.
   const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));
   if (extensionTests.length > 0) {

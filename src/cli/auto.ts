@@ -19,6 +19,8 @@ import { LLMKernelTransformer } from '../engine/transformer';
 import type { TuningBackend } from '../tuner/backend';
 import { buildFlagsFor } from '../tuner/compile-commands';
 import { GpuBackend } from '../tuner/gpu-backend';
+import { reportFromSession } from '../report/model';
+import { commandLine, reportPath, writeReport } from './report';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
 
@@ -41,6 +43,9 @@ options:
   --retries N              times a failed answer is explained to the model and asked again (default 3)
   --device N               CUDA device (default 0)
   --out DIR                where results go (default FILE.tuned/)
+  --report FILE            the HTML report (one file: chart, each step's diff, configurations, speed of light, how
+                           to reproduce); default OUT/report.html
+  --no-report              write no HTML report
   --json                   also write every event as a JSON line to stdout
   -v, --verbose            show every configuration and model call
 `;
@@ -66,6 +71,11 @@ interface AutoOptions {
   includePaths: string[];
   launchTimeout: number | undefined;
   out: string;
+  /** The HTML report's path; null: none. */
+  report: string | null;
+  /** The command line as given (what the report says reproduces the session). */
+  args: string[];
+  compilerOptions: string[];
   json: boolean;
   verbose: boolean;
 }
@@ -90,6 +100,8 @@ function parse(args: string[]): AutoOptions | 'help' {
       device: { type: 'string', default: '0' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
+      report: { type: 'string' },
+      'no-report': { type: 'boolean', default: false },
       verbose: { type: 'boolean', short: 'v', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -135,6 +147,9 @@ function parse(args: string[]): AutoOptions | 'help' {
     includePaths: values.include.map((d) => resolve(d)),
     launchTimeout,
     out: resolve(values.out ?? `${file}.tuned`),
+    report: reportPath(values, join(resolve(values.out ?? `${file}.tuned`), 'report.html')),
+    args,
+    compilerOptions: [],
     json: values.json,
     verbose: values.verbose,
   };
@@ -166,6 +181,7 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
     const retryPolicy = defaultRetryPolicy(options.retries);
     // The project's own build flags for this file, where its workspace has a compile_commands.json.
     const build = buildFlagsFor(options.file);
+    options.compilerOptions = build?.options ?? [];
     const transformer = new LLMKernelTransformer(source, {
       llm: createChatModel(options.provider),
       retryPolicy,
@@ -258,7 +274,32 @@ function writeResults(options: AutoOptions, source: string, events: TuningEvent[
   const started = events.find((e): e is EventOf<'session.started'> => e.type === 'session.started');
   const report = { version: 1, file: options.file, kernel: started?.kernel, device: started?.device, model: { provider: options.provider.provider, model: options.provider.model }, result: finished, events };
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
-  return Object.values(files);
+  if (!options.report) return Object.values(files);
+  writeReport(
+    options.report,
+    reportFromSession({
+      header: {
+        sessionId: started?.threadId ?? 'session',
+        kernelName: started?.kernel.name ?? name,
+        fileName: basename(options.file),
+        startedAt: events[0]?.at ?? new Date().toISOString(),
+        model: `${options.provider.provider} ${options.provider.model}`,
+        strategy: options.strategy,
+      },
+      events,
+      compilerOptions: options.compilerOptions,
+      reproduce: {
+        command: commandLine('auto', options.args),
+        file: options.file,
+        ...(started && { session: started.threadId }),
+        notes: [
+          "A model's answers differ from run to run, so the command starts a new session; this report's numbers are this session's, whose every event is in report.json beside it.",
+          'Each time is the median of the timed launches between CUDA events; every configuration was checked against the original kernel on two input sets first.',
+        ],
+      },
+    }),
+  );
+  return [...Object.values(files), options.report];
 }
 
 /** What the proposal did with each launch of the kernel in the file. */

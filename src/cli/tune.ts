@@ -1,5 +1,6 @@
 // llm-kernel-tuner tune: Kernel Tuner's job without an LLM. A tuning spec (YAML/JSON: inputs, tunable parameters,
 // restrictions, geometry) drives a search on the GPU, or replays a cache file (--simulate) on any machine.
+import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
@@ -10,6 +11,10 @@ import type { TuneOptions } from '../tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
 import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
 import { ms, ProgressBar, table } from './format';
+import { commandLine, reportPath, writeReport } from './report';
+import { reportFromTune, type TuneReportInput } from '../report/model';
+import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
+import { GpuBackend } from '../tuner/gpu-backend';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
@@ -35,6 +40,9 @@ options:
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
   --device N               GPU ordinal (default 0)
   --json                   print the result as JSON on stdout (progress still goes to stderr)
+  --report FILE            the HTML report (one file: chart, configurations, speed of light, how to reproduce);
+                           default SPEC.report.html beside the spec (beside the cache with --cache)
+  --no-report              write no HTML report
 `;
 
 export async function run(args: string[]): Promise<number> {
@@ -58,6 +66,8 @@ export async function run(args: string[]): Promise<number> {
       'simulate-if-no-gpu': { type: 'string' },
       device: { type: 'string' },
       json: { type: 'boolean' },
+      report: { type: 'string' },
+      'no-report': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -73,6 +83,7 @@ export async function run(args: string[]): Promise<number> {
   const spec = applyFlags(loadTuningSpec(specPath), values);
   const job = await tuningJob(spec, isSource ? { file: first } : {});
   const { kernel } = job;
+  const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
 
   const progress = new ProgressBar();
   let failures = 0;
@@ -83,23 +94,70 @@ export async function run(args: string[]): Promise<number> {
 
   let result: TuneResult;
   let mode: string;
+  let device: TuneReportInput['device'] = null;
+  let limits: DeviceSpeedLimits | null = null;
+  let limitsNote: string | undefined;
   const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
   if (replayFile !== undefined) {
     const replayed = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
     mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
     result = replayed.result;
+    device = { name: replayed.deviceName };
+    limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
   } else {
     mode = 'measured on the GPU';
-    const options: TuneOptions = {
-      ...job.options,
-      ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
-      ...(values.device !== undefined && { device: integer('--device', values.device) }),
-      ...(values.cache !== undefined && { cache: values.cache }),
-      onResult,
-    };
-    result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+    const backend = await GpuBackend.open(values.device !== undefined ? { device: integer('--device', values.device) } : {});
+    try {
+      const options: TuneOptions = {
+        ...job.options,
+        ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
+        ...(values.cache !== undefined && { cache: values.cache }),
+        backend,
+        onResult,
+      };
+      result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+      if (htmlReport) {
+        device = await backend.describe();
+        // After the search, so that the probe's second of copies competes with nothing.
+        limits = await backend.speedLimits();
+      }
+    } finally {
+      await backend.dispose();
+    }
   }
   progress.finish();
+
+  if (htmlReport) {
+    writeReport(
+      htmlReport,
+      reportFromTune({
+        kernel: kernel.name,
+        result,
+        paramNames: Object.keys(spec.tuneParams),
+        tuneParams: Object.fromEntries(Object.entries(job.tuneParams).map(([k, v]) => [k, [...v]])),
+        restrictions: job.restrictions,
+        mode,
+        device,
+        limits,
+        ...(limitsNote && { limitsNote }),
+        compilerOptions: [...(job.options.compilerOptions ?? [])],
+        work: job.work,
+        reproduce: {
+          command: commandLine('tune', args),
+          spec: { path: resolve(specPath), text: readFileSync(specPath, 'utf8') },
+          file: job.file,
+          ...((values.cache ?? replayFile) !== undefined && { cache: resolve((values.cache ?? replayFile)!) }),
+          seed: result.seed,
+          notes: [
+            replayFile !== undefined
+              ? `The times are those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}.`
+              : `Each time is the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}; every configuration was checked against the reference on two input sets first.`,
+          ],
+        },
+      }),
+    );
+    process.stderr.write(`report: ${htmlReport}\n`);
+  }
 
   if (values.json) {
     process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result }, null, 2)}\n`);

@@ -26,12 +26,17 @@ export interface StreamableGraph {
  */
 export async function* streamSession(graph: StreamableGraph, input: unknown, config: LangGraphRunnableConfig): AsyncGenerator<TuningEvent, SessionEnd> {
   let end: SessionEnd = { status: 'finished' };
+  // The session's result is its last event, after the finishing node has reported its end.
+  let finished: TuningEvent | undefined;
   try {
     // Subgraphs too, for the runs of their nodes (`tasks`): the graph view lights the node that runs.
     const stream = await graph.stream(input, { ...config, streamMode: ['custom', 'updates', 'tasks'], subgraphs: true });
     for await (const chunk of stream) {
       const [namespace, mode, payload] = chunk as [string[], string, unknown];
-      if (mode === 'custom' && isTuningEvent(payload)) yield payload;
+      if (mode === 'custom' && isTuningEvent(payload)) {
+        if (payload.type === 'session.finished') finished = payload;
+        else yield payload;
+      }
       if (mode === 'tasks') {
         const node = nodeEventOf(namespace, payload);
         if (node) yield makeEvent(node);
@@ -44,6 +49,7 @@ export async function* streamSession(graph: StreamableGraph, input: unknown, con
     }
     // The pause is the run's last word, after the interrupted nodes have reported.
     if (end.status === 'awaiting_approval') yield makeEvent({ type: 'plan.awaiting_approval', steps: end.steps });
+    if (finished) yield finished;
   } catch (thrown) {
     if (isAbortError(thrown, config.signal)) {
       yield makeEvent({ type: 'session.cancelled' });

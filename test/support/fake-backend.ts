@@ -15,6 +15,7 @@
  * - `timeDelayMs` makes each `time()` take that long (for cancelling mid-step); `log` records every build and timing;
  *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once (the engine must keep it at 1).
  */
+import type { DeviceSpeedLimits } from '../../src/tuner/speed-of-light';
 import { CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
 import { NvccCompiler } from '../../src/gpu/nvcc';
@@ -59,6 +60,8 @@ export interface FakeBackendOptions {
   nvrtcRejects?: RegExp;
   timeDelayMs?: number;
   device?: Partial<DeviceDescription>;
+  /** The device limits the fake states (as if measured); without them it has none, like a backend that cannot measure. */
+  limits?: DeviceSpeedLimits;
 }
 
 export const FAKE_DEVICE: DeviceDescription = {
@@ -119,7 +122,12 @@ export class FakeBackend implements TuningBackend {
   maxConcurrentTimings = 0;
   private timingsInFlight = 0;
 
-  constructor(private readonly options: FakeBackendOptions) {}
+  readonly speedLimits?: () => Promise<DeviceSpeedLimits>;
+
+  constructor(private readonly options: FakeBackendOptions) {
+    const { limits } = options;
+    if (limits) this.speedLimits = async () => limits;
+  }
 
   async describe(): Promise<DeviceDescription> {
     return { ...FAKE_DEVICE, ...(this.options.compilers && { compilers: this.options.compilers }), ...this.options.device };
