@@ -89,6 +89,19 @@ async function buildJs() {
     outfile: join(dist, 'webview.js'),
     plugins: [svgcanvasCspPatch],
   });
+  // The HTML report's page script, inlined into every report (src/report/html.ts reads it from beside the bundles).
+  await esbuild.build({
+    bundle: true,
+    platform: 'browser',
+    target: 'chrome120',
+    format: 'iife',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    entryPoints: [join(root, 'webview', 'report', 'main.ts')],
+    outfile: join(dist, 'report-page.js'),
+    plugins: [svgcanvasCspPatch],
+  });
   // Extension tests (they run inside the extension host) and the Playwright UI test (Node), for scripts/test-extension.mjs.
   const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));
   if (extensionTests.length > 0) {
@@ -104,6 +117,8 @@ function copyRuntimeAssets() {
   const assets = [
     ['node_modules/tree-sitter-cuda/tree-sitter-cuda.wasm', 'tree-sitter-cuda.wasm'],
     ['node_modules/web-tree-sitter/web-tree-sitter.wasm', 'web-tree-sitter.wasm'],
+    // The panel's chart and highlighting rules, inlined into every HTML report (src/report/html.ts).
+    ['media/chart-and-code.css', 'chart-and-code.css'],
   ];
   for (const [from, to] of assets) {
     const src = join(root, from);

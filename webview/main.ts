@@ -17,6 +17,8 @@ import { mountPerformanceChart, type PerformanceChart } from './chart';
 import { formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
 import { highlightLines } from './highlight-dom';
+import { renderGraphSection } from './graph-panel';
+import { reduceGraphAll } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
 
 interface UiState {
@@ -27,6 +29,8 @@ interface UiState {
   planDraft?: EditedPlanStep[];
   /** The approval was sent; the editor stays closed until the session moves on. */
   planSent?: boolean;
+  /** The graph node whose runs are shown (graph-model's nodeKey). */
+  graphNode?: string;
 }
 
 interface Persisted {
@@ -271,6 +275,10 @@ function renderChart(v: SessionView): HTMLElement {
   return chartView.section;
 }
 
+function renderGraph(): HTMLElement | null {
+  return renderGraphSection(reduceGraphAll(state.events), state.ui.graphNode, (key) => ((state.ui.graphNode = key), commit(false)));
+}
+
 function renderAnalysis(v: SessionView): HTMLElement | null {
   if (!v.analysis && v.tests.length === 0 && !v.baseline) return null;
   const parts: Child[] = [];
@@ -456,7 +464,7 @@ function render(): void {
     return;
   }
   app.replaceChildren(
-    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
+    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
   );
   window.scrollTo(0, scroll);
 }

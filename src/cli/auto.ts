@@ -20,6 +20,8 @@ import type { TuningBackend } from '../tuner/backend';
 import { buildFlagsFor } from '../tuner/compile-commands';
 import { GpuBackend } from '../tuner/gpu-backend';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
+import { reportFromSession } from '../report/model';
+import { commandLine, reportPath, writeReport } from './report';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
 
@@ -44,6 +46,9 @@ options:
   --gpus all|0,2|N         tune every candidate on several GPUs of one model at once, one worker each: all of them,
                            these ordinals, or the first N (default: one GPU, --device)
   --out DIR                where results go (default FILE.tuned/)
+  --report FILE            the HTML report (one file: chart, each step's diff, configurations, speed of light, how
+                           to reproduce); default OUT/report.html
+  --no-report              write no HTML report
   --json                   also write every event as a JSON line to stdout
   -v, --verbose            show every configuration and model call
 `;
@@ -69,6 +74,11 @@ interface AutoOptions {
   includePaths: string[];
   launchTimeout: number | undefined;
   out: string;
+  /** The HTML report's path; null: none. */
+  report: string | null;
+  /** The command line as given (what the report says reproduces the session). */
+  args: string[];
+  compilerOptions: string[];
   json: boolean;
   verbose: boolean;
 }
@@ -94,6 +104,8 @@ function parse(args: string[]): AutoOptions | 'help' {
       gpus: { type: 'string' },
       out: { type: 'string' },
       json: { type: 'boolean', default: false },
+      report: { type: 'string' },
+      'no-report': { type: 'boolean', default: false },
       verbose: { type: 'boolean', short: 'v', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
@@ -141,6 +153,9 @@ function parse(args: string[]): AutoOptions | 'help' {
     includePaths: values.include.map((d) => resolve(d)),
     launchTimeout,
     out: resolve(values.out ?? `${file}.tuned`),
+    report: reportPath(values, join(resolve(values.out ?? `${file}.tuned`), 'report.html')),
+    args,
+    compilerOptions: [],
     json: values.json,
     verbose: values.verbose,
   };
@@ -172,6 +187,7 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
     const retryPolicy = defaultRetryPolicy(options.retries);
     // The project's own build flags for this file, where its workspace has a compile_commands.json.
     const build = buildFlagsFor(options.file);
+    options.compilerOptions = build?.options ?? [];
     const transformer = new LLMKernelTransformer(source, {
       llm: createChatModel(options.provider),
       retryPolicy,
@@ -264,7 +280,32 @@ function writeResults(options: AutoOptions, source: string, events: TuningEvent[
   const started = events.find((e): e is EventOf<'session.started'> => e.type === 'session.started');
   const report = { version: 1, file: options.file, kernel: started?.kernel, device: started?.device, model: { provider: options.provider.provider, model: options.provider.model }, result: finished, events };
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
-  return Object.values(files);
+  if (!options.report) return Object.values(files);
+  writeReport(
+    options.report,
+    reportFromSession({
+      header: {
+        sessionId: started?.threadId ?? 'session',
+        kernelName: started?.kernel.name ?? name,
+        fileName: basename(options.file),
+        startedAt: events[0]?.at ?? new Date().toISOString(),
+        model: `${options.provider.provider} ${options.provider.model}`,
+        strategy: options.strategy,
+      },
+      events,
+      compilerOptions: options.compilerOptions,
+      reproduce: {
+        command: commandLine('auto', options.args),
+        file: options.file,
+        ...(started && { session: started.threadId }),
+        notes: [
+          "A model's answers differ from run to run, so the command starts a new session; this report's numbers are this session's, whose every event is in report.json beside it.",
+          'Each time is the median of the timed launches between CUDA events; every configuration was checked against the original kernel on two input sets first.',
+        ],
+      },
+    }),
+  );
+  return [...Object.values(files), options.report];
 }
 
 /** What the proposal did with each launch of the kernel in the file. */

@@ -1,10 +1,11 @@
 // llm-kernel-tuner tune: Kernel Tuner's job without an LLM. A tuning spec (YAML/JSON: inputs, tunable parameters,
 // restrictions, geometry) drives a search on the GPU, or replays a cache file (--simulate) on any machine.
+import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
 import { CacheFile, replay } from '../tuner/cache';
-import { parseGpuSelection } from '../tuner/gpu-selection';
+import { parseGpuSelection, singleGpu } from '../tuner/gpu-selection';
 import { SearchSpace } from '../tuner/search-space';
 import { resolveStrategy, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
@@ -12,6 +13,10 @@ import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../
 import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
 import { ms, ProgressBar, table } from './format';
 import { writeSlurmScripts } from './slurm';
+import { commandLine, reportPath, writeReport } from './report';
+import { reportFromTune, type TuneReportInput } from '../report/model';
+import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
+import { GpuBackend } from '../tuner/gpu-backend';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
@@ -50,6 +55,9 @@ past one host (brute force):
   --slurm-dir DIR          with --slurm: where scripts, shard caches, logs and the merged cache go (default ./KERNEL-slurm)
   --sbatch OPTION          with --slurm: an extra #SBATCH option of both jobs, e.g. partition=gpu for
                            --partition=gpu (repeatable)
+  --report FILE            the HTML report (one file: chart, configurations, speed of light, how to reproduce);
+                           default SPEC.report.html beside the spec (beside the cache with --cache)
+  --no-report              write no HTML report
 `;
 
 export async function run(args: string[]): Promise<number> {
@@ -79,6 +87,8 @@ export async function run(args: string[]): Promise<number> {
       'slurm-dir': { type: 'string' },
       sbatch: { type: 'string', multiple: true },
       json: { type: 'boolean' },
+      report: { type: 'string' },
+      'no-report': { type: 'boolean' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -100,6 +110,7 @@ export async function run(args: string[]): Promise<number> {
   if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
   if (values.gpus !== undefined && values.device !== undefined) throw new TuningSpecError('give --device N (one GPU) or --gpus, not both');
   const gpus = values.gpus === undefined ? undefined : parseGpuSelection(values.gpus);
+  const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
 
   const progress = new ProgressBar();
   let failures = 0;
@@ -110,28 +121,76 @@ export async function run(args: string[]): Promise<number> {
 
   let result: TuneResult;
   let mode: string;
+  let device: TuneReportInput['device'] = null;
+  let limits: DeviceSpeedLimits | null = null;
+  let limitsNote: string | undefined;
   const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
   if (replayFile !== undefined) {
     const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard }, onResult);
     mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
     result = replayed.result;
+    device = { name: replayed.deviceName };
+    limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
   } else {
     mode = 'measured on the GPU';
-    const options: TuneOptions = {
-      ...job.options,
-      ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
-      ...(values.device !== undefined && { device: integer('--device', values.device) }),
-      ...(gpus && { gpus }),
-      ...(values.cache !== undefined && { cache: values.cache }),
-      ...(shard && { shard }),
-      onResult,
-    };
-    result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
-    const used = result.gpus ?? [];
-    if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
+    const selection = gpus ?? singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
+    const backends = await GpuBackend.openAll(selection);
+    try {
+      const options: TuneOptions = {
+        ...job.options,
+        ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
+        ...(values.cache !== undefined && { cache: values.cache }),
+        ...(shard && { shard }),
+        backend: backends,
+        onResult,
+      };
+      result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+      const used = result.gpus ?? [];
+      if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
+      if (htmlReport) {
+        // The GPUs of one search are of one model: the first one's limits are every one's.
+        device = await backends[0]!.describe();
+        // After the search, so that the probe's second of copies competes with nothing.
+        limits = await backends[0]!.speedLimits();
+      }
+    } finally {
+      await Promise.all(backends.map((b) => b.dispose()));
+    }
   }
   if (shard) mode += `, shard ${shard.index}/${shard.count} of the space`;
   progress.finish();
+
+  if (htmlReport) {
+    writeReport(
+      htmlReport,
+      reportFromTune({
+        kernel: kernel.name,
+        result,
+        paramNames: Object.keys(spec.tuneParams),
+        tuneParams: Object.fromEntries(Object.entries(job.tuneParams).map(([k, v]) => [k, [...v]])),
+        restrictions: job.restrictions,
+        mode,
+        device,
+        limits,
+        ...(limitsNote && { limitsNote }),
+        compilerOptions: [...(job.options.compilerOptions ?? [])],
+        work: job.work,
+        reproduce: {
+          command: commandLine('tune', args),
+          spec: { path: resolve(specPath), text: readFileSync(specPath, 'utf8') },
+          file: job.file,
+          ...((values.cache ?? replayFile) !== undefined && { cache: resolve((values.cache ?? replayFile)!) }),
+          seed: result.seed,
+          notes: [
+            replayFile !== undefined
+              ? `The times are those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}.`
+              : `Each time is the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}; every configuration was checked against the reference on two input sets first.`,
+          ],
+        },
+      }),
+    );
+    process.stderr.write(`report: ${htmlReport}\n`);
+  }
 
   if (values.json) {
     process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result }, null, 2)}\n`);

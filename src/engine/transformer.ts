@@ -13,6 +13,7 @@ import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import { backendList, type DeviceDescription, type TuningBackend } from '../tuner/backend';
+import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
 import { GpuBackend } from '../tuner/gpu-backend';
 import { checkOneModel, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 import { TunableKernel, type KernelTest } from '../tuner/tunable-kernel';
@@ -192,6 +193,10 @@ export class LLMKernelTransformer {
       const started = snapshot.values && Object.keys(snapshot.values).length > 0;
       const interrupted = snapshot.tasks.some((t) => t.interrupts.length > 0);
       yield this.startedEvent(kernel, device, backends.length, started);
+      yield makeEvent({ type: 'graph.described', graphs: await graph.describe() });
+      // The device's limits, for the speed of light of every configuration (not for a session that only reports).
+      const first = backends[0]!;
+      if (first.speedLimits && !(started && snapshot.next.length === 0)) yield await limitsEvent(first.speedLimits.bind(first));
       if (streamOptions.approval !== undefined) {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
@@ -288,6 +293,15 @@ export class LLMKernelTransformer {
       bestTimeMs: null,
       tracker: new PerformanceTracker().toJSON(),
     };
+  }
+}
+
+/** The device.limits event, or a warning when they could not be measured (the session goes on without them). */
+async function limitsEvent(measure: () => Promise<DeviceSpeedLimits>): Promise<TuningEvent> {
+  try {
+    return makeEvent({ type: 'device.limits', limits: await measure() });
+  } catch (e) {
+    return makeEvent({ type: 'warning', message: `the device's bandwidth and FLOP/s limits could not be measured, so no speed-of-light figures: ${(e as Error).message.split('\n', 1)[0]}` });
   }
 }
 

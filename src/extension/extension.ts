@@ -14,6 +14,7 @@ import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
+import { htmlReportCommands } from './html-report';
 import { InlineDiffController } from './inline-diff';
 import { isCudaDocument, KernelIndex, type KernelTarget } from './kernels';
 import { PanelManager } from './panel';
@@ -356,6 +357,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
     command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
+    ...htmlReportCommands(command, entryFor, () => vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage)),
     command('kernelTuner.history.delete', async (arg) => {
       const entry = await entryFor(arg);
       if (!entry) return;

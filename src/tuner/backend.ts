@@ -7,6 +7,7 @@ import type { Dim3 } from './types';
 import type { DeviceLimits } from './geometry';
 import type { ResolvedTest } from './input-spec';
 import type { SampleStats, ResourceUsage } from './types';
+import type { DeviceSpeedLimits } from './speed-of-light';
 
 export interface DeviceDescription extends DeviceLimits {
   name: string;
@@ -174,6 +175,8 @@ export interface TuningBackend {
   check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome>;
   /** Times the kernel on input set 0; afterwards its outputs are compared again when the kernel does not read them. */
   time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome>;
+  /** The device's bandwidth and FP32 limits, measured on it (speed-of-light.ts); absent where nothing can be measured. */
+  speedLimits?(): Promise<DeviceSpeedLimits>;
   dispose(): Promise<void>;
 }
 

@@ -28,6 +28,8 @@ import {
   type KernelArg,
   type Module,
 } from '../gpu/client';
+import { measureBandwidth } from '../gpu/bandwidth';
+import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
 import {
   programOf,
   type BuildRequest,
@@ -203,6 +205,7 @@ export interface GpuBackendOptions extends GpuOptions {
 export class GpuBackend implements TuningBackend {
   private helpers: { module: Module; kernels: Map<string, Kernel>; dtypes: Set<DType> } | undefined;
   private scratch: DeviceBuffer<'uint64'> | undefined;
+  private limits: Promise<DeviceSpeedLimits> | undefined;
 
   private constructor(
     readonly gpu: Gpu,
@@ -273,6 +276,27 @@ export class GpuBackend implements TuningBackend {
       arch: this.gpu.arch,
       compilers: [...(this.compilers.nvrtc ? ['nvrtc' as const] : []), ...(this.compilers.nvcc ? ['nvcc' as const] : [])],
       ...(this.gpu.nativeStatus.nvrtc.file && { nvrtcLibrary: this.gpu.nativeStatus.nvrtc.file }),
+    };
+  }
+
+  /**
+   * The device's limits for speed-of-light figures: the bandwidth measured by the copy kernel (gpu/bandwidth.ts), the
+   * FP32 peak by the formula of speed-of-light.ts. Measured once per backend (about a second).
+   */
+  speedLimits(): Promise<DeviceSpeedLimits> {
+    return (this.limits ??= this.measureLimits());
+  }
+
+  private async measureLimits(): Promise<DeviceSpeedLimits> {
+    const m = await measureBandwidth(this.gpu, { compiler: this.defaultCompiler });
+    const peak = fp32PeakFlops(this.gpu.device);
+    const gb = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
+    return {
+      bandwidthGBps: m.kernel.GBps,
+      bandwidthMethod: `copy kernel (uint4, ${m.kernel.unroll} in flight per thread, block ${m.kernel.block}, grid ${m.kernel.grid}) over ${gb(m.bufferBytes)}: ${m.kernel.GBps.toFixed(0)} GB/s read + write, ${(100 * m.ratio).toFixed(1)}% of cuMemcpyDtoD's ${m.memcpy.GBps.toFixed(0)} GB/s`,
+      memcpyGBps: m.memcpy.GBps,
+      fp32GFlops: peak ? peak.flops / 1e9 : null,
+      fp32Formula: peak?.formula ?? `unknown: the driver reports no clock rate for ${this.gpu.device.name}`,
     };
   }
 

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { buildFlagsFor, type BuildFlags } from './compile-commands';
 import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from './tunable-kernel';
+import { launchWorkOf, type LaunchWork } from './speed-of-light';
 import type { TuneParams } from './types';
 
 const paramValue = z.union([z.number(), z.string(), z.boolean()]);
@@ -35,6 +36,13 @@ export const tuningSpecSchema = z
     /** Dynamic shared memory per block: bytes, or an expression over tunable parameters and scalars ("block_size_x*4"). */
     sharedMemBytes: z.union([z.number().int().nonnegative(), z.string().min(1)]).optional(),
     compilerOptions: z.array(z.string()).default([]),
+    /** Floating-point operations of one launch: a number, or an expression over the scalar arguments ("2*n*n*n"). */
+    flops: z.union([z.number().nonnegative(), z.string().min(1)]).optional(),
+    /**
+     * Bytes one launch reads and writes in device memory, likewise; default the buffers' sizes (each input read once,
+     * each output written once). With flops, what a report's speed-of-light figures divide by the time.
+     */
+    bytes: z.union([z.number().nonnegative(), z.string().min(1)]).optional(),
     /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
     launchTimeoutS: z.number().positive().optional(),
     strategy: z.string().default('brute_force'),
@@ -97,6 +105,8 @@ export interface TuningJob {
   options: TuneOptions;
   /** The flags read from the project's compile_commands.json, when it has one that lists the file. */
   buildFlags?: BuildFlags;
+  /** The work of one launch on the test (the spec's flops and bytes, else the buffers' sizes). */
+  work: LaunchWork;
 }
 
 /** Parses the spec's kernel and builds its test and options; `file` (absolute) replaces the file the spec names. */
@@ -119,11 +129,19 @@ export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: {
     ...(spec.templateArgs && { templateArgs: spec.templateArgs }),
   });
   const test = KernelTest.fromSpec({ arguments: spec.arguments, problemSize: spec.problemSize, seed: spec.seed });
-  // Resolving now reports inputs that do not fit the kernel before any GPU or cache work.
-  test.resolve(kernel.signature);
+  // Resolving now reports inputs that do not fit the kernel, and work expressions over unknown names, before any GPU
+  // or cache work.
+  const { data } = test.resolve(kernel.signature);
+  if (data.kind !== 'spec') throw new Error('internal: a spec test resolved to host data');
+  let work: LaunchWork;
+  try {
+    work = launchWorkOf(data.test, { flops: spec.flops, bytes: spec.bytes }, 'the spec');
+  } catch (e) {
+    throw new TuningSpecError(`the tuning spec's ${(e as Error).message}`);
+  }
   const options = tuneOptionsFromSpec(spec);
   if (build) options.compilerOptions = [...build.options, ...(options.compilerOptions ?? [])];
-  return { spec, file, source, kernel, test, tuneParams: spec.tuneParams, restrictions: spec.restrictions, options, ...(build && { buildFlags: build }) };
+  return { spec, file, source, kernel, test, tuneParams: spec.tuneParams, restrictions: spec.restrictions, options, work, ...(build && { buildFlags: build }) };
 }
 
 /** The TuneOptions a spec stands for (paths already resolved by loadTuningSpec). */

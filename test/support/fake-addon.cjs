@@ -239,6 +239,12 @@ module.exports = {
     mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
   },
 
+  memCopyBenchmark: (dst, src, bytes, options) => {
+    needContext('cuMemcpyDtoD');
+    for (let i = 0; i < options.warmup + options.iterations; i++) mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+    return Array.from({ length: options.iterations }, () => 1);
+  },
+
   launch: (launch) => {
     needContext('cuLaunchKernel');
     runKernel(launch);

@@ -18,6 +18,7 @@
  *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once on this backend (its GPU runs one
  *   at a time).
  */
+import type { DeviceSpeedLimits } from '../../src/tuner/speed-of-light';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
 import { NvccCompiler } from '../../src/gpu/nvcc';
@@ -63,6 +64,8 @@ export interface FakeBackendOptions {
   nvrtcRejects?: RegExp;
   timeDelayMs?: number;
   device?: Partial<DeviceDescription>;
+  /** The device limits the fake states (as if measured); without them it has none, like a backend that cannot measure. */
+  limits?: DeviceSpeedLimits;
 }
 
 export const FAKE_DEVICE: DeviceDescription = {
@@ -128,7 +131,12 @@ export class FakeBackend implements TuningBackend {
   maxConcurrentTimings = 0;
   private timingsInFlight = 0;
 
-  constructor(private readonly options: FakeBackendOptions) {}
+  readonly speedLimits?: () => Promise<DeviceSpeedLimits>;
+
+  constructor(private readonly options: FakeBackendOptions) {
+    const { limits } = options;
+    if (limits) this.speedLimits = async () => limits;
+  }
 
   async describe(): Promise<DeviceDescription> {
     return { ...FAKE_DEVICE, ...(this.options.compilers && { compilers: this.options.compilers }), ...this.options.device };

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PassThrough, Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/auto';
+import { reportDataOf } from '../../src/report/html';
 import { loadNativeAddon } from '../../src/gpu/native';
 import { SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
@@ -53,7 +54,8 @@ describe('llm-kernel-tuner auto', () => {
     server = await serve('autonomous-session');
     const file = kernelFile('full');
     const [stdout, stderr] = [sink(), sink()];
-    const backend = new FakeBackend({ model: { timeMs: saxpyTime } });
+    const limits = { bandwidthGBps: 4000, bandwidthMethod: 'stated by the test double', memcpyGBps: 4100, fp32GFlops: 60_000, fp32Formula: 'stated by the test double' };
+    const backend = new FakeBackend({ model: { timeMs: saxpyTime }, limits });
     const code = await run(['saxpy.cu', '--kernel', 'saxpy', '--provider', 'openai', '--model', 'scripted-model', '--base-url', `${server.url}/v1`, '--json', '--threshold', '1', '--retries', '1'].map((a) => (a === 'saxpy.cu' ? file : a)), {
       openBackends: async () => [backend],
       stdout,
@@ -89,6 +91,27 @@ describe('llm-kernel-tuner auto', () => {
     expect(report).toMatchObject({ version: 1, model: { provider: 'openai', model: 'scripted-model' }, result: { bestParams: { block_size_x: 512 } } });
     expect(report.events.length).toBe(events.length);
     expect(backend.disposed).toBe(true);
+
+    // The HTML report: each step with its diff and configurations, each configuration's speed of light over the
+    // measured limits and the test's work (x read, y read and written; 2n flops as the analysis said).
+    const html = reportDataOf(readFileSync(join(out, 'report.html'), 'utf8'));
+    expect(html).toMatchObject({ kind: 'session', kernel: 'saxpy', limits, device: { name: 'Fake GPU (test double)', arch: 'sm_90' } });
+    expect(html.work).toMatchObject({ bytes: 3 * 1048576 * 4, flops: 2 * 1048576 });
+    expect(html.steps.map((s) => [s.title, s.status])).toEqual([
+      ['Several elements per thread', 'rejected'],
+      ['Fused multiply-add', 'rejected'],
+      ['Tune the block size', 'accepted'],
+    ]);
+    const accepted = html.steps[2]!;
+    expect(accepted.diff).toContain('+');
+    const best = accepted.configs.find((c) => c.key === accepted.best!.key)!;
+    expect(best).toMatchObject({ config: { block_size_x: 512 }, timeMs: 0.6291456 });
+    expect(best.GBps).toBeCloseTo((3 * 1048576 * 4) / 0.6291456e-3 / 1e9, 9);
+    expect(best.bandwidthPct).toBeCloseTo((100 * best.GBps!) / 4000, 9);
+    expect(best.flopsPct).toBeCloseTo((100 * best.GFlops!) / 60_000, 9);
+    expect(html.summary).toMatchObject({ baselineTimeMs: 1.048576, bestTimeMs: 0.6291456, bestConfig: { block_size_x: 512 } });
+    expect(html.reproduce).toMatchObject({ file, command: expect.stringMatching(/^llm-kernel-tuner auto .*saxpy\.cu --kernel saxpy --provider openai/) });
+    expect(stderr.text()).toContain(join(out, 'report.html'));
   });
 
   it('asks which steps to carry out with --approve-plan', async () => {
