@@ -8,8 +8,11 @@ import { SearchSpace } from '../tuner/search-space';
 import { resolveStrategy } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
-import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
-import { ms, ProgressBar, table } from './format';
+import type { SearchProgress } from '../tuner/strategies';
+import type { ConfigResult, ConfigStatus, ParamValue, StopReason, TuneResult } from '../tuner/types';
+import { describeError } from './errors';
+import { ms, table } from './format';
+import { TuningProgress } from './progress';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
@@ -35,6 +38,7 @@ options:
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
   --device N               GPU ordinal (default 0)
   --json                   print the result as JSON on stdout (progress still goes to stderr)
+  -q, --quiet              no progress on stderr
 `;
 
 export async function run(args: string[]): Promise<number> {
@@ -58,6 +62,7 @@ export async function run(args: string[]): Promise<number> {
       'simulate-if-no-gpu': { type: 'string' },
       device: { type: 'string' },
       json: { type: 'boolean' },
+      quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -74,32 +79,41 @@ export async function run(args: string[]): Promise<number> {
   const job = await tuningJob(spec, isSource ? { file: first } : {});
   const { kernel } = job;
 
-  const progress = new ProgressBar();
-  let failures = 0;
-  const onResult = (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => {
-    if (r.status !== 'ok') failures++;
-    progress.update(p.evaluations, p.total, `failed ${failures}${p.best ? `, best ${ms(p.best.timeMs)} ms` : ''}`);
-  };
+  const progress = values.quiet ? undefined : new TuningProgress();
+  const onResult = (r: ConfigResult, p: SearchProgress) => progress?.add(r, p);
 
   let result: TuneResult;
   let mode: string;
-  const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
-  if (replayFile !== undefined) {
-    const replayed = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
-    mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
-    result = replayed.result;
-  } else {
-    mode = 'measured on the GPU';
-    const options: TuneOptions = {
-      ...job.options,
-      ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
-      ...(values.device !== undefined && { device: integer('--device', values.device) }),
-      ...(values.cache !== undefined && { cache: values.cache }),
-      onResult,
-    };
-    result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+  let replayFile = values.simulate;
+  if (replayFile === undefined && values['simulate-if-no-gpu'] !== undefined) {
+    const missing = await missingGpu();
+    if (missing) {
+      replayFile = values['simulate-if-no-gpu'];
+      // Said first, so that nobody takes the replay for a run on this machine.
+      process.stderr.write(`No GPU to tune on: ${missing}
+Replaying ${replayFile} instead: the recorded results of a real GPU run, searched as the spec says.
+\n`);
+    }
   }
-  progress.finish();
+  try {
+    if (replayFile !== undefined) {
+      const replayed = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
+      mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
+      result = replayed.result;
+    } else {
+      mode = 'measured on the GPU';
+      const options: TuneOptions = {
+        ...job.options,
+        ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
+        ...(values.device !== undefined && { device: integer('--device', values.device) }),
+        ...(values.cache !== undefined && { cache: values.cache }),
+        onResult,
+      };
+      result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+    }
+  } finally {
+    progress?.finish();
+  }
 
   if (values.json) {
     process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result }, null, 2)}\n`);
@@ -115,7 +129,7 @@ async function simulate(
   kernelName: string,
   cachePath: string,
   seed: number | undefined,
-  onResult: (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => void,
+  onResult: (r: ConfigResult, p: SearchProgress) => void,
 ): Promise<{ result: TuneResult; deviceName: string }> {
   const cache = CacheFile.load(cachePath);
   if (cache.header.kernel_name !== kernelName) {
@@ -129,10 +143,30 @@ async function simulate(
     ...(seed !== undefined && { seed }),
     ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
     ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
-    onResult: (r, p) => onResult(r, { ...p, total: space.size }),
+    onResult,
   });
   return { result, deviceName: cache.header.device_name };
 }
+
+/** A status in the words of the summary line ("4 did not compile"); the table and --json keep the status names. */
+const STATUS_WORDS: Record<ConfigStatus, string> = {
+  ok: 'ok',
+  stopped_early: 'stopped early',
+  compile_error: 'did not compile',
+  launch_error: 'failed to launch',
+  fault: 'faulted',
+  timeout: 'timed out',
+  wrong_result: 'gave wrong results',
+  restricted: 'excluded by a restriction',
+  exceeds_device_limits: "over the device's limits (not compiled)",
+};
+
+const STOP_WORDS: Record<StopReason, string> = {
+  completed: 'the search completed',
+  max_fevals: 'the search stopped at its evaluation limit (--max-fevals)',
+  time_limit: 'the search stopped at its time limit (--time-limit)',
+  aborted: 'the search was cancelled',
+};
 
 /** The results table (fastest first, then failures by kind) and the best configuration. */
 function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string, replayed: boolean): string {
@@ -147,10 +181,11 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     r.resources ? String(r.resources.registers) : '',
   ]);
   let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
-  const counts = new Map<string, number>();
+  const counts = new Map<ConfigStatus, number>();
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   if (result.compiler?.note) text += `\n${result.compiler.note}`;
-  text += `\n${kernelName}: ${result.evaluations} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''} (${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}; stopped: ${result.stopReason})\n`;
+  const outcomes = [...counts].map(([status, n]) => `${n} ${STATUS_WORDS[status]}`).join(', ');
+  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}\n`;
   const best = result.best;
   if (best) {
     text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;
@@ -202,15 +237,18 @@ function positive(flag: string, text: string): number {
   return n;
 }
 
-/** Whether a CUDA driver with a device is usable here (asked of the worker, so a broken driver cannot crash us). */
-async function gpuPresent(): Promise<boolean> {
+/**
+ * Why no CUDA device is usable here, in the words `devices` uses (the library that could not be loaded and what to
+ * install), or undefined when there is one. Asked of the worker, so a broken driver cannot crash us.
+ */
+async function missingGpu(): Promise<string | undefined> {
   const { Gpu } = await import('../gpu/client');
   try {
     const gpu = await Gpu.open();
     await gpu.dispose();
-    return true;
+    return undefined;
   } catch (e) {
-    if (e instanceof CudaUnavailableError) return false;
+    if (e instanceof CudaUnavailableError) return describeError(e);
     throw e;
   }
 }

@@ -208,7 +208,7 @@ export interface TuneOptions extends RunOptions {
   compileConcurrency?: number;
   /** A Kernel Tuner cache file: results are appended as they come, and a rerun resumes from it. */
   cache?: string;
-  onResult?: (result: ConfigResult, progress: SearchProgress & { total: number }) => void;
+  onResult?: (result: ConfigResult, progress: SearchProgress) => void;
 }
 
 export class TunableKernel {
@@ -337,7 +337,7 @@ export class TunableKernel {
           onResult: (r: ConfigResult, p: SearchProgress) => {
             // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
             if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
-            options.onResult?.(r, { ...p, total: space.size });
+            options.onResult?.(r, p);
           },
         },
       );

@@ -22,6 +22,11 @@ export interface SearchProgress {
   evaluations: number;
   best: ConfigResult | undefined;
   elapsedMs: number;
+  /**
+   * The results the run will have reported when it completes: the configurations over the device's limits and the
+   * evaluations the budget allows (a time limit or a strategy that converges may end it sooner).
+   */
+  total: number;
 }
 
 export interface StrategyOptions {
@@ -109,7 +114,8 @@ export class SearchContext {
   }
 
   private progress(): SearchProgress {
-    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs };
+    const evaluations = Math.min(this.space.size, this.options.maxFevals ?? Infinity);
+    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs, total: this.space.excluded.length + evaluations };
   }
 
   /** Tells onUpcoming which configurations follow the next evaluation (those not evaluated yet, up to the lookahead). */
