@@ -221,14 +221,16 @@ export class TunableKernel {
   /** Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed). */
   static async create(code: string, info: TunableKernelInfo = {}): Promise<TunableKernel> {
     const kernels = await parseKernels(code, info.fileName ?? 'kernel.cu');
+    const source = info.fileName ?? 'the source';
+    if (kernels.length === 0) {
+      throw new Error(`${source} has no __global__ kernel, so there is nothing to tune: a kernel is a function declared \`__global__ void name(...)\``);
+    }
     let kernel: KernelSignature | null;
     if (info.kernelName !== undefined) {
       kernel = findKernel(kernels, info.kernelName);
-      if (!kernel) throw new Error(`no __global__ kernel named '${info.kernelName}' in ${info.fileName ?? 'the source'}; found: ${kernels.map((k) => k.name).join(', ') || 'none'}`);
+      if (!kernel) throw new Error(`no __global__ kernel named '${info.kernelName}' in ${source}; found: ${kernels.map((k) => k.name).join(', ')}`);
     } else {
-      if (kernels.length !== 1) {
-        throw new Error(`${info.fileName ?? 'the source'} has ${kernels.length} __global__ kernels${kernels.length ? ` (${kernels.map((k) => k.name).join(', ')})` : ''}: name the one to tune`);
-      }
+      if (kernels.length > 1) throw new Error(`${source} has ${kernels.length} __global__ kernels (${kernels.map((k) => k.name).join(', ')}): name the one to tune`);
       kernel = kernels[0]!;
     }
     return new TunableKernel(code, await withTypeAliases(code, kernel, info), info);

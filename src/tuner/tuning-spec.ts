@@ -1,7 +1,6 @@
 // The tuning spec file of `llm-kernel-tuner tune` (JSON or YAML): which kernel, its test inputs (input-spec.ts), the
 // tunable parameters and restrictions, the launch geometry and how to measure. Everything a run needs besides the GPU,
 // so a spec plus its cache file reproduce a tuning session anywhere.
-import { readFileSync } from 'node:fs';
 import { basename, dirname, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
@@ -9,6 +8,7 @@ import { buildFlagsFor, type BuildFlags } from './compile-commands';
 import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from './tunable-kernel';
 import type { TuneParams } from './types';
+import { readUserFile } from './user-files';
 
 const paramValue = z.union([z.number(), z.string(), z.boolean()]);
 const gridDivisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
@@ -61,11 +61,12 @@ export class TuningSpecError extends Error {
 
 /** Reads a spec file (YAML is a superset of JSON), validates it, and resolves its file paths against its folder. */
 export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
+  const text = readUserFile(path, 'the tuning spec');
   let raw: unknown;
   try {
-    raw = parseYaml(readFileSync(path, 'utf8'));
+    raw = parseYaml(text);
   } catch (e) {
-    throw new TuningSpecError(`cannot read the tuning spec ${path}: ${(e as Error).message}`);
+    throw new TuningSpecError(`the tuning spec ${path} is not valid YAML or JSON: ${(e as Error).message}`);
   }
   const parsed = tuningSpecSchema.safeParse(raw);
   if (!parsed.success) {
@@ -103,12 +104,7 @@ export interface TuningJob {
 export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: { file?: string } = {}): Promise<TuningJob> {
   const file = overrides.file ?? spec.file;
   if (!file) throw new TuningSpecError('the spec names no kernel file ("file:"), so give the .cu file');
-  let source: string;
-  try {
-    source = readFileSync(file, 'utf8');
-  } catch (e) {
-    throw new TuningSpecError(`cannot read the kernel file ${file}: ${(e as Error).message}`);
-  }
+  const source = readUserFile(file, 'the kernel file');
   // The project's own build flags for this file, where its workspace has a compile_commands.json.
   const build = buildFlagsFor(file);
   const kernel = await TunableKernel.create(source, {
@@ -149,7 +145,7 @@ export function tuneOptionsFromSpec(spec: TuningSpec): TuneOptions {
     ...(reference
       ? {
           oracle: {
-            code: readFileSync(reference.file, 'utf8'),
+            code: readUserFile(reference.file, 'the reference kernel file'),
             filePath: reference.file,
             ...(reference.kernel !== undefined && { kernelName: reference.kernel }),
             ...(spec.referenceConfig && { config: spec.referenceConfig }),

@@ -123,3 +123,23 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(r.stderr).toMatch(/a: missing/);
   });
 });
+
+describe('llm-kernel-tuner on bad files (before any GPU or model is needed)', () => {
+  it('auto and tune say in words that a file is missing, with no stack trace', () => {
+    const missing = join(root, 'examples', 'nowhere.cu');
+    const auto = run('auto', 'examples/nowhere.cu', '--provider', 'ollama', '--model', 'm');
+    expect(auto.code).toBe(1);
+    expect(auto.stderr).toBe(`error: cannot read the kernel file ${missing}: there is no such file\n`);
+    const tune = run('tune', 'examples/nowhere.yaml');
+    expect(tune.code).toBe(1);
+    expect(tune.stderr).toBe('error: cannot read the tuning spec examples/nowhere.yaml: there is no such file\n');
+  });
+
+  it('auto on a .cu without a kernel says so, not that the GPU is missing', () => {
+    const file = join(scratch, 'host.cu');
+    writeFileSync(file, '#include <cstdio>\nint main() { std::puts("no kernel here"); }\n');
+    const r = run('auto', file, '--provider', 'ollama', '--model', 'm');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: host.cu has no __global__ kernel, so there is nothing to tune: a kernel is a function declared `__global__ void name(...)`\n');
+  });
+});
