@@ -8,50 +8,54 @@ import { buildFlagsFor, type BuildFlags } from './compile-commands';
 import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from './tunable-kernel';
 import type { TuneParams } from './types';
+import { unknownKeysMessage, withoutMistypedKeys } from './unknown-keys';
 import { readUserFile } from './user-files';
 
 const paramValue = z.union([z.number(), z.string(), z.boolean()]);
 const gridDivisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
 
-export const tuningSpecSchema = z
-  .object({
-    /** The __global__ function to tune (required when the file has several). */
-    kernel: z.string().min(1).optional(),
-    /** The .cu file, relative to the spec; the command line's FILE takes precedence. */
-    file: z.string().min(1).optional(),
-    /** Template arguments of a templated kernel; a tunable parameter's name is one too (e.g. [float, block_size_x]). */
-    templateArgs: z.array(z.union([z.string(), z.number(), z.boolean()])).optional(),
-    /** Directories searched for #include, relative to the spec (like -I); compile_commands.json adds its own. */
-    includePaths: z.array(z.string().min(1)).default([]),
-    arguments: z.record(z.string(), argumentSpecSchema),
-    problemSize: z.union([z.number(), z.string(), z.array(z.union([z.number(), z.string()])).min(1).max(3)]),
-    seed: z.number().int().nonnegative().default(1),
-    tuneParams: z.record(z.string(), z.array(paramValue).min(1)),
-    restrictions: z.array(z.string().min(1)).default([]),
-    gridDivX: gridDivisor.optional(),
-    gridDivY: gridDivisor.optional(),
-    gridDivZ: gridDivisor.optional(),
-    blockSizeNames: z.array(z.string().min(1)).max(3).optional(),
-    /** Dynamic shared memory per block: bytes, or an expression over tunable parameters and scalars ("block_size_x*4"). */
-    sharedMemBytes: z.union([z.number().int().nonnegative(), z.string().min(1)]).optional(),
-    compilerOptions: z.array(z.string()).default([]),
-    /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
-    launchTimeoutS: z.number().positive().optional(),
-    strategy: z.string().default('brute_force'),
-    strategyOptions: z.record(z.string(), z.unknown()).optional(),
-    maxFevals: z.number().int().positive().optional(),
-    timeLimitS: z.number().positive().optional(),
-    iterations: z.number().int().positive().default(32),
-    warmup: z.number().int().nonnegative().default(1),
-    flushL2: z.boolean().default(false),
-    earlyStop: z.union([z.number().gt(1), z.literal(false)]).default(1.5),
-    tolerance: z.object({ rtol: z.number().nonnegative().optional(), atol: z.number().nonnegative().optional(), atolScale: z.number().nonnegative().optional() }).strict().optional(),
-    /** The oracle: this kernel at this configuration (default: the first valid configuration). */
-    referenceConfig: z.record(z.string(), paramValue).optional(),
-    /** Or a separate reference implementation (a .cu file relative to the spec), launched with referenceConfig. */
-    reference: z.object({ file: z.string().min(1), kernel: z.string().optional() }).strict().optional(),
-  })
-  .strict();
+const tuningSpecShape = {
+  /** The __global__ function to tune (required when the file has several). */
+  kernel: z.string().min(1).optional(),
+  /** The .cu file, relative to the spec; the command line's FILE takes precedence. */
+  file: z.string().min(1).optional(),
+  /** Template arguments of a templated kernel; a tunable parameter's name is one too (e.g. [float, block_size_x]). */
+  templateArgs: z.array(z.union([z.string(), z.number(), z.boolean()])).optional(),
+  /** Directories searched for #include, relative to the spec (like -I); compile_commands.json adds its own. */
+  includePaths: z.array(z.string().min(1)).default([]),
+  arguments: z.record(z.string(), argumentSpecSchema),
+  problemSize: z.union([z.number(), z.string(), z.array(z.union([z.number(), z.string()])).min(1).max(3)]),
+  seed: z.number().int().nonnegative().default(1),
+  tuneParams: z.record(z.string(), z.array(paramValue).min(1)),
+  restrictions: z.array(z.string().min(1)).default([]),
+  gridDivX: gridDivisor.optional(),
+  gridDivY: gridDivisor.optional(),
+  gridDivZ: gridDivisor.optional(),
+  blockSizeNames: z.array(z.string().min(1)).max(3).optional(),
+  /** Dynamic shared memory per block: bytes, or an expression over tunable parameters and scalars ("block_size_x*4"). */
+  sharedMemBytes: z.union([z.number().int().nonnegative(), z.string().min(1)]).optional(),
+  compilerOptions: z.array(z.string()).default([]),
+  /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
+  launchTimeoutS: z.number().positive().optional(),
+  strategy: z.string().default('brute_force'),
+  strategyOptions: z.record(z.string(), z.unknown()).optional(),
+  maxFevals: z.number().int().positive().optional(),
+  timeLimitS: z.number().positive().optional(),
+  iterations: z.number().int().positive().default(32),
+  warmup: z.number().int().nonnegative().default(1),
+  flushL2: z.boolean().default(false),
+  earlyStop: z.union([z.number().gt(1), z.literal(false)]).default(1.5),
+  tolerance: z.object({ rtol: z.number().nonnegative().optional(), atol: z.number().nonnegative().optional(), atolScale: z.number().nonnegative().optional() }).strict().optional(),
+  /** The oracle: this kernel at this configuration (default: the first valid configuration). */
+  referenceConfig: z.record(z.string(), paramValue).optional(),
+  /** Or a separate reference implementation (a .cu file relative to the spec), launched with referenceConfig. */
+  reference: z.object({ file: z.string().min(1), kernel: z.string().optional() }).strict().optional(),
+};
+const TUNING_SPEC_KEYS = Object.keys(tuningSpecShape);
+
+export const tuningSpecSchema = z.strictObject(tuningSpecShape, {
+  error: (issue) => (issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, TUNING_SPEC_KEYS) : undefined),
+});
 
 export type TuningSpec = z.infer<typeof tuningSpecSchema>;
 
@@ -70,7 +74,7 @@ export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
   }
   const parsed = tuningSpecSchema.safeParse(raw);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `  ${i.path.join('.') || '(top level)'}: ${i.message}`);
+    const lines = withoutMistypedKeys(parsed.error.issues, raw, TUNING_SPEC_KEYS).map((i) => `  ${i.path.join('.') || '(top level)'}: ${i.message}`);
     throw new TuningSpecError(`the tuning spec ${path} is not valid:\n${lines.join('\n')}`);
   }
   const dir = dirname(resolve(path));
