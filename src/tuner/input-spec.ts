@@ -8,6 +8,7 @@ import { DTYPES, dtypeBytes, floatLimits, integerRange, isFloatDType } from '../
 import { compileExpression, evaluateNumber, type Env } from './expressions';
 import type { KernelParameter, KernelSignature } from './kernel-source';
 import type { ProblemSizeSpec } from './types';
+import { formatBytes } from './units';
 import { likelyMeant, unknownKeysMessage, withoutMistypedKeys } from './unknown-keys';
 
 /** Default cap on the bytes of all buffers of one test (inputs + outputs; the verifier keeps copies of each). */
@@ -421,15 +422,4 @@ function checkContents(name: string, spec: BufferSpec, problems: string[]): void
   const { exactIntegers } = floatLimits(dtype);
   if (Math.max(Math.abs(random.min), Math.abs(random.max)) > exactIntegers)
     problems.push(`${name}: integers ${random.min}..${random.max} are not all exact in ${dtype}: keep them within |x| <= ${exactIntegers}`);
-}
-
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${u === 0 ? v : v.toFixed(v >= 100 ? 0 : 1)} ${units[u]}`;
 }

@@ -143,3 +143,21 @@ describe('llm-kernel-tuner on bad files (before any GPU or model is needed)', ()
     expect(r.stderr).toBe('error: host.cu has no __global__ kernel, so there is nothing to tune: a kernel is a function declared `__global__ void name(...)`\n');
   });
 });
+
+describe('llm-kernel-tuner loads only what the command needs', () => {
+  /** The bundles of dist/ that `node dist/cli.js ...args` loaded, as their file names. */
+  function bundlesLoaded(...args: string[]): string[] {
+    const preload = join(scratch, 'list-modules.cjs');
+    writeFileSync(preload, "process.on('exit', () => process.stderr.write('\\nLOADED ' + JSON.stringify(Object.keys(require.cache)) + '\\n'));\n");
+    const r = spawnSync(process.execPath, ['--require', preload, cli, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    const loaded = JSON.parse(/^LOADED (.*)$/m.exec(r.stderr)![1]!) as string[];
+    return loaded.filter((f) => f.startsWith(join(root, 'dist'))).map((f) => f.slice(join(root, 'dist').length + 1));
+  }
+
+  it('--help and devices never load the engine; auto loads it', () => {
+    expect(bundlesLoaded('--help')).toEqual(['cli.js']);
+    expect(bundlesLoaded('devices')).toEqual(['cli.js', 'cli-devices.js']);
+    expect(bundlesLoaded('tune', '--help')).toEqual(['cli.js', 'cli-tune.js']);
+    expect(bundlesLoaded('auto', '--help')).toEqual(['cli.js', 'cli-auto.js']);
+  });
+});
