@@ -261,7 +261,9 @@ export class TunableKernel {
   async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
     if (!test.hasExpectedOutputs && !options.oracle && !options.referenceConfig) {
       // The default oracle would be this very configuration: it would only catch unwritten outputs and cached results.
-      throw new TypeError('test() needs the right answers: a KernelTest with expected outputs, or options.oracle / options.referenceConfig');
+      throw new TypeError(
+        'test() needs the right answers, and this KernelTest has no expected outputs: pass options.referenceConfig (this kernel at a configuration known to be right, e.g. its default) or options.oracle (a reference kernel)',
+      );
     }
     const tuneParams = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, [v]]));
     const result = await this.run(test, tuneParams, [], { ...options, iterations: 7, earlyStop: false, strategy: 'brute_force' });
