@@ -1,7 +1,7 @@
 // The command line end to end, as a user runs it: the bundled dist/cli.js in a child process (the vitest global setup
 // builds it). CI has no GPU, so the GPU commands must fail cleanly and `tune` replays the examples' real GPU caches.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -63,6 +63,16 @@ describe('llm-kernel-tuner tune --simulate', () => {
     const progress = r.stderr.trimEnd().split('\n');
     expect(progress.at(-1)).toBe(`44/44 configurations: 17 ok, 19 stopped early, 4 failed, 4 skipped; best ${best.timeMs!.toPrecision(4)} ms`);
     expect(progress.slice(0, -1).every((l) => /^\d+\/44 configurations: .*; ETA \d+s$/.test(l))).toBe(true);
+  });
+
+  it('is described with the counts and words it prints in the README (npm start) and BENCHMARKS.md', () => {
+    const r = run('tune', example('matmul_tiled', 'tune.yaml'), '--simulate', example('matmul_tiled', 'cache.json'));
+    const [, count, outcomes] = /: (\d+) configurations replayed .*: (.*) \(not compiled\);/.exec(r.stdout)!;
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const npmStart = readme.slice(readme.indexOf('## What `npm start` does'), readme.indexOf('## The command line'));
+    expect(npmStart).toContain(`${count} configurations of`);
+    for (const words of outcomes!.split(', ')) expect(npmStart.replace(/\s+/g, ' ')).toContain(words);
+    expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toContain(`### (2) tiled matrix multiply, 4096², ${count} configurations`);
   });
 
   it('--quiet leaves the progress out and the results as they are; --json keeps stdout JSON with progress on stderr', () => {
