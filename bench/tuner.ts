@@ -1,6 +1,6 @@
 // Issue 3's benchmark: TunableKernel.tune end to end, with verification, against Kernel Tuner 1.4.0's figures (H200):
 //  1. examples/vector_add: 2^26 floats, block sizes 64..1024, 32 timed launches each (Kernel Tuner: 5.55 s; target 0.35 s);
-//  2. examples/matmul_tiled: 4096², the 40-configuration space of Kernel Tuner's matmul example, 32 timed launches each
+//  2. examples/matmul_tiled: 4096², the 44 configurations of Kernel Tuner's matmul example (4 over the device's limits), 32 timed launches each
 //     (Kernel Tuner: 13.97 s, best 3.87 ms = 35.5 TFLOP/s; target: 0.6 of its time, a best as fast).
 //   node dist/bench/tuner.js        (JSON also to $OUT/bench-tuner.json when OUT is set)
 // Each benchmark opens a fresh GPU worker, then tunes twice: "first" (cold: a new worker's CUDA context, its first NVRTC

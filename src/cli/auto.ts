@@ -1,7 +1,7 @@
-// llm-kernel-tuner auto: the whole LLM session from a terminal. Opens the GPU first (no GPU: one clear error, no model
-// call), checks the model endpoint, streams progress to stderr as the session runs, and writes the tuned kernel, a report
-// (Markdown and JSON) and the diff into --out.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+// llm-kernel-tuner auto: the whole LLM session from a terminal. Checks the file and its kernel first, then opens the GPU
+// (no GPU: one clear error, no model call), checks the model endpoint, streams progress to stderr as the session runs,
+// and writes the tuned kernel, a report (Markdown and JSON) and the diff into --out.
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
@@ -22,6 +22,8 @@ import { GpuBackend } from '../tuner/gpu-backend';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 import { reportFromSession } from '../report/model';
 import { commandLine, reportPath, writeReport } from './report';
+import { TunableKernel } from '../tuner/tunable-kernel';
+import { readUserFile } from '../tuner/user-files';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
 
@@ -176,8 +178,14 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
     stdout.write(USAGE);
     return 0;
   }
-  const source = readFileSync(options.file, 'utf8');
-  // The GPU first: without one nothing can be tuned, and no model should be asked anything.
+  // The file first: a missing file, or one without the kernel to tune, is reported before a missing GPU or model.
+  const source = readUserFile(options.file, 'the kernel file');
+  // The project's own build flags for this file, where its workspace has a compile_commands.json.
+  const build = buildFlagsFor(options.file);
+  const includePaths = [...options.includePaths, ...(build?.includePaths ?? [])];
+  options.compilerOptions = build?.options ?? [];
+  await TunableKernel.create(source, { fileName: basename(options.file), filePath: options.file, includePaths, ...(options.kernel !== undefined && { kernelName: options.kernel }) });
+  // Then the GPU: without one nothing can be tuned, and no model should be asked anything.
   const backends = await (deps.openBackends ?? ((gpus) => GpuBackend.openAll(gpus)))(options.gpus);
   const controller = new AbortController();
   const onSigint = () => controller.abort();
@@ -185,15 +193,12 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
   try {
     await checkReachable(options.provider, controller.signal);
     const retryPolicy = defaultRetryPolicy(options.retries);
-    // The project's own build flags for this file, where its workspace has a compile_commands.json.
-    const build = buildFlagsFor(options.file);
-    options.compilerOptions = build?.options ?? [];
     const transformer = new LLMKernelTransformer(source, {
       llm: createChatModel(options.provider),
       retryPolicy,
       backend: backends,
       filePath: options.file,
-      includePaths: [...options.includePaths, ...(build?.includePaths ?? [])],
+      includePaths,
       ...(build && build.options.length > 0 && { compilerOptions: build.options }),
       ...(options.kernel !== undefined && { kernelName: options.kernel }),
       tuningStrategy: options.strategy === 'explicit' ? new ExplicitTuningStrategy(undefined, { retryPolicy }) : new AutonomousTuningStrategy({ retryPolicy }),

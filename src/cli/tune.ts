@@ -10,8 +10,11 @@ import { SearchSpace } from '../tuner/search-space';
 import { resolveStrategy, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
-import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
-import { ms, ProgressBar, table } from './format';
+import type { SearchProgress } from '../tuner/strategies';
+import type { ConfigResult, ConfigStatus, ParamValue, StopReason, TuneResult } from '../tuner/types';
+import { describeError } from './errors';
+import { ms, table } from './format';
+import { TuningProgress } from './progress';
 import { writeSlurmScripts } from './slurm';
 import { commandLine, reportPath, writeReport } from './report';
 import { reportFromTune, type TuneReportInput } from '../report/model';
@@ -45,6 +48,7 @@ options:
   --gpus all|0,2|N         tune on several GPUs of one model at once, one worker each: all of them, these ordinals,
                            or the first N (default: one GPU, --device)
   --json                   print the result as JSON on stdout (progress still goes to stderr)
+  -q, --quiet              no progress on stderr
 
 past one host (brute force):
   --shard I/N              evaluate share I of N of the space (0 <= I < N, as Slurm numbers array tasks) into the
@@ -89,6 +93,7 @@ export async function run(args: string[]): Promise<number> {
       json: { type: 'boolean' },
       report: { type: 'string' },
       'no-report': { type: 'boolean' },
+      quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -112,53 +117,62 @@ export async function run(args: string[]): Promise<number> {
   const gpus = values.gpus === undefined ? undefined : parseGpuSelection(values.gpus);
   const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
 
-  const progress = new ProgressBar();
-  let failures = 0;
-  const onResult = (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => {
-    if (r.status !== 'ok') failures++;
-    progress.update(p.evaluations, p.total, `failed ${failures}${p.best ? `, best ${ms(p.best.timeMs)} ms` : ''}`);
-  };
+  const progress = values.quiet ? undefined : new TuningProgress();
+  const onResult = (r: ConfigResult, p: SearchProgress) => progress?.add(r, p);
 
   let result: TuneResult;
   let mode: string;
   let device: TuneReportInput['device'] = null;
   let limits: DeviceSpeedLimits | null = null;
   let limitsNote: string | undefined;
-  const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
-  if (replayFile !== undefined) {
-    const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard }, onResult);
-    mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
-    result = replayed.result;
-    device = { name: replayed.deviceName };
-    limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
-  } else {
-    mode = 'measured on the GPU';
-    const selection = gpus ?? singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
-    const backends = await GpuBackend.openAll(selection);
-    try {
-      const options: TuneOptions = {
-        ...job.options,
-        ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
-        ...(values.cache !== undefined && { cache: values.cache }),
-        ...(shard && { shard }),
-        backend: backends,
-        onResult,
-      };
-      result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
-      const used = result.gpus ?? [];
-      if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
-      if (htmlReport) {
-        // The GPUs of one search are of one model: the first one's limits are every one's.
-        device = await backends[0]!.describe();
-        // After the search, so that the probe's second of copies competes with nothing.
-        limits = await backends[0]!.speedLimits();
-      }
-    } finally {
-      await Promise.all(backends.map((b) => b.dispose()));
+  let replayFile = values.simulate;
+  if (replayFile === undefined && values['simulate-if-no-gpu'] !== undefined) {
+    const missing = await missingGpu();
+    if (missing) {
+      replayFile = values['simulate-if-no-gpu'];
+      // Said first, so that nobody takes the replay for a run on this machine.
+      process.stderr.write(`No GPU to tune on: ${missing}
+Replaying ${replayFile} instead: the recorded results of a real GPU run, searched as the spec says.
+\n`);
     }
   }
+  try {
+    if (replayFile !== undefined) {
+      const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard }, onResult);
+      mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
+      result = replayed.result;
+      device = { name: replayed.deviceName };
+      limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
+    } else {
+      mode = 'measured on the GPU';
+      const selection = gpus ?? singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
+      const backends = await GpuBackend.openAll(selection);
+      try {
+        const options: TuneOptions = {
+          ...job.options,
+          ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
+          ...(values.cache !== undefined && { cache: values.cache }),
+          ...(shard && { shard }),
+          backend: backends,
+          onResult,
+        };
+        result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+        const used = result.gpus ?? [];
+        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
+        if (htmlReport) {
+          // The GPUs of one search are of one model: the first one's limits are every one's.
+          device = await backends[0]!.describe();
+          // After the search, so that the probe's second of copies competes with nothing.
+          limits = await backends[0]!.speedLimits();
+        }
+      } finally {
+        await Promise.all(backends.map((b) => b.dispose()));
+      }
+    }
+  } finally {
+    progress?.finish();
+  }
   if (shard) mode += `, shard ${shard.index}/${shard.count} of the space`;
-  progress.finish();
 
   if (htmlReport) {
     writeReport(
@@ -189,13 +203,13 @@ export async function run(args: string[]): Promise<number> {
         },
       }),
     );
-    process.stderr.write(`report: ${htmlReport}\n`);
   }
 
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result, ...(htmlReport && { report: htmlReport }) }, null, 2)}\n`);
   } else {
     process.stdout.write(report(result, Object.keys(spec.tuneParams), kernel.name, mode, replayFile !== undefined));
+    if (htmlReport) process.stdout.write(`\nHTML report: ${htmlReport}\n`);
   }
   return result.best ? 0 : 1;
 }
@@ -209,7 +223,7 @@ async function simulate(
   kernelName: string,
   cachePath: string,
   options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined },
-  onResult: (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => void,
+  onResult: (r: ConfigResult, p: SearchProgress) => void,
 ): Promise<{ result: TuneResult; deviceName: string }> {
   const cache = CacheFile.load(cachePath);
   if (cache.header.kernel_name !== kernelName) {
@@ -220,7 +234,6 @@ async function simulate(
   const { device_name: deviceName, problem_size: problemSize } = cache.header;
   const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, ...(options.shard && { shard: options.shard }) });
   const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
-  const total = options.shard ? space.shard(options.shard.index, options.shard.count).positions.length : space.size;
   try {
     const result = await strategy.run(
       space,
@@ -237,7 +250,7 @@ async function simulate(
         ...(options.shard && { shard: options.shard }),
         ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
         ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
-        onResult: (r, p) => onResult(r, { ...p, total }),
+        onResult,
       },
     );
     return { result, deviceName };
@@ -287,6 +300,26 @@ function slurm(v: Record<string, unknown>, kernelName: string, strategyName: str
   return 0;
 }
 
+/** A status in the words of the summary line ("4 did not compile"); the table and --json keep the status names. */
+const STATUS_WORDS: Record<ConfigStatus, string> = {
+  ok: 'ok',
+  stopped_early: 'stopped early',
+  compile_error: 'did not compile',
+  launch_error: 'failed to launch',
+  fault: 'faulted',
+  timeout: 'timed out',
+  wrong_result: 'gave wrong results',
+  restricted: 'excluded by a restriction',
+  exceeds_device_limits: "over the device's limits (not compiled)",
+};
+
+const STOP_WORDS: Record<StopReason, string> = {
+  completed: 'the search completed',
+  max_fevals: 'the search stopped at its evaluation limit (--max-fevals)',
+  time_limit: 'the search stopped at its time limit (--time-limit)',
+  aborted: 'the search was cancelled',
+};
+
 /** The results table (fastest first, then failures by kind) and the best configuration. */
 function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string, replayed: boolean): string {
   const ok = result.results.filter((r) => r.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!);
@@ -300,10 +333,11 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     r.resources ? String(r.resources.registers) : '',
   ]);
   let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
-  const counts = new Map<string, number>();
+  const counts = new Map<ConfigStatus, number>();
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   if (result.compiler?.note) text += `\n${result.compiler.note}`;
-  text += `\n${kernelName}: ${result.evaluations} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''} (${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}; stopped: ${result.stopReason})\n`;
+  const outcomes = [...counts].map(([status, n]) => `${n} ${STATUS_WORDS[status]}`).join(', ');
+  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}\n`;
   const best = result.best;
   if (best) {
     text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;
@@ -355,15 +389,18 @@ function positive(flag: string, text: string): number {
   return n;
 }
 
-/** Whether a CUDA driver with a device is usable here (asked of the worker, so a broken driver cannot crash us). */
-async function gpuPresent(): Promise<boolean> {
+/**
+ * Why no CUDA device is usable here, in the words `devices` uses (the library that could not be loaded and what to
+ * install), or undefined when there is one. Asked of the worker, so a broken driver cannot crash us.
+ */
+async function missingGpu(): Promise<string | undefined> {
   const { Gpu } = await import('../gpu/client');
   try {
     const gpu = await Gpu.open();
     await gpu.dispose();
-    return true;
+    return undefined;
   } catch (e) {
-    if (e instanceof CudaUnavailableError) return false;
+    if (e instanceof CudaUnavailableError) return describeError(e);
     throw e;
   }
 }

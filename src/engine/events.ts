@@ -159,6 +159,7 @@ export type TuningEventBody =
       candidate: number;
       done: number;
       total: number;
+      /** Configurations that failed (compile, launch, fault, timeout, wrong result); one stopped early is no failure. */
       failures: number;
       bestTimeMs: number | null;
       result: ConfigSummary;

@@ -217,7 +217,7 @@ export interface TuneOptions extends RunOptions {
   shard?: Shard;
   /** A Kernel Tuner cache file: results are appended as they come, and a rerun resumes from it. */
   cache?: string;
-  onResult?: (result: ConfigResult, progress: SearchProgress & { total: number }) => void;
+  onResult?: (result: ConfigResult, progress: SearchProgress) => void;
 }
 
 export class TunableKernel {
@@ -230,14 +230,16 @@ export class TunableKernel {
   /** Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed). */
   static async create(code: string, info: TunableKernelInfo = {}): Promise<TunableKernel> {
     const kernels = await parseKernels(code, info.fileName ?? 'kernel.cu');
+    const source = info.fileName ?? 'the source';
+    if (kernels.length === 0) {
+      throw new Error(`${source} has no __global__ kernel, so there is nothing to tune: a kernel is a function declared \`__global__ void name(...)\``);
+    }
     let kernel: KernelSignature | null;
     if (info.kernelName !== undefined) {
       kernel = findKernel(kernels, info.kernelName);
-      if (!kernel) throw new Error(`no __global__ kernel named '${info.kernelName}' in ${info.fileName ?? 'the source'}; found: ${kernels.map((k) => k.name).join(', ') || 'none'}`);
+      if (!kernel) throw new Error(`no __global__ kernel named '${info.kernelName}' in ${source}; found: ${kernels.map((k) => k.name).join(', ')}`);
     } else {
-      if (kernels.length !== 1) {
-        throw new Error(`${info.fileName ?? 'the source'} has ${kernels.length} __global__ kernels${kernels.length ? ` (${kernels.map((k) => k.name).join(', ')})` : ''}: name the one to tune`);
-      }
+      if (kernels.length > 1) throw new Error(`${source} has ${kernels.length} __global__ kernels (${kernels.map((k) => k.name).join(', ')}): name the one to tune`);
       kernel = kernels[0]!;
     }
     return new TunableKernel(code, await withTypeAliases(code, kernel, info), info);
@@ -268,7 +270,9 @@ export class TunableKernel {
   async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
     if (!test.hasExpectedOutputs && !options.oracle && !options.referenceConfig) {
       // The default oracle would be this very configuration: it would only catch unwritten outputs and cached results.
-      throw new TypeError('test() needs the right answers: a KernelTest with expected outputs, or options.oracle / options.referenceConfig');
+      throw new TypeError(
+        'test() needs the right answers, and this KernelTest has no expected outputs: pass options.referenceConfig (this kernel at a configuration known to be right, e.g. its default) or options.oracle (a reference kernel)',
+      );
     }
     const tuneParams = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, [v]]));
     const result = await this.run(test, tuneParams, [], { ...options, iterations: 7, earlyStop: false, strategy: 'brute_force' });
@@ -339,7 +343,6 @@ export class TunableKernel {
       if (cache) cleanups.push(() => cache.close());
 
       const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
-      const total = options.shard ? space.shard(options.shard.index, options.shard.count).positions.length : space.size;
       const result = await strategy.run(
         space,
         async (config, worker) => {
@@ -360,7 +363,7 @@ export class TunableKernel {
           onResult: (r: ConfigResult, p: SearchProgress) => {
             // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
             if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
-            options.onResult?.(r, { ...p, total });
+            options.onResult?.(r, p);
           },
         },
       );

@@ -37,6 +37,27 @@ export type FailureKind =
 
 export type ConfigStatus = 'ok' | FailureKind;
 
+/**
+ * How a configuration ended, as progress counts it: a configuration stopped early ran and was correct (only too slow
+ * to finish timing), so it is no failure; one over the device's limits (or restricted, in a cache from elsewhere) was
+ * never compiled nor run.
+ */
+export type Outcome = 'ok' | 'stoppedEarly' | 'failed' | 'skipped';
+
+export function outcomeOf(status: ConfigStatus): Outcome {
+  switch (status) {
+    case 'ok':
+      return 'ok';
+    case 'stopped_early':
+      return 'stoppedEarly';
+    case 'exceeds_device_limits':
+    case 'restricted':
+      return 'skipped';
+    default:
+      return 'failed';
+  }
+}
+
 /** Timing statistics, computed by the GPU layer's computeStats (median, mean, min, max, sample standard deviation). */
 export type SampleStats = TimingStats;
 

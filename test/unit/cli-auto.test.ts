@@ -173,6 +173,27 @@ describe('llm-kernel-tuner auto', () => {
     expect(bad.text()).toContain('--gpus lists GPU 0 twice: one worker per GPU');
   });
 
+  it('checks the file before the GPU: a missing file, a file without a kernel, a kernel name it lacks', async () => {
+    // The GPU would be opened after the file checks: a backend that records being asked shows they came first.
+    let opened = false;
+    const openBackends = async () => {
+      opened = true;
+      return [new FakeBackend({ model: { timeMs: saxpyTime } })];
+    };
+    const args = (file: string, ...more: string[]) => [file, '--provider', 'ollama', '--model', 'm', '--base-url', 'http://127.0.0.1:9', ...more];
+    const missing = join(scratch, 'nowhere', 'gone.cu');
+    await expect(run(args(missing), { openBackends, stderr: sink() })).rejects.toThrow(`cannot read the kernel file ${missing}: there is no such file`);
+    await expect(run(args(scratch), { openBackends, stderr: sink() })).rejects.toThrow(`cannot read the kernel file ${scratch}: it is a folder, not a file`);
+    const host = join(scratch, 'host-only.cu');
+    writeFileSync(host, 'int main() { return 0; }\n');
+    await expect(run(args(host), { openBackends, stderr: sink() })).rejects.toThrow(
+      'host-only.cu has no __global__ kernel, so there is nothing to tune: a kernel is a function declared `__global__ void name(...)`',
+    );
+    const file = kernelFile('misnamed');
+    await expect(run(args(file, '--kernel', 'sgemm'), { openBackends, stderr: sink() })).rejects.toThrow("no __global__ kernel named 'sgemm' in saxpy.cu; found: saxpy");
+    expect(opened).toBe(false);
+  });
+
   it.skipIf(hasGpu)('without a GPU fails with the CUDA error before asking the model anything', async () => {
     server = await serve([]);
     const file = kernelFile('nogpu');

@@ -26,6 +26,11 @@ export interface SearchProgress {
   evaluations: number;
   best: ConfigResult | undefined;
   elapsedMs: number;
+  /**
+   * The results the run will have reported when it completes: the configurations over the device's limits and the
+   * evaluations the budget allows (a time limit or a strategy that converges may end it sooner).
+   */
+  total: number;
 }
 
 /** A deterministic share of a search space (see SearchSpace.shard): configuration k belongs to shard k mod count. */
@@ -157,7 +162,10 @@ export class SearchContext {
   }
 
   private progress(): SearchProgress {
-    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs };
+    const shard = this.options.shard && this.space.shard(this.options.shard.index, this.options.shard.count);
+    const share = shard ? { size: shard.positions.length, excluded: shard.excluded.length } : { size: this.space.size, excluded: this.space.excluded.length };
+    const evaluations = Math.min(share.size, this.options.maxFevals ?? Infinity);
+    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs, total: share.excluded + evaluations };
   }
 
   /** Tells onUpcoming which configurations follow the one starting now (those neither evaluated nor started, up to the lookahead). */
