@@ -70,11 +70,12 @@ async function startCodeServer(name, env) {
   for (const d of ['user-data', 'extensions', 'xdg-config', 'xdg-data', 'tmp']) mkdirSync(join(dir, d), { recursive: true });
   const port = await freePort();
   writeFileSync(join(dir, 'config.yaml'), `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
-  // Settings of the profile: no welcome page, no trust prompt, no surveys; the test windows stay quiet.
+  // Settings of the profile: no welcome page, no trust prompt, no surveys; the test windows stay quiet. Auto-save off,
+  // as desktop VS Code has it (VS Code for the Web defaults to afterDelay; the extension test of that sets it itself).
   mkdirSync(join(dir, 'user-data', 'User'), { recursive: true });
   writeFileSync(
     join(dir, 'user-data', 'User', 'settings.json'),
-    JSON.stringify({ 'workbench.startupEditor': 'none', 'security.workspace.trust.enabled': false, 'telemetry.telemetryLevel': 'off', 'workbench.tips.enabled': false, 'extensions.autoCheckUpdates': false, 'window.restoreWindows': 'all', 'workbench.colorTheme': 'Default Light Modern', 'git.enabled': false, 'git.openRepositoryInParentFolders': 'never' }),
+    JSON.stringify({ 'workbench.startupEditor': 'none', 'security.workspace.trust.enabled': false, 'telemetry.telemetryLevel': 'off', 'workbench.tips.enabled': false, 'extensions.autoCheckUpdates': false, 'window.restoreWindows': 'all', 'workbench.colorTheme': 'Default Light Modern', 'files.autoSave': 'off', 'git.enabled': false, 'git.openRepositoryInParentFolders': 'never' }),
   );
   const child = spawn(
     codeServer,

@@ -44,7 +44,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   if (testBackendModule) log.warn(`TEST MODE: sessions run on the test backend ${testBackendModule} (${TEST_BACKEND_ENV}), not on the GPU`);
 
   const inlineDiff = new InlineDiffController(log);
-  const kernels = new KernelIndex(log);
+  const kernels = new KernelIndex(log, (uri) => inlineDiff.hasReview(uri));
+  inlineDiff.onDidChangeReview(() => kernels.refresh());
   const relative = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
   const sessions = new SessionManager(history, log, inlineDiff, relative);
   const tree = new HistoryTreeProvider(history, log);
@@ -172,6 +173,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     });
   }
 
+  /** The document "Tune this kernel" was asked for: the lens's, the menu's, else the active editor's. */
+  function targetUri(arg: unknown): vscode.Uri | undefined {
+    const lens = arg as KernelTarget | undefined;
+    if (lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri) return lens.uri;
+    return arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+  }
+
   /** Which kernel to tune: the lens's, the one under the cursor, or one picked from the file's kernels. */
   async function resolveTarget(arg: unknown): Promise<{ document: vscode.TextDocument; kernelName: string } | undefined> {
     const lens = arg as KernelTarget | undefined;
@@ -214,6 +222,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       const choice = await vscode.window.showWarningMessage('A tuning session is already running; timings of two sessions on one GPU would disturb each other.', 'Show it', 'Cancel it');
       if (choice === 'Show it') await vscode.commands.executeCommand('kernelTuner.showPanel', running);
       if (choice === 'Cancel it') sessions.cancel(running);
+      return;
+    }
+    // A document with an open proposal holds the proposal's lines besides its own: nothing to tune there until it is decided.
+    const underReview = resume ? (resume.fileUri ? vscode.Uri.parse(resume.fileUri) : vscode.Uri.file(resume.filePath)) : targetUri(arg);
+    if (underReview && inlineDiff.hasReview(underReview)) {
+      void vscode.window.showWarningMessage(`${relative(underReview)} has a proposal to review: accept or reject it (the lenses at the top) before tuning again.`);
       return;
     }
     const target = resume ? { document: await openEntryDocument(resume), kernelName: resume.kernelName } : await resolveTarget(arg);
@@ -298,6 +312,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     command('kernelTuner.acceptAll', (uri) => inlineDiff.acceptAll(uri instanceof vscode.Uri ? uri : undefined)),
     command('kernelTuner.rejectAll', (uri) => inlineDiff.rejectAll(uri instanceof vscode.Uri ? uri : undefined)),
     command('kernelTuner.openSideBySide', (uri) => inlineDiff.openSideBySide(uri instanceof vscode.Uri ? uri : undefined)),
+    command('kernelTuner.nextHunk', (uri) => inlineDiff.revealNext(uri instanceof vscode.Uri ? uri : undefined)),
     command('kernelTuner.setApiKey', async () => {
       const key = await vscode.window.showInputBox({
         title: 'Kernel Tuner: API key for the OpenAI-compatible server',

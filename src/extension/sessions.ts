@@ -211,7 +211,9 @@ export class SessionManager implements vscode.Disposable {
     });
     const kernel = findKernel(kernels, kernelName);
     const tunedFile = kernel ? spliceFinalCode(originalCode, code, kernel.range.startIndex, kernel.range.endIndex) : code;
-    const { proposed, conflicts } = proposalForDocument(originalCode, tunedFile, document.getText());
+    const eol = document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n';
+    // Against the document as it is without a proposal still open in it (the new one replaces that).
+    const { proposed, conflicts } = proposalForDocument(originalCode, tunedFile, this.inlineDiff.textWithoutProposal(document), eol);
     if (conflicts > 0) {
       void vscode.window.showWarningMessage(`${conflicts} change(s) of the tuned kernel touch lines you edited since; they are left out of the proposal.`);
     }
