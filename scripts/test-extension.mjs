@@ -7,7 +7,8 @@
 //      extension as users get it: packaged with vsce and installed from the .vsix.
 // Sessions run on the scripted LLM server and the fake GPU backend (the extension's test hook). Prints
 // "N passed, N failed, N skipped" and writes test-results/extension-tests.json for scripts/test.mjs.
-//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui]
+//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--update-screenshots]
+// --update-screenshots: the UI test also writes the README's screenshots (media/screenshots/).
 import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -175,7 +176,16 @@ try {
     try {
       process.env.KERNEL_TUNER_TEST_REPORT = reportFile;
       const ui = require(join(bundles, 'ui.e2e.js'));
-      await ui.runUiTest({ base: server.base, workspace: workspace('ws-ui'), fixtures: join(root, 'test', 'fixtures'), shots: results, launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')), log });
+      await ui.runUiTest({
+        base: server.base,
+        workspace: workspace('ws-ui'),
+        fixtures: join(root, 'test', 'fixtures'),
+        shots: results,
+        userData: join(server.dir, 'user-data'),
+        ...(args.has('--update-screenshots') && { readmeShots: join(root, 'media', 'screenshots') }),
+        launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')),
+        log,
+      });
     } finally {
       server.stop();
     }
