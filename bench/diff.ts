@@ -3,7 +3,7 @@
 //   node dist/bench/diff.js
 import { diffLines } from 'diff';
 import { computeHunks } from '../src/engine/diff';
-import { rng } from '../test/support/seeded-random';
+import { rng } from '../test/support/seeded';
 
 const r = rng(5);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;

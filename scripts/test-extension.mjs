@@ -7,7 +7,8 @@
 //      extension as users get it: packaged with vsce and installed from the .vsix.
 // Sessions run on the scripted LLM server and the fake GPU backend (the extension's test hook). Prints
 // "N passed, N failed, N skipped" and writes test-results/extension-tests.json for scripts/test.mjs.
-//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui]
+//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--update-screenshots]
+// --update-screenshots: the UI test also writes the README's screenshots (media/screenshots/).
 import { execFileSync, spawn } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -70,11 +71,12 @@ async function startCodeServer(name, env) {
   for (const d of ['user-data', 'extensions', 'xdg-config', 'xdg-data', 'tmp']) mkdirSync(join(dir, d), { recursive: true });
   const port = await freePort();
   writeFileSync(join(dir, 'config.yaml'), `bind-addr: 127.0.0.1:${port}\nauth: none\ncert: false\n`);
-  // Settings of the profile: no welcome page, no trust prompt, no surveys; the test windows stay quiet.
+  // Settings of the profile: no welcome page, no trust prompt, no surveys; the test windows stay quiet. Auto-save off,
+  // as desktop VS Code has it (VS Code for the Web defaults to afterDelay; the extension test of that sets it itself).
   mkdirSync(join(dir, 'user-data', 'User'), { recursive: true });
   writeFileSync(
     join(dir, 'user-data', 'User', 'settings.json'),
-    JSON.stringify({ 'workbench.startupEditor': 'none', 'security.workspace.trust.enabled': false, 'telemetry.telemetryLevel': 'off', 'workbench.tips.enabled': false, 'extensions.autoCheckUpdates': false, 'window.restoreWindows': 'all', 'workbench.colorTheme': 'Default Light Modern', 'git.enabled': false, 'git.openRepositoryInParentFolders': 'never' }),
+    JSON.stringify({ 'workbench.startupEditor': 'none', 'security.workspace.trust.enabled': false, 'telemetry.telemetryLevel': 'off', 'workbench.tips.enabled': false, 'extensions.autoCheckUpdates': false, 'window.restoreWindows': 'all', 'workbench.colorTheme': 'Default Light Modern', 'files.autoSave': 'off', 'git.enabled': false, 'git.openRepositoryInParentFolders': 'never' }),
   );
   const child = spawn(
     codeServer,
@@ -182,7 +184,16 @@ try {
     try {
       process.env.KERNEL_TUNER_TEST_REPORT = reportFile;
       const ui = require(join(bundles, 'ui.e2e.js'));
-      await ui.runUiTest({ base: server.base, workspace: workspace('ws-ui'), fixtures: join(root, 'test', 'fixtures'), shots: results, readmeShots: join(root, 'media', 'screenshots'), launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')), log });
+      await ui.runUiTest({
+        base: server.base,
+        workspace: workspace('ws-ui'),
+        fixtures: join(root, 'test', 'fixtures'),
+        shots: results,
+        userData: join(server.dir, 'user-data'),
+        ...(args.has('--update-screenshots') && { readmeShots: join(root, 'media', 'screenshots') }),
+        launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')),
+        log,
+      });
     } finally {
       server.stop();
     }

@@ -13,6 +13,7 @@ import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/events';
 import type { EditedPlanStep, FromWebviewMessage, ToWebviewMessage } from '../src/extension/protocol';
 import { acceptedTimeline, focusStep, reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
+import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
 import { formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
@@ -112,8 +113,10 @@ function h(tag: string, attrs: Record<string, string | boolean | undefined> = {}
   return el;
 }
 
-function button(label: string, onClick: () => void, options: { secondary?: boolean; id?: string; title?: string } = {}): HTMLElement {
-  const b = h('vscode-button', { secondary: options.secondary, id: options.id, title: options.title }, label);
+/** `label`: what a screen reader says when the visible text alone would be ambiguous; `pressed`: for toggle buttons. */
+function button(label: string, onClick: () => void, options: { secondary?: boolean; id?: string; title?: string; label?: string; pressed?: boolean } = {}): HTMLElement {
+  const pressed = options.pressed === undefined ? undefined : String(options.pressed);
+  const b = h('vscode-button', { secondary: options.secondary, id: options.id, title: options.title, 'aria-label': options.label, 'aria-pressed': pressed }, label);
   b.addEventListener('click', onClick);
   return b;
 }
@@ -166,14 +169,14 @@ function renderHeader(v: SessionView): HTMLElement {
   if (running) {
     actions.append(
       h('vscode-progress-ring', { class: 'ring', 'aria-label': 'tuning in progress' }),
-      button('Cancel', () => state.sessionId && post({ type: 'cancel', sessionId: state.sessionId }), { secondary: true, id: 'cancel' }),
+      button('Cancel', () => state.sessionId && post({ type: 'cancel', sessionId: state.sessionId }), { secondary: true, id: 'cancel', label: 'Cancel the tuning session' }),
     );
   }
   if (v.final && state.sessionId) {
     const id = state.sessionId;
     actions.append(
-      button('Show diff in editor', () => post({ type: 'showDiff', sessionId: id, stepId: null }), { id: 'show-diff' }),
-      button('Side by side', () => post({ type: 'openSideBySide', sessionId: id, stepId: null }), { secondary: true }),
+      button('Show diff in editor', () => post({ type: 'showDiff', sessionId: id, stepId: null }), { id: 'show-diff', label: 'Show the tuned kernel as a proposal in the editor' }),
+      button('Side by side', () => post({ type: 'openSideBySide', sessionId: id, stepId: null }), { secondary: true, label: 'Open the tuned kernel side by side in the diff editor' }),
     );
   }
   return h(
@@ -229,7 +232,7 @@ function renderPlanEditor(v: SessionView): HTMLElement | null {
         {},
         title,
         details,
-        button('Remove', () => ((state.ui.planDraft = draft.filter((s) => s !== step)), commit(false)), { secondary: true }),
+        button('Remove', () => ((state.ui.planDraft = draft.filter((s) => s !== step)), commit(false)), { secondary: true, label: `Remove step ${i + 1}` }),
       ),
     );
   });
@@ -393,8 +396,8 @@ function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement 
   const toggle = h(
     'div',
     { class: 'toggle', role: 'group', 'aria-label': 'Diff layout' },
-    button('Unified', () => ((state.ui.diffMode = 'unified'), commit(false)), { secondary: state.ui.diffMode !== 'unified' }),
-    button('Side by side', () => ((state.ui.diffMode = 'split'), commit(false)), { secondary: state.ui.diffMode !== 'split' }),
+    button('Unified', () => ((state.ui.diffMode = 'unified'), commit(false)), { secondary: state.ui.diffMode !== 'unified', label: 'Unified diffs', pressed: state.ui.diffMode === 'unified' }),
+    button('Side by side', () => ((state.ui.diffMode = 'split'), commit(false)), { secondary: state.ui.diffMode !== 'split', label: 'Side-by-side diffs', pressed: state.ui.diffMode === 'split' }),
   );
   return h(
     'div',
@@ -428,17 +431,19 @@ function renderSteps(v: SessionView): HTMLElement | null {
         : step.reason
           ? `${STEP_STATUS_LABEL[step.status]}: ${step.reason}`
           : STEP_STATUS_LABEL[step.status];
-    const collapsible = h('vscode-collapsible', { heading: `${i + 1}. ${step.title}`, description: summary, open, class: `step step-${step.status}`, 'data-step': id });
+    // The header holds one line: the status and the kind of reason; the reason in full is the first line of the body.
+    const headline = step.status === 'accepted' || !step.reason ? summary : `${STEP_STATUS_LABEL[step.status]}: ${step.reason.split(':')[0]}`;
+    const collapsible = h('vscode-collapsible', { heading: `${i + 1}. ${step.title}`, description: headline, title: summary, open, class: `step step-${step.status}`, 'data-step': id });
     collapsible.addEventListener('vsc-collapsible-toggle', (e) => {
       state.ui.open[id] = (e as CustomEvent<{ open: boolean }>).detail.open;
       api.setState(state);
     });
     const body = h('div', { class: 'step-body' });
-    body.append(h('p', { class: `step-status status-${step.status}` }, h('span', { class: 'dot' }), summary));
+    body.append(h('p', { class: `step-status status-${step.status}` }, h('span', { class: 'dot' }), h('span', { class: 'reason' }, summary)));
     if (step.details) body.append(h('p', { class: 'details' }, step.details));
     if (step.accepted && state.sessionId) {
       const sessionId = state.sessionId;
-      body.append(h('div', { class: 'actions' }, button('Apply this step in the editor', () => post({ type: 'showDiff', sessionId, stepId: id }), { secondary: true })));
+      body.append(h('div', { class: 'actions' }, button('Apply this step in the editor', () => post({ type: 'showDiff', sessionId, stepId: id }), { secondary: true, label: `Apply step ${i + 1} in the editor` })));
     }
     for (const candidate of step.candidates) body.append(renderCandidate(step, candidate));
     collapsible.append(body);
@@ -463,9 +468,16 @@ function render(): void {
     app.replaceChildren(h('p', { class: 'muted' }, 'Loading the session…'));
     return;
   }
+  const memo = captureFocus(app);
+  const chart = renderChart(view);
+  // The chart's section persists across redraws (Chart.js keeps its canvas): its data tables are replaced.
+  chart.querySelector('#chart-data')?.remove();
+  chart.append(chartDataElement(view) ?? '');
   app.replaceChildren(
-    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
+    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), chart, renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
   );
+  exposeCollapsibles(app);
+  void restoreFocus(app, memo);
   window.scrollTo(0, scroll);
 }
 

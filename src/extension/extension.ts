@@ -18,6 +18,7 @@ import { htmlReportCommands } from './html-report';
 import { InlineDiffController } from './inline-diff';
 import { isCudaDocument, KernelIndex, type KernelTarget } from './kernels';
 import { PanelManager } from './panel';
+import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
 import { reduceAll, stepCode } from './session-view';
@@ -46,7 +47,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   if (testBackendModule) log.warn(`TEST MODE: sessions run on the test backend ${testBackendModule} (${TEST_BACKEND_ENV}), not on the GPU`);
 
   const inlineDiff = new InlineDiffController(log);
-  const kernels = new KernelIndex(log);
+  const kernels = new KernelIndex(log, (uri) => inlineDiff.hasReview(uri));
+  inlineDiff.onDidChangeReview(() => kernels.refresh());
   const relative = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
   const sessions = new SessionManager(history, log, inlineDiff, relative);
   const tree = new HistoryTreeProvider(history, log);
@@ -147,49 +149,51 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return undefined;
   }
 
-  async function reportFailure(failure: EngineFailure): Promise<void> {
-    log.error(`pre-flight: ${failure.kind}: ${failure.message}`);
-    const actions: Record<EngineFailure['kind'], string[]> = {
-      'gpu-unavailable': ['Show log', 'Open settings'],
-      'llm-unreachable': ['Open settings', 'Show log'],
-      'llm-auth': ['Set API key', 'Open settings'],
-      'llm-model-missing': ['Open settings'],
-      'llm-config': ['Open settings'],
-      other: ['Show log'],
-    };
-    const title = failure.kind === 'gpu-unavailable' ? 'No usable GPU' : failure.kind.startsWith('llm') ? 'The LLM cannot be used' : 'Cannot start tuning';
-    const choice = await vscode.window.showErrorMessage(`${title}: ${failure.message}`, ...actions[failure.kind]);
+  async function reportFailures(failures: EngineFailure[]): Promise<void> {
+    for (const f of failures) log.error(`pre-flight: ${f.kind}: ${f.message}`);
+    const report = describeFailures(failures, SECTION);
+    const choice = await vscode.window.showErrorMessage(report.message, ...report.actions);
     if (choice === 'Show log') log.show();
     if (choice === 'Set API key') await vscode.commands.executeCommand('kernelTuner.setApiKey');
-    if (choice === 'Open settings') await openSettings(failure.kind === 'gpu-unavailable' ? `${SECTION}.device` : `${SECTION}.llm`);
+    if (choice === 'Open settings') await openSettings(report.settings);
   }
 
-  /** The LLM answers and the GPU opens, checked side by side; undefined (after telling the user) when either fails. */
+  /**
+   * The LLM answers and the GPU opens, checked side by side; undefined when either fails, after the progress has closed
+   * and every failure was told in one message.
+   */
   async function preflight(config: EngineConfig, endpoint: string): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
-    return vscode.window.withProgress({ location: vscode.ProgressLocation.Notification, title: `Kernel Tuner: checking ${endpoint} and the GPU…` }, async () => {
-      let engine: EngineRuntime;
-      try {
-        engine = await loadRuntime();
-      } catch (error) {
-        await reportFailure({ kind: 'other', message: `the engine could not be loaded: ${error instanceof Error ? error.message : String(error)}` });
-        return undefined;
-      }
-      const [llm, gpu] = await Promise.allSettled([
-        engine.checkLlm(config),
-        engine.openBackend({ gpus: config.gpus, ...(testBackendModule && { testBackendModule }) }),
-      ]);
-      const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
-      if (llm.status === 'rejected') {
+    const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
+    const checked = await vscode.window.withProgress(
+      { location: vscode.ProgressLocation.Notification, title: `Kernel Tuner: checking ${endpoint} and the GPU…` },
+      async (): Promise<{ engine: EngineRuntime; backend: BackendLease } | { failures: EngineFailure[] }> => {
+        let engine: EngineRuntime;
+        try {
+          engine = await loadRuntime();
+        } catch (error) {
+          return { failures: [{ kind: 'other', message: `the engine could not be loaded: ${error instanceof Error ? error.message : String(error)}` }] };
+        }
+        const [llm, gpu] = await Promise.allSettled([
+          engine.checkLlm(config),
+          engine.openBackend({ gpus: config.gpus, ...(testBackendModule && { testBackendModule }) }),
+        ]);
+        if (llm.status === 'fulfilled' && gpu.status === 'fulfilled') return { engine, backend: gpu.value };
         if (gpu.status === 'fulfilled') await gpu.value.dispose().catch(() => undefined);
-        await reportFailure(asFailure(llm.reason));
-        return undefined;
-      }
-      if (gpu.status === 'rejected') {
-        await reportFailure(asFailure(gpu.reason));
-        return undefined;
-      }
-      return { engine, backend: gpu.value };
-    });
+        return { failures: [llm, gpu].flatMap((r) => (r.status === 'rejected' ? [asFailure(r.reason)] : [])) };
+      },
+    );
+    if ('failures' in checked) {
+      await reportFailures(checked.failures);
+      return undefined;
+    }
+    return checked;
+  }
+
+  /** The document "Tune this kernel" was asked for: the lens's, the menu's, else the active editor's. */
+  function targetUri(arg: unknown): vscode.Uri | undefined {
+    const lens = arg as KernelTarget | undefined;
+    if (lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri) return lens.uri;
+    return arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
   }
 
   /** Which kernel to tune: the lens's, the one under the cursor, or one picked from the file's kernels. */
@@ -236,6 +240,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       if (choice === 'Cancel it') sessions.cancel(running);
       return;
     }
+    // A document with an open proposal holds the proposal's lines besides its own: nothing to tune there until it is decided.
+    const underReview = resume ? (resume.fileUri ? vscode.Uri.parse(resume.fileUri) : vscode.Uri.file(resume.filePath)) : targetUri(arg);
+    if (underReview && inlineDiff.hasReview(underReview)) {
+      void vscode.window.showWarningMessage(`${relative(underReview)} has a proposal to review: accept or reject it (the lenses at the top) before tuning again.`);
+      return;
+    }
     const target = resume ? { document: await openEntryDocument(resume), kernelName: resume.kernelName } : await resolveTarget(arg);
     if (!target) return;
     const settings = await engineConfig();
@@ -248,7 +258,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     try {
       const started = await sessions.start({ document: target.document, kernelName: target.kernelName, config, runtime: ready.engine, backend: ready.backend, checkpointDir, ...(resume && { resume }) });
       last = started;
-      panels.show(started.sessionId, target.kernelName, true);
+      await panels.show(started.sessionId, target.kernelName, true);
     } catch (error) {
       await ready.backend.dispose().catch(() => undefined);
       throw error;
@@ -311,13 +321,14 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       const id = typeof arg === 'string' ? arg : (last?.sessionId ?? sessions.current());
       const snapshot = id ? await sessions.snapshot(id) : undefined;
       if (!id || !snapshot) return void vscode.window.showInformationMessage('No tuning session to show yet.');
-      panels.show(id, snapshot.header.kernelName);
+      await panels.show(id, snapshot.header.kernelName);
     }),
     command('kernelTuner.acceptHunk', (uri, id) => inlineDiff.acceptHunk(uri as vscode.Uri | undefined, id as string | undefined)),
     command('kernelTuner.rejectHunk', (uri, id) => inlineDiff.rejectHunk(uri as vscode.Uri | undefined, id as string | undefined)),
     command('kernelTuner.acceptAll', (uri) => inlineDiff.acceptAll(uri instanceof vscode.Uri ? uri : undefined)),
     command('kernelTuner.rejectAll', (uri) => inlineDiff.rejectAll(uri instanceof vscode.Uri ? uri : undefined)),
     command('kernelTuner.openSideBySide', (uri) => inlineDiff.openSideBySide(uri instanceof vscode.Uri ? uri : undefined)),
+    command('kernelTuner.nextHunk', (uri) => inlineDiff.revealNext(uri instanceof vscode.Uri ? uri : undefined)),
     command('kernelTuner.setApiKey', async () => {
       const key = await vscode.window.showInputBox({
         title: 'Kernel Tuner: API key for the OpenAI-compatible server',
@@ -342,7 +353,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     command('kernelTuner.history.refresh', () => tree.refresh()),
     command('kernelTuner.history.open', async (arg) => {
       const entry = await entryFor(arg);
-      if (entry) panels.show(entry.id, entry.kernelName);
+      if (entry) await panels.show(entry.id, entry.kernelName);
     }),
     command('kernelTuner.history.applyAgain', async (arg) => {
       const entry = await entryFor(arg);

@@ -1,303 +1,632 @@
 /**
- * Inline Accept / Reject of a proposed kernel inside the user's editor, on top of HunkSession (src/engine/diff.ts):
- * the document keeps its text while hunks are pending; removed lines are decorated with the theme's diff colours, the
- * inserted lines show as ghost text with the full block in a hover; CodeLens Accept | Reject per hunk and Accept All |
- * Reject All at the top. Accept is one WorkspaceEdit (one undo step); Reject changes nothing, so the original text stays
- * byte for byte. Every document change is fed to HunkSession.rebase, which keeps the other hunks anchored or drops them.
+ * The tuned kernel proposed inside the user's editor, as Continue's vertical diff and Copilot's inline chat show a
+ * rewrite: the new lines are in the document, green, right below the old lines they replace, which stay in place, red.
+ * Accept | Reject lenses on each hunk, Accept All | Reject All | Side by side at the top, keyboard shortcuts and palette
+ * commands for each, a status bar item counting the changes left, Escape rejecting the change at the cursor. The model
+ * (what goes where, what a decision or an edit does) is src/extension/proposal.ts; this file applies its edits and draws.
+ *
+ * - Reject deletes the new lines, Accept the old ones: the rest of the file is never touched, so Reject gives back the
+ *   old bytes exactly (line endings, a missing final newline).
+ * - Accept All is two edits: the proposal comes out, then the new code goes in. One Undo gives back the file without
+ *   the proposal, a second one the open proposal.
+ * - Undo / Redo: every text the document had during a review is remembered with its review state (ReviewTimeline), so
+ *   when Undo or Redo brings a text back, its hunks, lenses and colours come back with it.
+ * - Save: while a proposal is open, a save writes the file without it, as if every pending change were rejected, the
+ *   user's own edits kept; the proposal goes back into the editor right after (the editor stays dirty).
+ * - Auto-save "afterDelay" (the default of VS Code for the Web and code-server) saves a dirty document a second after
+ *   every change, so a proposal in the document would be taken out and put back every second. In a document that
+ *   auto-saves so, the proposal opens beside the file instead, read-only in VS Code's diff editor: its block actions take
+ *   a change into the file, Accept All / Reject All at the top of the file do the rest, and the file only ever holds
+ *   what the user took. (Should such a save still come, the proposal is taken out and stays out: "Show again".)
+ * - The user's edits inside the old or new lines stay with that block; edits around a hunk move it; an edit across a
+ *   hunk's blocks takes that hunk out of the review, its text left exactly as the user made it (Undo brings it back).
+ * - Closing the document ends its review; a second proposal for the same document replaces the first (which is
+ *   rejected first, so the user's own edits stay).
  */
 import * as vscode from 'vscode';
-import { HunkSession, type PendingHunk, type TextChange } from '../engine/diff';
-import { hunkAtLine, hunkDecorations } from './inline-diff-model';
+import {
+  acceptAll,
+  acceptHunk,
+  applyChanges,
+  convertEol,
+  describeHunk,
+  editsBetween,
+  hunkAt,
+  hunkNear,
+  openReview,
+  reinsert,
+  rejectAll,
+  rejectHunk,
+  ReviewTimeline,
+  textWith,
+  textWithout,
+  type HunkState,
+  type OffsetEdit,
+  type ReviewState,
+  type Transition,
+  type WithdrawnHunk,
+} from './proposal';
 
 export const PROPOSAL_SCHEME = 'kernel-tuner-proposal';
-
-interface Review {
-  readonly uri: vscode.Uri;
-  readonly session: HunkSession;
-  readonly title: string;
-  /** Bumped on every change, so the side-by-side view's virtual document refreshes. */
-  readonly proposalUri: vscode.Uri;
-  readonly onFinished?: (outcome: ReviewOutcome) => void;
-}
+const PENDING_CONTEXT = 'kernelTuner.diffPending';
+const CURSOR_CONTEXT = 'kernelTuner.cursorInHunk';
+/** After a save took the proposal out, it goes back in only if the document's editor is still open by then. */
+const REINSERT_DELAY_MS = 150;
 
 export interface ReviewOutcome {
   accepted: number;
   rejected: number;
+  /** Taken out of the review by the user's edits, an undo, an automatic save or closing the document. */
   dropped: number;
 }
 
+/** A pending change as tests and the panel see it: lines are 0-based, `[start, end)`. */
+export interface PendingChange {
+  id: string;
+  kind: 'code' | 'values';
+  /** What the change does, in a few words (the lens text). */
+  label: string;
+  oldLines: { start: number; end: number };
+  newLines: { start: number; end: number };
+  oldText: string;
+  newText: string;
+}
+
+interface DocReview {
+  readonly uri: vscode.Uri;
+  title: string;
+  readonly timeline: ReviewTimeline;
+  /** The review state of the document's current text; null: no review open. */
+  state: ReviewState | null;
+  /** The last state that had pending hunks (for "Show again" and the side-by-side view). */
+  lastOpen?: ReviewState;
+  onFinished?: (outcome: ReviewOutcome) => void;
+  /** Set between the save participant taking the proposal out and the save's end (with the editors' selections). */
+  saving?: { state: ReviewState; reason: vscode.TextDocumentSaveReason; selections: Map<vscode.TextEditor, readonly vscode.Selection[]> };
+  /** A proposal reviewed beside the file (auto-save after a delay): its text in the document's EOL, its change count. */
+  aside?: { proposed: string; changes: number };
+}
+
 export class InlineDiffController implements vscode.CodeLensProvider, vscode.TextDocumentContentProvider, vscode.Disposable {
-  private readonly reviews = new Map<string, Review>();
+  private readonly docs = new Map<string, DocReview>();
   private readonly disposables: vscode.Disposable[] = [];
   private readonly lensesChanged = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.lensesChanged.event;
   private readonly proposalChanged = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.proposalChanged.event;
-  private readonly removedDecoration = vscode.window.createTextEditorDecorationType({
+  private readonly reviewsChanged = new vscode.EventEmitter<vscode.Uri>();
+  /** A document's review opened, changed or ended. */
+  readonly onDidChangeReview = this.reviewsChanged.event;
+  private readonly statusBar = vscode.window.createStatusBarItem('kernelTuner.proposal', vscode.StatusBarAlignment.Left, 49);
+  private serial = 0;
+  /** Our own edits run one at a time: a decision is computed on the state the previous one left. */
+  private queue: Promise<unknown> = Promise.resolve();
+  private readonly oldDecoration = vscode.window.createTextEditorDecorationType({
     isWholeLine: true,
     backgroundColor: new vscode.ThemeColor('diffEditor.removedLineBackground'),
     overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.deletedForeground'),
     overviewRulerLane: vscode.OverviewRulerLane.Left,
+    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
   });
-  private readonly insertedDecoration = vscode.window.createTextEditorDecorationType({
-    after: {
-      color: new vscode.ThemeColor('gitDecoration.addedResourceForeground'),
-      backgroundColor: new vscode.ThemeColor('diffEditor.insertedTextBackground'),
-      margin: '0 0 0 2em',
-      fontStyle: 'italic',
-    },
+  private readonly newDecoration = vscode.window.createTextEditorDecorationType({
+    isWholeLine: true,
+    backgroundColor: new vscode.ThemeColor('diffEditor.insertedLineBackground'),
     overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.addedForeground'),
     overviewRulerLane: vscode.OverviewRulerLane.Left,
+    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
   });
 
   constructor(private readonly log: vscode.LogOutputChannel) {
+    this.statusBar.name = 'Kernel Tuner proposal';
     this.disposables.push(
-      this.removedDecoration,
-      this.insertedDecoration,
+      this.oldDecoration,
+      this.newDecoration,
       this.lensesChanged,
       this.proposalChanged,
+      this.reviewsChanged,
+      this.statusBar,
       vscode.languages.registerCodeLensProvider([{ scheme: 'file' }, { scheme: 'untitled' }], this),
       vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, this),
       vscode.workspace.onDidChangeTextDocument((e) => this.onDocumentChanged(e)),
+      vscode.workspace.onWillSaveTextDocument((e) => this.onWillSave(e)),
+      vscode.workspace.onDidSaveTextDocument((doc) => this.onDidSave(doc)),
       vscode.workspace.onDidCloseTextDocument((doc) => this.onDocumentClosed(doc)),
       vscode.window.onDidChangeVisibleTextEditors(() => this.redrawAll()),
+      vscode.window.tabGroups.onDidChangeTabs((e) => this.onTabsChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
+      vscode.window.onDidChangeTextEditorSelection((e) => e.textEditor === vscode.window.activeTextEditor && this.updateContext()),
     );
   }
 
   /**
-   * Shows `proposed` as a pending diff over `document`. Replaces any review already open on it. Returns false when
-   * there is nothing to review (the proposal equals the document).
+   * Opens `proposed` as a review in `document` (its new lines go into the document), or beside it where the document
+   * auto-saves after a delay. A review already open there is rejected first. Returns false when there is nothing to
+   * review (the proposal equals the document) or the editor refused the edit.
    */
-  async review(document: vscode.TextDocument, proposed: string, title: string, onFinished?: (outcome: ReviewOutcome) => void): Promise<boolean> {
-    const key = document.uri.toString();
-    this.end(key);
-    const session = new HunkSession(document.getText(), proposed, { eol: document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n' });
-    if (session.hunks.length === 0) return false;
-    const proposalUri = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: document.uri.path, query: `for=${encodeURIComponent(key)}` });
-    this.reviews.set(key, { uri: document.uri, session, title, proposalUri, ...(onFinished && { onFinished }) });
-    await vscode.window.showTextDocument(document, { preview: false, preserveFocus: false });
-    this.redraw(key);
-    return true;
+  review(document: vscode.TextDocument, proposed: string, title: string, onFinished?: (outcome: ReviewOutcome) => void): Promise<boolean> {
+    return this.serialize(async () => {
+      const d = this.entry(document.uri);
+      if (isOpen(d.state)) {
+        void vscode.window.showInformationMessage(`The new proposal replaces the one that was open in ${this.name(d)} (Undo brings the old one back).`);
+        if (!(await this.apply(d, rejectAll(d.state)))) return false;
+      }
+      this.endAside(d);
+      const eol = document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n';
+      d.title = title;
+      d.onFinished = onFinished;
+      if (autoSavesAfterDelay(document)) return this.openAside(d, document, convertEol(proposed, eol));
+      const text = document.getText();
+      const opened = openReview(text, proposed, eol, ++this.serial);
+      if (!opened) return false;
+      d.timeline.remember(text, null);
+      if (!(await this.apply(d, opened))) return false;
+      await vscode.window.showTextDocument(document, { viewColumn: columnOf(document.uri), preview: false, preserveFocus: false });
+      return true;
+    });
   }
 
-  /** Pending hunks of the document, in document order (for tests and the status of the panel). */
-  pending(uri: vscode.Uri): readonly PendingHunk[] {
-    return this.reviews.get(uri.toString())?.session.pending() ?? [];
+  /** Pending changes of the document, in document order. */
+  pending(uri: vscode.Uri): PendingChange[] {
+    const d = this.docs.get(uri.toString());
+    const doc = this.document(uri);
+    if (!d || !isOpen(d.state) || !doc) return [];
+    const state = d.state;
+    return state.pending.map((h) => {
+      const old = lineSpan(doc, h.start, h.mid - h.joint);
+      const added = lineSpan(doc, h.mid, h.end);
+      return {
+        id: h.hunk.id,
+        kind: h.hunk.kind,
+        label: describeHunk(h, state.text),
+        oldLines: old,
+        newLines: added,
+        oldText: state.text.slice(h.start, h.mid - h.joint),
+        newText: state.text.slice(h.mid, h.end),
+      };
+    });
   }
 
+  /** Whether a proposal is open for the document: in it, or beside it. */
   hasReview(uri: vscode.Uri): boolean {
-    return this.reviews.has(uri.toString());
+    const d = this.docs.get(uri.toString());
+    return d !== undefined && (isOpen(d.state) || d.aside !== undefined);
   }
 
-  async acceptHunk(uri?: vscode.Uri, hunkId?: string): Promise<boolean> {
-    const target = this.target(uri, hunkId);
-    if (!target) return false;
-    const { review, id } = target;
-    if (!this.inSync(review)) return false;
-    return this.apply(review, review.session.accept(id), () => review.session.restore(id));
+  /** Whether the document's proposal is reviewed beside it (auto-save after a delay) rather than in it. */
+  isAside(uri: vscode.Uri): boolean {
+    return this.docs.get(uri.toString())?.aside !== undefined;
   }
 
-  async rejectHunk(uri?: vscode.Uri, hunkId?: string): Promise<boolean> {
-    const target = this.target(uri, hunkId);
-    if (!target) return false;
-    target.review.session.reject(target.id);
-    this.afterDecision(target.review);
+  /** The document's text as it is without the open proposal (its own text when none is open). */
+  textWithoutProposal(document: vscode.TextDocument): string {
+    const state = this.docs.get(document.uri.toString())?.state ?? null;
+    return isOpen(state) && state.text === document.getText() ? textWithout(state) : document.getText();
+  }
+
+  acceptHunk(uri?: vscode.Uri, hunkId?: string): Promise<boolean> {
+    return this.decide(uri, hunkId, acceptHunk);
+  }
+
+  rejectHunk(uri?: vscode.Uri, hunkId?: string): Promise<boolean> {
+    return this.decide(uri, hunkId, rejectHunk);
+  }
+
+  acceptAll(uri?: vscode.Uri): Promise<boolean> {
+    return this.serialize(async () => {
+      const aside = this.asideFor(uri);
+      if (aside) return this.acceptAside(aside);
+      const d = this.current(uri);
+      if (!d) return false;
+      const [out, inPlace] = acceptAll(d.state!);
+      return (await this.apply(d, out)) && (await this.apply(d, inPlace));
+    });
+  }
+
+  rejectAll(uri?: vscode.Uri): Promise<boolean> {
+    return this.serialize(async () => {
+      const aside = this.asideFor(uri);
+      if (aside) {
+        this.endAside(aside);
+        return true;
+      }
+      const d = this.current(uri);
+      return d ? this.apply(d, rejectAll(d.state!)) : false;
+    });
+  }
+
+  /** Moves the cursor to the next pending change below it (wrapping round). */
+  async revealNext(uri?: vscode.Uri): Promise<boolean> {
+    const d = this.current(uri);
+    const editor = d && vscode.window.visibleTextEditors.find((e) => e.document.uri.toString() === d.uri.toString());
+    if (!d || !editor) return false;
+    const here = editor.document.offsetAt(editor.selection.active);
+    const next = d.state!.pending.find((h) => h.start > here) ?? d.state!.pending[0]!;
+    const at = editor.document.positionAt(next.start);
+    editor.selection = new vscode.Selection(at, at);
+    editor.revealRange(new vscode.Range(at, editor.document.positionAt(next.end)), vscode.TextEditorRevealType.InCenterIfOutsideViewport);
     return true;
   }
 
-  async acceptAll(uri?: vscode.Uri): Promise<boolean> {
-    const review = this.reviewFor(uri);
-    if (!review || !this.inSync(review)) return false;
-    const ids = review.session.pending().map((p) => p.hunk.id);
-    return this.apply(review, review.session.acceptAll(), () => ids.forEach((id) => review.session.restore(id)));
-  }
-
-  async rejectAll(uri?: vscode.Uri): Promise<boolean> {
-    const review = this.reviewFor(uri);
-    if (!review) return false;
-    review.session.rejectAll();
-    this.afterDecision(review);
-    return true;
-  }
-
-  /** VS Code's diff editor: the document (editable) against the proposal (a read-only virtual document). */
+  /** VS Code's diff editor: the file without the proposal against the file with all of it (both read-only). */
   async openSideBySide(uri?: vscode.Uri): Promise<boolean> {
-    const review = this.reviewFor(uri);
-    if (!review) return false;
-    const name = review.uri.path.split('/').pop();
-    await vscode.commands.executeCommand('vscode.diff', review.uri, review.proposalUri, `${name} ↔ ${review.title}`);
+    const d = this.docs.get((uri ?? vscode.window.activeTextEditor?.document.uri)?.toString() ?? '');
+    if (!d?.lastOpen) return false;
+    const side = (which: 'without' | 'with') => vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: d.uri.path, query: new URLSearchParams({ for: d.uri.toString(), side: which }).toString() });
+    await vscode.commands.executeCommand('vscode.diff', side('without'), side('with'), `${this.name(d)}: without ↔ with ${d.title}`);
     return true;
   }
 
   provideTextDocumentContent(uri: vscode.Uri): string {
-    const key = new URLSearchParams(uri.query).get('for');
-    const review = key ? this.reviews.get(key) : undefined;
-    if (!review) return '';
-    // The document with every still-pending hunk applied: what Accept All would give now.
-    let text = review.session.text;
-    const lines = text.split('\n');
-    const starts: number[] = [];
-    let offset = 0;
-    for (const line of lines) {
-      starts.push(offset);
-      offset += line.length + 1;
-    }
-    const at = (c: TextChange, end: boolean) => (starts[end ? c.rangeEndLine : c.rangeStartLine] ?? text.length) + (end ? c.rangeEndCharacter : c.rangeStartCharacter);
-    for (const p of [...review.session.pending()].reverse()) text = text.slice(0, at(p.edit, false)) + p.edit.text + text.slice(at(p.edit, true));
-    return text;
+    const query = new URLSearchParams(uri.query);
+    const d = this.docs.get(query.get('for') ?? '');
+    if (query.get('side') === 'proposal') return d?.aside?.proposed ?? '';
+    const state = d && (isOpen(d.state) ? d.state : d.lastOpen);
+    if (!state) return '';
+    return query.get('side') === 'with' ? textWith(state) : textWithout(state);
   }
 
   provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
-    const review = this.reviews.get(document.uri.toString());
-    if (!review) return [];
-    const decorations = hunkDecorations(review.session.pending(), document.lineCount);
-    if (decorations.length === 0) return [];
-    const top = new vscode.Range(0, 0, 0, 0);
+    const d = this.docs.get(document.uri.toString());
+    if (d?.aside !== undefined) {
+      const top = new vscode.Range(0, 0, 0, 0);
+      return [
+        new vscode.CodeLens(top, { title: '$(check-all) Accept All', tooltip: 'Take the whole proposal into the file (Ctrl+Shift+Enter)', command: 'kernelTuner.acceptAll', arguments: [document.uri] }),
+        new vscode.CodeLens(top, { title: '$(close-all) Reject All', tooltip: 'End the review; the file keeps what you took (Ctrl+Shift+Backspace)', command: 'kernelTuner.rejectAll', arguments: [document.uri] }),
+      ];
+    }
+    if (!d || !isOpen(d.state) || d.state.text !== document.getText()) return [];
+    const state = d.state;
     const uri = document.uri;
+    const top = new vscode.Range(0, 0, 0, 0);
     const lenses = [
-      new vscode.CodeLens(top, { title: `$(check-all) Accept All (${decorations.length})`, command: 'kernelTuner.acceptAll', arguments: [uri] }),
-      new vscode.CodeLens(top, { title: '$(close-all) Reject All', command: 'kernelTuner.rejectAll', arguments: [uri] }),
-      new vscode.CodeLens(top, { title: '$(diff) Side by side', command: 'kernelTuner.openSideBySide', arguments: [uri] }),
+      new vscode.CodeLens(top, { title: `$(check-all) Accept All (${state.pending.length})`, tooltip: 'Keep every new line (Ctrl+Shift+Enter)', command: 'kernelTuner.acceptAll', arguments: [uri] }),
+      new vscode.CodeLens(top, { title: '$(close-all) Reject All', tooltip: 'Keep every old line (Ctrl+Shift+Backspace)', command: 'kernelTuner.rejectAll', arguments: [uri] }),
+      new vscode.CodeLens(top, { title: '$(diff) Side by side', tooltip: 'The file without and with the proposal in the diff editor', command: 'kernelTuner.openSideBySide', arguments: [uri] }),
     ];
-    for (const d of decorations) {
-      const range = new vscode.Range(d.lensLine, 0, d.lensLine, 0);
+    for (const h of state.pending) {
+      const line = new vscode.Range(document.positionAt(h.start), document.positionAt(h.start));
       lenses.push(
-        new vscode.CodeLens(range, { title: `$(check) Accept (+${d.added} −${d.deleted})`, command: 'kernelTuner.acceptHunk', arguments: [uri, d.hunkId] }),
-        new vscode.CodeLens(range, { title: '$(close) Reject', command: 'kernelTuner.rejectHunk', arguments: [uri, d.hunkId] }),
+        new vscode.CodeLens(line, { title: '$(check) Accept', tooltip: 'Keep the new (green) lines of this change (Ctrl+Alt+Y)', command: 'kernelTuner.acceptHunk', arguments: [uri, h.hunk.id] }),
+        new vscode.CodeLens(line, { title: '$(close) Reject', tooltip: 'Keep the old (red) lines of this change (Ctrl+Alt+N, or Escape)', command: 'kernelTuner.rejectHunk', arguments: [uri, h.hunk.id] }),
+        new vscode.CodeLens(line, { title: describeHunk(h, state.text), command: '' }),
       );
     }
     return lenses;
   }
 
   dispose(): void {
-    for (const key of [...this.reviews.keys()]) this.end(key);
     vscode.Disposable.from(...this.disposables).dispose();
   }
 
-  private target(uri: vscode.Uri | undefined, hunkId: string | undefined): { review: Review; id: string } | undefined {
-    const review = this.reviewFor(uri);
-    if (!review) return undefined;
-    if (hunkId !== undefined) {
-      return review.session.status(hunkId) === 'pending' ? { review, id: hunkId } : undefined;
-    }
+  // --- decisions -----------------------------------------------------------------------------------------------
+
+  private decide(uri: vscode.Uri | undefined, hunkId: string | undefined, action: (state: ReviewState, id: string) => Transition): Promise<boolean> {
+    return this.serialize(async () => {
+      if (this.asideFor(uri)) {
+        void vscode.window.showInformationMessage('This proposal is beside the file: take a change with the diff editor\'s block action between the two sides, or use Accept All / Reject All.');
+        return false;
+      }
+      const d = this.current(uri);
+      if (!d) return false;
+      const state = d.state!;
+      const hunk = hunkId !== undefined ? state.pending.find((h) => h.hunk.id === hunkId) : this.hunkAtCursor(d);
+      return hunk ? this.apply(d, action(state, hunk.hunk.id)) : false;
+    });
+  }
+
+  private hunkAtCursor(d: DocReview): HunkState | undefined {
     const editor = vscode.window.activeTextEditor;
-    const line = editor?.document.uri.toString() === review.uri.toString() ? editor.selection.active.line : 0;
-    const hunk = hunkAtLine(review.session.pending(), line);
-    return hunk ? { review, id: hunk.hunk.id } : undefined;
+    if (!editor || editor.document.uri.toString() !== d.uri.toString()) return d.state!.pending[0];
+    return hunkNear(d.state!, editor.document.offsetAt(editor.selection.active.with(undefined, 0)));
   }
 
-  private reviewFor(uri: vscode.Uri | undefined): Review | undefined {
+  /** The open review of `uri` (else of the active editor), in step with its document; undefined when there is none. */
+  private current(uri: vscode.Uri | undefined): DocReview | undefined {
     const key = (uri ?? vscode.window.activeTextEditor?.document.uri)?.toString();
-    return key ? this.reviews.get(key) : undefined;
+    const d = key ? this.docs.get(key) : undefined;
+    if (!d || !isOpen(d.state)) return undefined;
+    const doc = this.document(d.uri);
+    if (!doc || doc.getText() !== d.state.text) {
+      // Not expected (every change is followed); never apply a decision to text the review does not know.
+      this.log.warn(`${d.uri.toString()}: the proposal lost track of the document; it is withdrawn`);
+      this.setState(d, { ...d.state, text: doc?.getText() ?? '', pending: [] });
+      return undefined;
+    }
+    return d;
   }
 
-  /** Guards against a session that lost track of the document: then every hunk is dropped rather than misapplied. */
-  private inSync(review: Review): boolean {
-    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === review.uri.toString());
+  /** Applies a transition's edits as one edit (one undo step); the change event moves the review to `t.next`. */
+  private async apply(d: DocReview, t: Transition): Promise<boolean> {
+    const doc = this.document(d.uri);
     if (!doc) return false;
-    const dropped = review.session.sync(doc.getText());
-    if (dropped.length > 0) {
-      this.reportDropped(review, dropped.length);
-      this.afterDecision(review);
+    d.timeline.remember(t.next.text, t.next);
+    const applied = t.edits.length === 0 || (await vscode.workspace.applyEdit(this.workspaceEdit(doc, t.edits)));
+    if (!applied) {
+      this.log.warn(`the editor refused an edit of ${d.uri.toString()}; the proposal is unchanged`);
       return false;
     }
+    // The change event has set the state already; this covers an edit that changed nothing.
+    if (doc.getText() === t.next.text && d.state !== t.next) this.setState(d, t.next);
     return true;
   }
 
-  private async apply(review: Review, changes: TextChange[], undo: () => void): Promise<boolean> {
+  private workspaceEdit(doc: vscode.TextDocument, edits: readonly OffsetEdit[]): vscode.WorkspaceEdit {
     const edit = new vscode.WorkspaceEdit();
-    for (const c of changes) edit.replace(review.uri, new vscode.Range(c.rangeStartLine, c.rangeStartCharacter, c.rangeEndLine, c.rangeEndCharacter), c.text);
-    const applied = await vscode.workspace.applyEdit(edit);
-    if (!applied) {
-      undo();
-      this.log.warn(`the editor refused the edit for ${review.uri.fsPath}; the change stays pending`);
-    }
-    this.afterDecision(review);
-    return applied;
+    for (const e of edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text);
+    return edit;
   }
 
-  private afterDecision(review: Review): void {
-    const key = review.uri.toString();
-    if (review.session.done) this.end(key);
-    else this.redraw(key);
+  private serialize<T>(run: () => Promise<T>): Promise<T> {
+    const result = this.queue.then(run);
+    this.queue = result.catch(() => undefined);
+    return result;
   }
+
+  // --- beside the file (auto-save after a delay) ---------------------------------------------------------------
+
+  private async openAside(d: DocReview, document: vscode.TextDocument, proposed: string): Promise<boolean> {
+    const changes = editsBetween(document.getText(), proposed).length;
+    if (changes === 0) return false;
+    d.aside = { proposed, changes };
+    const left = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: d.uri.path, query: new URLSearchParams({ for: d.uri.toString(), side: 'proposal', review: String(++this.serial) }).toString() });
+    await vscode.commands.executeCommand('vscode.diff', left, d.uri, `${d.title} ↔ ${this.name(d)}`, { viewColumn: columnOf(d.uri), preview: false });
+    this.changed(d);
+    void vscode.window.showInformationMessage(
+      `Auto-save (files.autoSave: afterDelay) would save ${this.name(d)} with the proposal half-applied, so the proposal opens beside it, read-only: the diff editor's block action takes a change into your file; Accept All / Reject All are at the top of your file.`,
+    );
+    return true;
+  }
+
+  private asideFor(uri: vscode.Uri | undefined): DocReview | undefined {
+    const key = (uri ?? vscode.window.activeTextEditor?.document.uri)?.toString();
+    const d = key ? this.docs.get(key) : undefined;
+    return d?.aside !== undefined ? d : undefined;
+  }
+
+  /** Accept All beside the file: the rest of the proposal goes into the file as one edit (one undo step). */
+  private async acceptAside(d: DocReview): Promise<boolean> {
+    const doc = this.document(d.uri);
+    if (!doc || d.aside === undefined) return false;
+    const edits = editsBetween(doc.getText(), d.aside.proposed);
+    if (edits.length > 0 && !(await vscode.workspace.applyEdit(this.workspaceEdit(doc, edits)))) return false;
+    this.endAside(d);
+    return true;
+  }
+
+  /** Ends a review beside the file: the changes the file holds now count as accepted, the others as rejected. */
+  private endAside(d: DocReview): void {
+    const aside = d.aside;
+    if (aside === undefined) return;
+    d.aside = undefined;
+    const left = editsBetween(this.document(d.uri)?.getText() ?? '', aside.proposed).length;
+    void vscode.window.tabGroups.close(vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => isAsideTab(t, d.uri)));
+    d.onFinished?.({ accepted: Math.max(0, aside.changes - left), rejected: Math.min(left, aside.changes), dropped: 0 });
+    this.changed(d);
+  }
+
+  /** Closing the proposal beside the file ends that review. */
+  private onTabsChanged(e: vscode.TabChangeEvent): void {
+    for (const tab of e.closed) {
+      for (const d of this.docs.values()) if (d.aside !== undefined && isAsideTab(tab, d.uri)) this.endAside(d);
+    }
+  }
+
+  // --- following the document ----------------------------------------------------------------------------------
 
   private onDocumentChanged(e: vscode.TextDocumentChangeEvent): void {
-    const review = this.reviews.get(e.document.uri.toString());
-    if (!review || e.contentChanges.length === 0) return;
-    const dropped = review.session.rebase(
-      e.contentChanges.map((c) => ({
-        rangeStartLine: c.range.start.line,
-        rangeStartCharacter: c.range.start.character,
-        rangeEndLine: c.range.end.line,
-        rangeEndCharacter: c.range.end.character,
-        text: c.text,
-      })),
-    );
-    if (dropped.length > 0) this.reportDropped(review, dropped.length);
-    this.afterDecision(review);
+    const d = this.docs.get(e.document.uri.toString());
+    if (!d || e.contentChanges.length === 0) return;
+    const text = e.document.getText();
+    if (d.aside !== undefined) {
+      // Every change taken (or typed) in: the review is over.
+      if (text === d.aside.proposed) this.endAside(d);
+      return;
+    }
+    const known = d.timeline.recall(text);
+    if (known !== undefined) {
+      this.setState(d, known);
+      return;
+    }
+    if (!isOpen(d.state)) return;
+    const { next, withdrawn } = applyChanges(d.state, e.contentChanges);
+    const state = next.text === text ? next : { ...next, text, pending: [] };
+    if (state !== next) withdrawn.push(...next.pending.map((h): WithdrawnHunk => ({ hunk: h.hunk, reason: 'out-of-sync' })));
+    d.timeline.remember(text, state);
+    this.setState(d, state);
+    if (withdrawn.length > 0) this.reportWithdrawn(d, withdrawn.length);
   }
 
-  private reportDropped(review: Review, count: number): void {
+  private reportWithdrawn(d: DocReview, count: number): void {
     const what = count === 1 ? 'One proposed change was' : `${count} proposed changes were`;
-    void vscode.window.showWarningMessage(`${what} withdrawn because the lines it changes were edited. Open the report to apply the kernel again.`);
-    this.log.info(`${review.uri.fsPath}: ${count} pending change(s) dropped after an overlapping edit`);
+    void vscode.window.showWarningMessage(`${what} taken out of the review in ${this.name(d)}: your edit spans its old and new lines. The text stays as you typed it; Undo brings the change back.`);
+    this.log.info(`${d.uri.toString()}: ${count} pending change(s) withdrawn after an edit across their lines`);
+  }
+
+  private onWillSave(e: vscode.TextDocumentWillSaveEvent): void {
+    const key = e.document.uri.toString();
+    let d = this.docs.get(key);
+    let state = d?.state ?? null;
+    if (!isOpen(state) || state.text !== e.document.getText()) {
+      // "Save As" of an untitled document under review saves a new document holding the same text.
+      d = undefined;
+      state = [...this.docs.values()].map((r) => r.state).find((s): s is ReviewState => isOpen(s) && s.text === e.document.getText()) ?? null;
+      if (!state) return;
+    }
+    const out = rejectAll(state);
+    if (d) {
+      const selections = new Map(vscode.window.visibleTextEditors.filter((x) => x.document === e.document).map((x) => [x, x.selections] as const));
+      d.saving = { state, reason: e.reason, selections };
+      d.timeline.remember(out.next.text, null);
+    }
+    this.log.info(`${key}: saved without the open proposal (${state.pending.length} pending change(s))`);
+    e.waitUntil(Promise.resolve(out.edits.map((x) => vscode.TextEdit.replace(new vscode.Range(e.document.positionAt(x.start), e.document.positionAt(x.end)), x.text))));
+  }
+
+  private onDidSave(doc: vscode.TextDocument): void {
+    const d = this.docs.get(doc.uri.toString());
+    const saving = d?.saving;
+    if (!d || !saving) return;
+    d.saving = undefined;
+    if (saving.reason === vscode.TextDocumentSaveReason.AfterDelay) {
+      this.finish(d, saving.state);
+      void vscode.window
+        .showWarningMessage(
+          `Auto-save (files.autoSave: afterDelay) saved ${this.name(d)} without the pending proposal and took it out of the editor: it would be saved half-applied a second later otherwise. Turn auto-save off (or to onFocusChange) to review it in place.`,
+          'Show again',
+          'Open setting',
+        )
+        .then((choice) => {
+          if (choice === 'Show again') void this.review(doc, textWith(saving.state), d.title, d.onFinished);
+          if (choice === 'Open setting') void vscode.commands.executeCommand('workbench.action.openSettings', 'files.autoSave');
+        });
+      return;
+    }
+    // Closing a dirty editor with "Save" saves first and closes after: after an explicit save, the proposal goes back
+    // only if the editor stayed open (a moment later). A save on losing focus puts it back at once.
+    const delay = saving.reason === vscode.TextDocumentSaveReason.Manual ? REINSERT_DELAY_MS : 0;
+    setTimeout(() => {
+      void this.serialize(async () => {
+        const open = vscode.window.tabGroups.all.some((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === d.uri.toString()));
+        const document = this.document(d.uri);
+        if (!open || !document || document.getText() !== textWithout(saving.state) || d.state !== null) {
+          if (d.state === null) this.finish(d, saving.state);
+          return;
+        }
+        d.timeline.remember(saving.state.text, saving.state);
+        if (!(await vscode.workspace.applyEdit(this.workspaceEdit(document, reinsert(saving.state))))) return this.finish(d, saving.state);
+        // The same text as before the save: the cursors go back where they were.
+        for (const [editor, selections] of saving.selections) if (editor.document === document) editor.selections = selections;
+      });
+    }, delay);
   }
 
   private onDocumentClosed(doc: vscode.TextDocument): void {
-    if (this.reviews.has(doc.uri.toString())) this.end(doc.uri.toString());
+    const d = this.docs.get(doc.uri.toString());
+    if (!d) return;
+    this.docs.delete(doc.uri.toString());
+    this.endAside(d);
+    if (isOpen(d.state)) this.finish(d, d.state);
+    this.redraw(d.uri);
   }
 
-  private end(key: string): void {
-    const review = this.reviews.get(key);
-    if (!review) return;
-    this.reviews.delete(key);
-    this.redraw(key);
-    const { session } = review;
-    const count = (status: string) => session.hunks.filter((h) => session.status(h.id) === status).length;
-    review.onFinished?.({ accepted: count('accepted'), rejected: count('rejected'), dropped: count('invalidated') });
+  /** Ends a review that still had pending hunks (they count as dropped). */
+  private finish(d: DocReview, last: ReviewState): void {
+    d.onFinished?.({ accepted: last.tally.accepted, rejected: last.tally.rejected, dropped: last.tally.withdrawn + last.pending.length });
+    if (d.state !== null && isOpen(d.state)) d.state = null;
+    this.changed(d);
   }
+
+  private setState(d: DocReview, state: ReviewState | null): void {
+    const was = d.state;
+    d.state = state;
+    if (isOpen(state)) d.lastOpen = state;
+    // A review ends here when its last hunk is decided, or when the text returns to before it opened (Undo), but not
+    // while a save has taken the proposal out for a moment.
+    if (isOpen(was) && !isOpen(state) && !d.saving) {
+      const last = state ?? was;
+      d.onFinished?.({ accepted: last.tally.accepted, rejected: last.tally.rejected, dropped: last.tally.withdrawn + (state ? 0 : was.pending.length) });
+    }
+    this.changed(d);
+  }
+
+  private changed(d: DocReview): void {
+    this.redraw(d.uri);
+    this.proposalChanged.fire(d.uri);
+    this.reviewsChanged.fire(d.uri);
+  }
+
+  private entry(uri: vscode.Uri): DocReview {
+    const key = uri.toString();
+    let d = this.docs.get(key);
+    if (!d) {
+      d = { uri, title: 'proposal', timeline: new ReviewTimeline(), state: null };
+      this.docs.set(key, d);
+    }
+    return d;
+  }
+
+  private document(uri: vscode.Uri): vscode.TextDocument | undefined {
+    return vscode.workspace.textDocuments.find((doc) => doc.uri.toString() === uri.toString());
+  }
+
+  private name(d: DocReview): string {
+    return d.uri.path.split('/').pop() ?? d.uri.toString();
+  }
+
+  // --- drawing ---------------------------------------------------------------------------------------------------
 
   private redrawAll(): void {
-    for (const key of this.reviews.keys()) this.redraw(key);
-    this.updateContext();
+    for (const d of this.docs.values()) this.redraw(d.uri);
   }
 
-  private redraw(key: string): void {
-    const review = this.reviews.get(key);
+  private redraw(uri: vscode.Uri): void {
+    const d = this.docs.get(uri.toString());
+    const state = d && isOpen(d.state) ? d.state : undefined;
     for (const editor of vscode.window.visibleTextEditors) {
-      if (editor.document.uri.toString() !== key) continue;
-      if (!review) {
-        editor.setDecorations(this.removedDecoration, []);
-        editor.setDecorations(this.insertedDecoration, []);
-        continue;
-      }
-      const decorations = hunkDecorations(review.session.pending(), editor.document.lineCount);
-      editor.setDecorations(
-        this.removedDecoration,
-        decorations.filter((d) => d.removed.endLine > d.removed.startLine).map((d) => new vscode.Range(d.removed.startLine, 0, d.removed.endLine - 1, 0)),
-      );
-      editor.setDecorations(
-        this.insertedDecoration,
-        decorations
-          .filter((d) => d.insertedPreview !== '')
-          .map((d) => {
-            const line = editor.document.lineAt(d.insertedAtLine);
-            const hover = new vscode.MarkdownString();
-            hover.appendMarkdown(`**Proposed** (+${d.added} −${d.deleted}): accept with the lens above or Ctrl+Alt+Y\n\n`);
-            hover.appendCodeblock(d.insertedText, 'cuda-cpp');
-            return { range: new vscode.Range(line.range.end, line.range.end), hoverMessage: hover, renderOptions: { after: { contentText: d.insertedPreview } } };
-          }),
-      );
+      if (editor.document.uri.toString() !== uri.toString()) continue;
+      const doc = editor.document;
+      const ranges = (from: number, to: number) => {
+        if (to <= from) return [];
+        const span = lineSpan(doc, from, to);
+        return [new vscode.Range(span.start, 0, span.end - 1, 0)];
+      };
+      const live = state && state.text === doc.getText() ? state : undefined;
+      editor.setDecorations(this.oldDecoration, live ? live.pending.flatMap((h) => ranges(h.start, h.mid - h.joint)) : []);
+      editor.setDecorations(this.newDecoration, live ? live.pending.flatMap((h) => ranges(h.mid, h.end)) : []);
     }
-    if (review) this.proposalChanged.fire(review.proposalUri);
     this.lensesChanged.fire();
     this.updateContext();
   }
 
   private updateContext(): void {
-    const uri = vscode.window.activeTextEditor?.document.uri;
-    void vscode.commands.executeCommand('setContext', 'kernelTuner.diffPending', uri !== undefined && this.reviews.has(uri.toString()));
+    const editor = vscode.window.activeTextEditor;
+    const d = editor && this.docs.get(editor.document.uri.toString());
+    const state = d && isOpen(d.state) ? d.state : undefined;
+    const atCursor = state && editor && state.text === editor.document.getText() ? hunkAt(state, editor.document.offsetAt(editor.selection.active.with(undefined, 0))) : undefined;
+    void vscode.commands.executeCommand('setContext', PENDING_CONTEXT, state !== undefined || d?.aside !== undefined);
+    void vscode.commands.executeCommand('setContext', CURSOR_CONTEXT, atCursor !== undefined);
+    if (d?.aside !== undefined) {
+      this.statusBar.text = '$(diff) proposal beside the file';
+      this.statusBar.tooltip = 'Kernel Tuner: auto-save is on (afterDelay), so the proposal is reviewed beside the file';
+      this.statusBar.command = undefined;
+      this.statusBar.show();
+      return;
+    }
+    if (!state) {
+      this.statusBar.hide();
+      return;
+    }
+    const n = state.pending.length;
+    this.statusBar.text = `$(diff) ${n} change${n === 1 ? '' : 's'} to review`;
+    this.statusBar.tooltip = 'Kernel Tuner: go to the next proposed change (Accept Ctrl+Alt+Y, Reject Ctrl+Alt+N or Escape, all: Ctrl+Shift+Enter / Ctrl+Shift+Backspace)';
+    this.statusBar.command = { command: 'kernelTuner.nextHunk', title: 'Go to the next proposed change', arguments: [editor!.document.uri] };
+    this.statusBar.show();
   }
+
+}
+
+/** The document is saved a moment after every change (the afterDelay auto-save; untitled documents never auto-save). */
+function autoSavesAfterDelay(document: vscode.TextDocument): boolean {
+  return document.uri.scheme !== 'untitled' && vscode.workspace.getConfiguration('files', document).get('autoSave') === 'afterDelay';
+}
+
+function isAsideTab(tab: vscode.Tab, uri: vscode.Uri): boolean {
+  return tab.input instanceof vscode.TabInputTextDiff && tab.input.original.scheme === PROPOSAL_SCHEME && tab.input.modified.toString() === uri.toString();
+}
+
+/** The editor group that shows the document already (the code's, not the panel's), else the first. */
+function columnOf(uri: vscode.Uri): vscode.ViewColumn {
+  const group = vscode.window.tabGroups.all.find((g) => g.tabs.some((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === uri.toString()));
+  return group?.viewColumn ?? vscode.ViewColumn.One;
+}
+
+function isOpen(state: ReviewState | null | undefined): state is ReviewState {
+  return state !== null && state !== undefined && state.pending.length > 0;
+}
+
+/** The lines [start, end) that hold the characters [from, to) (at least one line). */
+function lineSpan(doc: vscode.TextDocument, from: number, to: number): { start: number; end: number } {
+  const start = doc.positionAt(from).line;
+  const last = to > from ? doc.positionAt(to - 1).line : start;
+  return { start, end: to > from ? last + 1 : start };
 }

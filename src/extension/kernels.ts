@@ -31,7 +31,11 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
   private readonly disposables: vscode.Disposable[] = [];
   private cursorTimer: ReturnType<typeof setTimeout> | undefined;
 
-  constructor(private readonly log: vscode.LogOutputChannel) {
+  /** @param underReview documents with a proposal open: no "Tune kernel" lens there until it is decided. */
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    private readonly underReview: (uri: vscode.Uri) => boolean,
+  ) {
     this.disposables.push(
       this.changed,
       vscode.languages.registerCodeLensProvider([{ language: 'cuda-cpp' }, { pattern: '**/*.{cu,cuh}' }], this),
@@ -69,7 +73,7 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
   }
 
   async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
-    if (!isCudaDocument(doc)) return [];
+    if (!isCudaDocument(doc) || this.underReview(doc.uri)) return [];
     const { kernels } = await this.kernels(doc);
     return kernels.map((k) => {
       const target: KernelTarget = { uri: doc.uri, kernelName: k.name, line: k.nameRange.startLine };
@@ -80,6 +84,11 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
         arguments: [target],
       });
     });
+  }
+
+  /** Asks VS Code for the lenses again (a review opened or ended). */
+  refresh(): void {
+    this.changed.fire();
   }
 
   dispose(): void {

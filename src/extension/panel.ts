@@ -1,12 +1,14 @@
 /**
  * The tuning panel's host: one webview panel per session (opening it again reveals it), restored after a window
- * reload by a WebviewPanelSerializer. Strict CSP with a fresh crypto nonce per page; the script and styles come from
+ * reload by a WebviewPanelSerializer. A new panel opens where the code stays readable: in a group below the code by
+ * default (kernelTuner.panelLocation), or in the group where the user keeps the other panels. Strict CSP with a fresh crypto nonce per page; the script and styles come from
  * dist/ and media/ through asWebviewUri; nothing remote. Messages both ways follow protocol.ts; the panel's content is
  * the session's event log (SessionManager.snapshot) plus the events appended since.
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { parseFromWebview, ProtocolError, type FromWebviewMessage, type ToWebviewMessage } from './protocol';
+import { SECTION } from './config';
 import type { SessionManager } from './sessions';
 
 export const PANEL_VIEW_TYPE = 'kernelTuner.session';
@@ -45,16 +47,40 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
     );
   }
 
-  /** Opens or reveals the panel of a session. */
-  show(sessionId: string, kernelName: string, preserveFocus = false): vscode.WebviewPanel {
+  /** Opens or reveals the panel of a session (one tab per session). */
+  async show(sessionId: string, kernelName: string, preserveFocus = false): Promise<vscode.WebviewPanel> {
     const existing = this.panels.get(sessionId);
     if (existing) {
       existing.panel.reveal(undefined, preserveFocus);
       return existing.panel;
     }
-    const panel = vscode.window.createWebviewPanel(PANEL_VIEW_TYPE, panelTitle(kernelName, this.sessions.isLive(sessionId)), { viewColumn: vscode.ViewColumn.Beside, preserveFocus }, this.options());
+    const editor = vscode.window.activeTextEditor;
+    const viewColumn = await this.placeNewPanel();
+    const panel = vscode.window.createWebviewPanel(PANEL_VIEW_TYPE, panelTitle(kernelName, this.sessions.isLive(sessionId)), { viewColumn, preserveFocus }, this.options());
     this.attach(panel, sessionId);
+    // Making the group below activates it: give the focus back to the code when asked to.
+    if (preserveFocus && editor?.viewColumn !== undefined && editor.viewColumn !== panel.viewColumn) {
+      await vscode.window.showTextDocument(editor.document, { viewColumn: editor.viewColumn, selection: editor.selection });
+    }
     return panel;
+  }
+
+  /**
+   * The group a new panel goes to: one holding another panel of ours (the user may have moved it there) other than the
+   * code's, else as kernelTuner.panelLocation says. "below" makes a group under the active editor, sized so the code
+   * keeps most of the height when it was the only group.
+   */
+  private async placeNewPanel(): Promise<vscode.ViewColumn> {
+    const code = vscode.window.activeTextEditor?.viewColumn;
+    const other = [...this.panels.values()].find((e) => e.panel.viewColumn !== undefined && e.panel.viewColumn !== code);
+    if (other) return other.panel.viewColumn!;
+    const location = vscode.workspace.getConfiguration(SECTION).get<string>('panelLocation', 'below');
+    if (location === 'sameGroup') return vscode.ViewColumn.Active;
+    if (location === 'beside' || !vscode.window.activeTextEditor) return vscode.ViewColumn.Beside;
+    const alone = vscode.window.tabGroups.all.length === 1;
+    await vscode.commands.executeCommand('workbench.action.newGroupBelow');
+    if (alone) await vscode.commands.executeCommand('vscode.setEditorLayout', { orientation: 1, groups: [{ size: 0.56 }, { size: 0.44 }] });
+    return vscode.window.tabGroups.activeTabGroup.viewColumn;
   }
 
   async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: PersistedState | undefined): Promise<void> {

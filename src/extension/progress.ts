@@ -1,6 +1,6 @@
 import type { SessionView } from './session-view';
 
-/** A few words on where the session is, for the status bar and the notification. */
+/** A few words on where the session is, for the status bar. */
 export function progressMessage(view: SessionView): string {
   if (view.status === 'awaiting_approval') return 'waiting for plan approval';
   const step = view.currentStepId ? view.steps[view.currentStepId] : undefined;

@@ -1,6 +1,6 @@
 /**
  * Live tuning sessions of this window: runs them through the engine runtime, keeps each one's event log, feeds the
- * panel, the log, the status bar and the progress notification, and writes the session to the history as it goes (so
+ * panel, the log and the status bar (its progress), and writes the session to the history as it goes (so
  * a crash or reload leaves a session that can be resumed). At the end it offers the final kernel as an inline diff.
  */
 import { randomBytes } from 'node:crypto';
@@ -211,7 +211,9 @@ export class SessionManager implements vscode.Disposable {
     });
     const kernel = findKernel(kernels, kernelName);
     const tunedFile = kernel ? spliceFinalCode(originalCode, code, kernel.range.startIndex, kernel.range.endIndex) : code;
-    const { proposed, conflicts } = proposalForDocument(originalCode, tunedFile, document.getText());
+    const eol = document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n';
+    // Against the document as it is without a proposal still open in it (the new one replaces that).
+    const { proposed, conflicts } = proposalForDocument(originalCode, tunedFile, this.inlineDiff.textWithoutProposal(document), eol);
     if (conflicts > 0) {
       void vscode.window.showWarningMessage(`${conflicts} change(s) of the tuned kernel touch lines you edited since; they are left out of the proposal.`);
     }
@@ -231,7 +233,6 @@ export class SessionManager implements vscode.Disposable {
   }
 
   private async consume(sessionId: string, session: LiveSession, run: SessionRun): Promise<void> {
-    const progress = this.progressNotification(sessionId, session);
     try {
       for await (const event of run.events) this.append(sessionId, session, event);
     } catch (error) {
@@ -246,7 +247,6 @@ export class SessionManager implements vscode.Disposable {
     this.live.delete(sessionId);
     session.dirty = true;
     await this.save(sessionId, session);
-    progress.resolve();
     this.liveChanged.fire({ sessionId, live: false, header: session.header });
     this.updateStatusBar();
     await this.announce(sessionId, session);
@@ -259,7 +259,6 @@ export class SessionManager implements vscode.Disposable {
     session.dirty = true;
     const { level, text } = describeEvent(event);
     this.log[level === 'warning' ? 'warn' : level](`[${sessionId}] ${text}`);
-    this.progressText.set(sessionId, progressMessage(session.view));
     this.updateStatusBar();
     this.flushTimer ??= setTimeout(() => this.flush(), FLUSH_MS);
     if (!session.saving) {
@@ -288,28 +287,6 @@ export class SessionManager implements vscode.Disposable {
     }
   }
 
-  private readonly progressText = new Map<string, string>();
-
-  private progressNotification(sessionId: string, session: LiveSession): { resolve(): void } {
-    let resolve: () => void = () => undefined;
-    const done = new Promise<void>((r) => (resolve = r));
-    void vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Tuning ${session.header.kernelName}`, cancellable: true },
-      async (progress, token) => {
-        token.onCancellationRequested(() => this.cancel(sessionId));
-        let last = '';
-        const timer = setInterval(() => {
-          const text = this.progressText.get(sessionId) ?? '';
-          if (text !== last) progress.report({ message: (last = text) });
-        }, 250);
-        await done;
-        clearInterval(timer);
-        this.progressText.delete(sessionId);
-      },
-    );
-    return { resolve };
-  }
-
   private updateStatusBar(): void {
     const sessionId = this.current();
     const session = sessionId ? this.live.get(sessionId) : undefined;
@@ -318,8 +295,13 @@ export class SessionManager implements vscode.Disposable {
       this.statusBar.hide();
       return;
     }
-    this.statusBar.text = `$(sync~spin) ${session.header.kernelName}: ${progressMessage(session.view)}`;
-    this.statusBar.tooltip = 'Kernel Tuner: show the tuning panel';
+    // Progress lives here, not in a notification: a toast would cover the panel's tables for the whole session.
+    const progress = progressMessage(session.view);
+    this.statusBar.text = `$(sync~spin) ${session.header.kernelName}: ${progress}`;
+    const args = encodeURIComponent(JSON.stringify([sessionId]));
+    const tooltip = new vscode.MarkdownString(`Kernel Tuner: tuning ${session.header.kernelName}, ${progress}\n\n[Show the panel](command:kernelTuner.showPanel?${args}) · [Cancel](command:kernelTuner.cancel?${args})`);
+    tooltip.isTrusted = { enabledCommands: ['kernelTuner.showPanel', 'kernelTuner.cancel'] };
+    this.statusBar.tooltip = tooltip;
     this.statusBar.command = { command: 'kernelTuner.showPanel', title: 'Show tuning panel', arguments: [sessionId] };
     this.statusBar.show();
   }

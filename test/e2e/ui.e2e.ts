@@ -1,12 +1,23 @@
 /**
- * The UI test a person would recognise, in Chromium against code-server: open saxpy.cu, right-click inside the kernel,
- * choose "Tune this kernel"; the panel fills with the plan, the steps, a diff and the chart; the tuned kernel appears
- * as an inline diff in the editor; "Accept All" applies it. Screenshots of every stage go to test-results/.
- * Runs in the test script's Node process (scripts/test-extension.mjs), with the mini runner's describe/it.
+ * The UI test a person would recognise, in Chromium against code-server:
+ * - a session recorded on an NVIDIA H100 (test/fixtures/sessions/h100-matmul-naive.events.json: real GPU timings, the
+ *   LLM's answers scripted) is put in the history and replayed into the panel, which opens below the code; a keyboard
+ *   walk of the panel; its proposal in the editor: Escape rejects the change at the cursor, Reject All leaves the file
+ *   byte for byte, Accept All gives the proposal, one Undo the original (each checked on the saved file); light and
+ *   dark screenshots (with --update-screenshots, the ones the README shows go to media/screenshots/ too);
+ * - then a live session: open saxpy.cu, right-click inside the kernel, "Tune this kernel"; the panel fills with the
+ *   plan, the steps, a diff and the chart; the tuned kernel is proposed in the editor; "Accept All" applies it.
+ * Screenshots of every stage go to test-results/. Runs in the test script's Node process (scripts/test-extension.mjs),
+ * with the mini runner's describe/it.
  */
-import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Frame, Page } from 'playwright-core';
+import type { TuningEvent } from '../../src/engine/events';
+import { HistoryStore } from '../../src/engine/history-store';
+import { buildReport, historyFields } from '../../src/extension/report';
+import { reduceAll, type SessionHeader } from '../../src/extension/session-view';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { after, before, describe, it, runAll } from '../extension/runner';
 
@@ -15,10 +26,63 @@ export interface UiTestOptions {
   workspace: string;
   fixtures: string;
   shots: string;
-  /** Screenshots committed for the README (media/screenshots). */
-  readmeShots: string;
+  /** code-server's --user-data-dir: the extension's history is seeded there before the window opens. */
+  userData: string;
+  /** Where the README's screenshots go as well (media/screenshots/), when they are to be updated. */
+  readmeShots?: string;
   launchBrowser(): Promise<BrowserContext>;
   log(...args: unknown[]): void;
+}
+
+const H100_SESSION = 'h100-matmul-naive';
+
+/** What has the keyboard focus in a panel: its name (aria-label, else text), role, states and focus indicator. */
+interface Stop {
+  name: string;
+  role: string;
+  tag: string;
+  pressed: string | null;
+  expanded: string | null;
+  sort: string | null;
+  outline: string;
+}
+
+/** Evaluated in the panel's frame (a string: this file is compiled without the DOM's types). */
+const FOCUSED = `(() => {
+  const host = document.activeElement;
+  const inner = (host.shadowRoot && host.shadowRoot.activeElement) || host;
+  const style = getComputedStyle(inner);
+  const outline = style.outlineStyle !== 'none' && style.outlineWidth !== '0px' ? style.outlineStyle + ' ' + style.outlineColor : style.boxShadow !== 'none' ? 'shadow ' + style.boxShadow : 'none';
+  const name = inner.getAttribute('aria-label') || host.getAttribute('aria-label') || (host.textContent || '').trim();
+  return { name, role: inner.getAttribute('role') || '', tag: host.tagName.toLowerCase(), pressed: host.getAttribute('aria-pressed'), expanded: inner.getAttribute('aria-expanded'), sort: host.getAttribute('aria-sort'), outline };
+})()`;
+
+/**
+ * The recorded H100 session as the extension's history keeps a session. The model line says what answered: the LLM's
+ * answers were scripted for that run (the GPU, its timings and checks were real).
+ */
+async function seedH100Session(o: UiTestOptions): Promise<{ original: string; finalCode: string }> {
+  const events = JSON.parse(readFileSync(join(o.fixtures, 'sessions', `${H100_SESSION}.events.json`), 'utf8')) as TuningEvent[];
+  const file = join(o.workspace, 'matmul_naive.cu');
+  copyFileSync(join(o.fixtures, 'kernels', 'matmul_naive.cu'), file);
+  const original = readFileSync(file, 'utf8');
+  const header: SessionHeader = { sessionId: H100_SESSION, kernelName: 'matmul_naive', fileName: 'matmul_naive.cu', startedAt: events[0]!.at, model: 'scripted answers (test double, no LLM)', strategy: 'autonomous' };
+  const view = reduceAll(header, events);
+  const store = new HistoryStore(join(o.userData, 'User', 'globalStorage', 'llm-kernel-tuner.llm-kernel-tuner', 'history'));
+  await store.save({
+    id: H100_SESSION,
+    kernelName: 'matmul_naive',
+    filePath: 'matmul_naive.cu',
+    fileUri: pathToFileURL(file).href,
+    createdAt: header.startedAt,
+    updatedAt: events.at(-1)!.at,
+    originalCode: original,
+    threadId: H100_SESSION,
+    device: { name: view.device!.name },
+    ...historyFields(view),
+    report: buildReport(header, events, view),
+  });
+  return { original, finalCode: view.final!.finalCode };
 }
 
 function check(condition: unknown, message: string): asserts condition {
@@ -44,10 +108,36 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
   let page: Page;
   const consoleErrors: string[] = [];
   const shot = (name: string) => page.screenshot({ path: join(o.shots, `ui-${name}.png`) });
+  /** A screenshot the README shows: kept in test-results/, and in media/screenshots/ when they are being updated. */
+  const readmeShot = async (name: string) => {
+    await page.screenshot({ path: join(o.shots, `${name}.png`) });
+    if (o.readmeShots) copyFileSync(join(o.shots, `${name}.png`), join(o.readmeShots, `${name}.png`));
+  };
+  const setTheme = async (theme: string) => {
+    // Ctrl+K Ctrl+T: the colour theme picker.
+    await page.keyboard.press('Control+K');
+    await page.keyboard.press('Control+T');
+    await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+    await page.keyboard.type(theme, { delay: 10 });
+    await page.waitForTimeout(500);
+    await page.keyboard.press('Enter');
+    await page.waitForTimeout(1500);
+  };
+  let h100: { original: string; finalCode: string };
+  const matmulFile = () => readFileSync(join(o.workspace, 'matmul_naive.cu'), 'utf8');
+  /** Saves the editor's document (the file is what the assertions read: every byte of it). */
+  const save = async () => {
+    await palette('View: Focus First Editor Group');
+    await page.keyboard.press('Control+S');
+    await page.waitForTimeout(700);
+  };
+  const lens = (title: string) => page.locator('.codelens-decoration a', { hasText: title }).first();
   /** Toasts (progress, "n× faster") would cover the panel in the screenshots. */
   const palette = async (command: string) => {
+    await page.waitForSelector('.quick-input-widget', { state: 'hidden' });
     await page.keyboard.press('F1');
-    await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
+    // Typed only once the palette has the focus: keys sent anywhere else would land in a document.
+    await page.waitForSelector('.quick-input-widget input:focus', { timeout: 5_000 });
     await page.keyboard.type(command, { delay: 10 });
     await page.waitForTimeout(400);
     await page.keyboard.press('Enter');
@@ -74,6 +164,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
         JSON.stringify({ 'kernelTuner.llm.provider': 'openai', 'kernelTuner.llm.model': 'scripted-model', 'kernelTuner.llm.baseUrl': `${server.url}/v1`, 'kernelTuner.retries': 1 }, null, 2),
       );
       mkdirSync(o.shots, { recursive: true });
+      h100 = await seedH100Session(o);
       context = await o.launchBrowser();
       page = context.pages()[0] ?? (await context.newPage());
       page.on('console', (m) => {
@@ -90,6 +181,119 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await server?.close();
       await approvalLlm?.close();
     });
+
+    it('a session recorded on an H100 replays into the panel, which opens below the code', step('h100-panel', async () => {
+      await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'matmul_naive.cu' }).first().click({ timeout: 30_000 });
+      await page.locator('.monaco-editor .view-line', { hasText: '__global__ void matmul_naive' }).first().waitFor({ timeout: 20_000 });
+      await page.locator('.activitybar [aria-label^="Kernel Tuner"]').first().click();
+      await page.locator('.monaco-list-row', { hasText: 'matmul_naive' }).first().click({ timeout: 15_000 });
+      const frame = await panelFrame(page);
+      await frame.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
+      check((await frame.locator('#device').innerText()).includes('NVIDIA H100'), 'the panel names the H100');
+      check((await frame.locator('header').innerText()).includes('scripted answers (test double, no LLM)'), 'the model line says the answers were scripted');
+      // The code keeps the window's width; the panel sits below it.
+      const groups = await page.locator('.editor-group-container').evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })));
+      check(groups.length === 2, `two editor groups, got ${JSON.stringify(groups)}`);
+      const [code, panel] = groups as [(typeof groups)[0], (typeof groups)[0]];
+      check(panel.y >= code.y + code.height - 2 && code.width >= 0.6 * (page.viewportSize()?.width ?? 1600), `the panel below a full-width editor: ${JSON.stringify(groups)}`);
+      await clearNotifications();
+      await shot('h100-01-layout');
+    }), 90_000);
+
+    it('the panel passes a keyboard-only walk: every control in order, named, with visible focus', step('keyboard', async () => {
+      const frame = await panelFrame(page);
+      await frame.locator('h1').click();
+      const stops: Stop[] = [];
+      for (let i = 0; i < 14; i++) {
+        await page.keyboard.press('Tab');
+        stops.push(await frame.evaluate<Stop>(FOCUSED));
+      }
+      o.log(`keyboard walk: ${JSON.stringify(stops.map((s) => `${s.tag}${s.role ? `[${s.role}]` : ''}: ${s.name.slice(0, 50)}`))}`);
+      const names = stops.map((s) => s.name);
+      const at = (text: string) => names.findIndex((n) => n.startsWith(text));
+      const order = ['Show the tuned kernel as a proposal in the editor', 'Open the tuned kernel side by side', '1. Shared-memory tiling, first try', '2. Shared-memory tiling', 'Apply step 2 in the editor', 'Unified diffs', 'Side-by-side diffs'].map(at);
+      check(order.every((i, k) => i >= 0 && (k === 0 || i > order[k - 1]!)), `the controls in reading order: ${JSON.stringify(names)}`);
+      for (const s of stops.slice(0, order.at(-1)! + 1)) {
+        check(s.name !== '', `a focused ${s.tag} has a name`);
+        check(s.outline !== 'none', `the focus on "${s.name}" is visible`);
+      }
+      check(stops[order[2]!]!.role === 'button' && stops[order[2]!]!.expanded === 'false', 'a step header is a button that says it is closed');
+      check(stops[order[5]!]!.pressed === 'true' && stops[order[6]!]!.pressed === 'false', 'the diff layout buttons say which one is on');
+      // Sorting from the keyboard keeps the focus on the header although the panel is drawn again.
+      const sortable = names.findIndex((n) => n.startsWith('Median time'));
+      check(sortable > order.at(-1)!, `the configurations' headers come next: ${JSON.stringify(names)}`);
+      await frame.locator('h1').click();
+      for (let i = 0; i <= sortable; i++) await page.keyboard.press('Tab');
+      await page.keyboard.press('Enter');
+      // The panel redraws on the next frame (waitForFunction would need eval, which the panel's CSP forbids).
+      let sorted = await frame.evaluate<Stop>(FOCUSED);
+      for (let i = 0; i < 20 && sorted.sort !== 'descending'; i++) {
+        await page.waitForTimeout(100);
+        sorted = await frame.evaluate<Stop>(FOCUSED);
+      }
+      check(sorted.name.startsWith('Median time') && sorted.sort !== 'none' && sorted.sort !== stops[sortable]!.sort, `focus kept on the header, now sorted: ${JSON.stringify([stops[sortable], sorted])}`);
+      check((await frame.locator('#chart-data table').count()) === 2, 'the chart\'s data as two tables for screen readers');
+    }), 60_000);
+
+    it('the H100 proposal in the editor: Escape, Reject All, Accept All and Undo, checked on the saved file', step('h100-proposal', async () => {
+      const frame = await panelFrame(page);
+      await frame.locator('#show-diff').click();
+      await lens('Accept All').waitFor({ timeout: 30_000 });
+      await page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().waitFor({ timeout: 10_000 });
+      await clearNotifications();
+      await palette('View: Focus First Editor Group');
+      await page.keyboard.press('Control+Home');
+      await page.waitForTimeout(500);
+      await readmeShot('inline-proposal');
+      // Escape on a new line rejects that change only (the status bar counts the changes left).
+      const left = (text: string) => page.locator('.statusbar-item', { hasText: text }).first().waitFor({ timeout: 10_000 });
+      await left('5 changes to review');
+      await page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().click();
+      await page.waitForTimeout(300);
+      await page.keyboard.press('Escape');
+      await page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().waitFor({ state: 'detached', timeout: 10_000 });
+      await left('4 changes to review');
+      await lens('Reject All').click();
+      await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
+      await save();
+      check(matmulFile() === h100.original, 'after Reject All the file is byte for byte the original');
+      await frame.locator('#show-diff').click();
+      await lens('Accept All').click();
+      await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
+      await save();
+      check(matmulFile() === h100.finalCode, 'after Accept All the file is the proposal');
+      await page.keyboard.press('Control+Z');
+      await save();
+      check(matmulFile() === h100.original, 'after one Undo the file is the original');
+    }), 90_000);
+
+    it('the H100 report and proposal in the dark theme', step('h100-dark', async () => {
+      await setTheme('Dark Modern');
+      const frame = await panelFrame(page);
+      await frame.locator('#show-diff').click();
+      await lens('Accept All').waitFor({ timeout: 30_000 });
+      await clearNotifications();
+      await palette('View: Focus First Editor Group');
+      await page.keyboard.press('Control+Home');
+      await page.waitForTimeout(500);
+      await readmeShot('inline-proposal-dark');
+      await lens('Reject All').click();
+      await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
+      // The report alone, its group maximized.
+      await page.locator('.tab', { hasText: 'Report: matmul_naive' }).first().click();
+      await palette('View: Toggle Maximize Editor Group');
+      await frame.evaluate('window.scrollTo(0, 0)');
+      await page.waitForTimeout(800);
+      await readmeShot('panel-dark');
+      await setTheme('Light Modern');
+      await readmeShot('panel');
+      await palette('View: Toggle Maximize Editor Group');
+      await save();
+      check(matmulFile() === h100.original, 'the file after Reject All');
+      // A clean window for the live session.
+      await palette('View: Close All Editor Groups');
+      await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
+    }), 90_000);
 
     it('opens the kernel and shows the "Tune kernel" lens', step('open', async () => {
       await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'saxpy.cu' }).first().click({ timeout: 30_000 });
@@ -159,7 +363,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await clearNotifications();
       await page.mouse.move(plot.x + spot.left, plot.y + spot.top + 1);
       await tooltip.waitFor({ state: 'visible', timeout: 5_000 });
-      await frame.locator('#performance').screenshot({ path: join(o.readmeShots, 'chart-tooltip.png') });
+      await frame.locator('#performance').screenshot({ path: join(o.shots, 'chart-tooltip.png') });
+      if (o.readmeShots) copyFileSync(join(o.shots, 'chart-tooltip.png'), join(o.readmeShots, 'chart-tooltip.png'));
       // Export: the host asks where to save (code-server's own file dialog, the workspace folder by default).
       for (const format of ['svg', 'png'] as const) {
         await frame.locator(`#export-${format}`).click();
@@ -211,14 +416,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
         ['Dark Modern', '09-dark'],
         ['Dark High Contrast', '10-high-contrast'],
       ] as const) {
-        // Ctrl+K Ctrl+T: the colour theme picker.
-        await page.keyboard.press('Control+K');
-        await page.keyboard.press('Control+T');
-        await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-        await page.keyboard.type(theme, { delay: 10 });
-        await page.waitForTimeout(500);
-        await page.keyboard.press('Enter');
-        await page.waitForTimeout(1500);
+        await setTheme(theme);
         await shot(name);
       }
       const cspErrors = consoleErrors.filter((e) => /Content Security Policy/i.test(e));

@@ -18,7 +18,17 @@ describe('after a window reload', () => {
     const entry = await api.history.get(summary.id);
     assert(entry && isSessionReport(entry.report), 'the report survived');
 
-    // The report panels left open by the first window come back through the WebviewPanelSerializer.
+    // The report panels left open by the first window come back through the WebviewPanelSerializer, which VS Code
+    // calls when a restored tab is shown: show the first one that is in the background.
+    const reportTab = vscode.window.tabGroups.all
+      .flatMap((g) => g.tabs.map((t, index) => ({ t, index, group: g })))
+      .find(({ t }) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('kernelTuner.session'));
+    assert(reportTab, `a report tab restored, got ${JSON.stringify(vscode.window.tabGroups.all.flatMap((g) => g.tabs.map((t) => t.label)))}`);
+    if (!reportTab.t.isActive) {
+      const focusGroup = ['First', 'Second', 'Third', 'Fourth'][reportTab.group.viewColumn - 1];
+      if (focusGroup) await vscode.commands.executeCommand(`workbench.action.focus${focusGroup}EditorGroup`);
+      await vscode.commands.executeCommand(`workbench.action.openEditorAtIndex${reportTab.index + 1}`);
+    }
     const restored = await until(
       'a report panel restored by the serializer',
       () => sessions.find((s) => api.panels.hasPanel(s.id)),

@@ -5,10 +5,12 @@
  * reviewed inline (Accept + undo, Reject, one hunk), and the history keeps it. suite-reload.ts checks, in a new window
  * on the same profile, that the history survived.
  */
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KernelTunerApi } from '../../src/extension/extension';
+import type { PendingChange } from '../../src/extension/inline-diff';
+import type { FakeBackend } from '../support/fake-backend';
 import { isSessionReport } from '../../src/extension/report';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { after, before, describe, it, runAsExtensionTests } from './runner';
@@ -20,7 +22,29 @@ let document: vscode.TextDocument;
 let sessionId: string;
 /** The file as it should read after Accept All. */
 let finalCode: string;
+/** The document with the session's proposal open in it. */
+let display: string;
 let SAXPY: string;
+
+/** "Show diff / apply again" of the session: the proposal opens again in saxpy.cu. */
+async function applyAgain(): Promise<PendingChange[]> {
+  const ids = (p: PendingChange[]) => p.map((c) => c.id).join();
+  const before = ids(api.inlineDiff.pending(document.uri));
+  await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
+  return until('the proposal in the editor', () => {
+    const pending = api.inlineDiff.pending(document.uri);
+    return pending.length > 0 && ids(pending) !== before && pending;
+  });
+}
+
+/** Puts `text` into saxpy.cu and saves it (between tests that leave edits behind). */
+async function replaceAll(text: string): Promise<void> {
+  const edit = new vscode.WorkspaceEdit();
+  edit.replace(document.uri, new vscode.Range(0, 0, document.lineCount, 0), text);
+  assert(await vscode.workspace.applyEdit(edit), 'reset the document');
+  await document.save();
+  assertEqual(document.getText(), text, 'the document after the reset');
+}
 
 async function editorOnKernel(): Promise<vscode.TextEditor> {
   const editor = await vscode.window.showTextDocument(document, { preview: false });
@@ -111,77 +135,217 @@ describe('a tuning session', () => {
     await until(`the panel to draw all ${snapshot.events.length} events`, () => api.panels.renderedEvents(sessionId) === snapshot.events.length, 30_000);
   });
 
-  it('offers the final kernel inline; Accept All is one edit and undo restores the original', async () => {
-    const pending = await until('the inline diff', () => api.inlineDiff.pending(document.uri).length > 0 && api.inlineDiff.pending(document.uri));
-    assertEqual(document.getText(), SAXPY, 'the document keeps its text while changes are pending');
+  it('opens the final kernel in the editor as a proposal: new lines below the old ones, line by line', async () => {
+    const pending = await until('the proposal in the editor', () => api.inlineDiff.pending(document.uri).length > 0 && api.inlineDiff.pending(document.uri));
+    display = document.getText();
+    assert(display !== SAXPY, 'the new lines are in the document');
+    assertEqual(api.inlineDiff.textWithoutProposal(document), SAXPY, 'the document without the proposal');
+    assert(pending.length >= 2, `line-level changes, got ${pending.length}`);
+    const values = pending.filter((p) => p.kind === 'values');
+    assertEqual(values.map((p) => p.label), ['chosen values: block_size_x = 512'], 'the chosen values are a change of their own');
+    for (const p of pending) {
+      const lines = (span: { start: number; end: number }) => Array.from({ length: span.end - span.start }, (_, i) => document.lineAt(span.start + i).text + '\n').join('');
+      assertEqual(lines(p.oldLines), p.oldText, `old lines of ${p.id}`);
+      assertEqual(lines(p.newLines), p.newText, `new lines of ${p.id}`);
+      assert(p.oldLines.end === p.newLines.start, `the new lines of ${p.id} follow its old lines`);
+    }
     const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
     const titles = lenses.map((l) => l.command?.title ?? '');
     assert(titles.some((t) => t.includes('Accept All')) && titles.some((t) => t.includes('Reject All')), 'Accept All / Reject All lenses');
-    assertEqual(titles.filter((t) => t.includes('$(check) Accept (')).length, pending.length, 'one Accept lens per hunk');
+    assertEqual(titles.filter((t) => t === '$(check) Accept').length, pending.length, 'one Accept lens per change');
+    assertEqual(titles.filter((t) => t === '$(close) Reject').length, pending.length, 'one Reject lens per change');
+    assert(!titles.some((t) => t.includes('Tune kernel')), 'no "Tune kernel" lens while the proposal is open');
+    const before = api.lastSession()?.sessionId;
+    await editorOnKernel();
+    await vscode.commands.executeCommand('kernelTuner.tuneKernel');
+    assertEqual(api.lastSession()?.sessionId, before, 'no session starts on a file with an open proposal');
+    assertEqual(document.getText(), display, 'the document');
+  });
 
+  it('Accept All gives the final kernel; one Undo the original, a second one the open proposal', async () => {
+    const count = api.inlineDiff.pending(document.uri).length;
     await vscode.window.showTextDocument(document);
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', document.uri), 'Accept All applied');
     assertEqual(document.getText(), finalCode, 'the document after Accept All');
-    assertEqual(api.inlineDiff.pending(document.uri).length, 0, 'nothing left pending');
+    assert(!api.inlineDiff.hasReview(document.uri), 'nothing left to review');
     await vscode.commands.executeCommand('undo');
     assertEqual(document.getText(), SAXPY, 'the document after one undo');
+    assert(!api.inlineDiff.hasReview(document.uri), 'no proposal after one undo');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(document.getText(), display, 'the document after a second undo');
+    assertEqual(api.inlineDiff.pending(document.uri).length, count, 'the proposal is back, every change pending');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+    assertEqual(document.getText(), SAXPY, 'the document after Reject All');
+    await document.save();
   });
 
-  it('Reject All leaves the document byte-identical', async () => {
-    await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
-    await until('the inline diff again', () => api.inlineDiff.pending(document.uri).length > 0);
+  it('Reject All leaves the document byte-identical; Side by side shows it without and with the proposal', async () => {
+    await applyAgain();
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.openSideBySide', document.uri), 'Open side-by-side diff ran');
     const diffTab = await until('the diff editor', () =>
       vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === 'kernel-tuner-proposal'),
     );
     const input = diffTab.input as vscode.TabInputTextDiff;
-    assertEqual(input.original.toString(), document.uri.toString(), 'the left side is the document');
-    assertEqual((await vscode.workspace.openTextDocument(input.modified)).getText(), finalCode, 'the right side is the proposal');
+    assertEqual((await vscode.workspace.openTextDocument(input.original)).getText(), SAXPY, 'the left side is the file without the proposal');
+    assertEqual((await vscode.workspace.openTextDocument(input.modified)).getText(), finalCode, 'the right side is the file with all of it');
     await vscode.window.tabGroups.close(diffTab);
-    const versionBefore = document.version;
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All ran');
     assertEqual(document.getText(), SAXPY, 'the document after Reject All');
-    assertEqual(document.version, versionBefore, 'no edit at all');
     assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
-  });
-
-  it('accepts a single hunk under the cursor and keeps the others pending', async () => {
-    await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
-    const pending = await until('the inline diff again', () => api.inlineDiff.pending(document.uri).length > 0 && api.inlineDiff.pending(document.uri));
-    const editor = await vscode.window.showTextDocument(document);
-    const last = pending.at(-1)!;
-    editor.selection = new vscode.Selection(last.anchorLine, 0, last.anchorLine, 0);
-    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk'), 'Accept (hunk under the cursor) applied');
-    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length - 1, 'the other hunks stay pending');
-    const expected = SAXPY.split('\n');
-    expected.splice(last.hunk.originalStart, last.hunk.originalLines.length, ...last.hunk.proposedLines);
-    assertEqual(document.getText(), expected.join('\n'), 'only that hunk changed');
-    if (pending.length > 1) assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All of the rest');
-    assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
-    await vscode.commands.executeCommand('undo');
-    assertEqual(document.getText(), SAXPY, 'undo restores the original');
     await document.save();
   });
 
-  it('keeps the pending changes anchored while the user edits elsewhere, and drops one whose lines are edited', async () => {
-    await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
-    const pending = await until('the inline diff again', () => api.inlineDiff.pending(document.uri).length > 0 && api.inlineDiff.pending(document.uri));
+  it('accepts the change under the cursor and keeps the others pending; each Undo steps back through the review', async () => {
+    const pending = await applyAgain();
     const editor = await vscode.window.showTextDocument(document);
-    // An edit after the last hunk: every hunk stays, at the same place.
+    const last = pending.filter((p) => p.kind === 'code' && p.oldText !== '').at(-1)!;
+    editor.selection = new vscode.Selection(last.newLines.start, 2, last.newLines.start, 2);
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk'), 'Accept (change under the cursor) applied');
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.id), pending.filter((p) => p !== last).map((p) => p.id), 'the other changes stay pending');
+    const accepted = SAXPY.replace(last.oldText, last.newText);
+    assertEqual(api.inlineDiff.textWithoutProposal(document), accepted, 'only that change is in the file');
+    const afterAccept = document.getText();
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All of the rest');
+    assertEqual(document.getText(), accepted, 'the accepted change only');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(document.getText(), afterAccept, 'undo of Reject All');
+    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length - 1, 'the rest is pending again');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(document.getText(), display, 'undo of the Accept: the whole proposal');
+    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length, 'every change pending');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(document.getText(), SAXPY, 'undo of the proposal: the original');
+    assert(!api.inlineDiff.hasReview(document.uri), 'no review');
+    await document.save();
+  });
+
+  it('follows the user\'s edits: lines above and below move the changes, typing in a change stays in it, an edit across one withdraws it', async () => {
+    const pending = await applyAgain();
+    const editor = await vscode.window.showTextDocument(document);
     const end = document.lineAt(document.lineCount - 1).range.end;
     assert(await editor.edit((b) => b.insert(end, '// host code\n')), 'edit at the end');
-    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.anchorLine), pending.map((p) => p.anchorLine), 'anchors after an edit below');
-    // An edit above every hunk moves them down by one line.
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.oldLines), pending.map((p) => p.oldLines), 'the changes after an edit below');
     assert(await editor.edit((b) => b.insert(new vscode.Position(0, 0), '// top\n')), 'edit at the top');
-    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.anchorLine), pending.map((p) => p.anchorLine + 1), 'anchors after an edit above');
-    // An edit inside the last hunk withdraws that hunk only (with a single hunk, the review ends).
-    const last = api.inlineDiff.pending(document.uri).at(-1)!;
-    assert(await editor.edit((b) => b.insert(new vscode.Position(last.removedLines.startLine, 0), ' ')), 'edit inside a hunk');
-    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length - 1, 'the edited hunk is withdrawn');
-    if (pending.length > 1) assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
-    assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
-    for (let i = 0; i < 3; i++) await vscode.commands.executeCommand('undo');
-    assertEqual(document.getText(), SAXPY, 'three undos restore the original');
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.newLines.start), pending.map((p) => p.newLines.start + 1), 'the changes after an edit above');
+    const code = api.inlineDiff.pending(document.uri).filter((p) => p.kind === 'code' && p.oldText !== '').at(-1)!;
+    assert(await editor.edit((b) => b.insert(new vscode.Position(code.newLines.start, 0), '/*typed*/')), 'typing in the new lines');
+    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length, 'typing in a change keeps it');
+    assert(api.inlineDiff.pending(document.uri).find((p) => p.id === code.id)!.newText.startsWith('/*typed*/'), 'the typed text is in its new lines');
+    // Joining its last old line with its first new line takes the change out of the review, the text as the user left it.
+    const joined = api.inlineDiff.pending(document.uri).find((p) => p.id === code.id)!;
+    const lastOld = document.lineAt(joined.oldLines.end - 1).range.end;
+    assert(await editor.edit((b) => b.delete(new vscode.Range(lastOld, new vscode.Position(joined.newLines.start, 0)))), 'edit across the change');
+    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length - 1, 'the change is withdrawn, the others stay');
+    const afterJoin = document.getText();
+    await vscode.commands.executeCommand('undo');
+    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length, 'undo brings the change back');
+    await vscode.commands.executeCommand('redo');
+    assertEqual(document.getText(), afterJoin, 'redo');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+    assert(document.getText().startsWith('// top\n') && document.getText().endsWith('// host code\n'), 'the user\'s lines stay');
+    await replaceAll(SAXPY);
+  });
+
+  it('a save while the proposal is open writes the file without it; the proposal stays in the editor', async () => {
+    const pending = await applyAgain();
+    assert(await document.save(), 'saved');
+    assertEqual(readFileSync(document.uri.fsPath, 'utf8'), SAXPY, 'the file on disk');
+    await until('the proposal back in the editor', () => document.getText() === display && api.inlineDiff.pending(document.uri).length === pending.length);
+    assert(document.isDirty, 'the editor holds the unsaved proposal');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+    assertEqual(document.getText(), SAXPY, 'the document');
+    await document.save();
+  });
+
+  it('a second proposal for the same file replaces the first, keeping the user\'s edits', async () => {
+    const first = await applyAgain();
+    const editor = await vscode.window.showTextDocument(document);
+    assert(await editor.edit((b) => b.insert(new vscode.Position(0, 0), '// mine\n')), 'the user types');
+    assert(document.isDirty, 'a dirty document');
+    await applyAgain();
+    assertEqual(api.inlineDiff.pending(document.uri).length, first.length, 'one proposal, not two');
+    assertEqual(api.inlineDiff.textWithoutProposal(document), `// mine\n${SAXPY}`, 'the document without the proposal');
+    assertEqual(document.getText(), `// mine\n${display}`, 'the new proposal over the user\'s text');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+    assertEqual(document.getText(), `// mine\n${SAXPY}`, 'the user\'s edit, nothing else');
+    await replaceAll(SAXPY);
+  });
+
+  it('closing the document ends its review and leaves the file as it was', async () => {
+    await applyAgain();
+    await vscode.window.showTextDocument(document);
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+    await until('the review to end', () => !api.inlineDiff.hasReview(document.uri));
+    assertEqual(readFileSync(document.uri.fsPath, 'utf8'), SAXPY, 'the file on disk');
+    document = await vscode.workspace.openTextDocument(workspaceUri('saxpy.cu'));
+    assertEqual(document.getText(), SAXPY, 'the document opened again');
+    assert(!api.inlineDiff.hasReview(document.uri), 'no review');
+  });
+
+  it('with auto-save after a delay, the proposal opens beside the file and the file holds only what is taken', async () => {
+    const files = vscode.workspace.getConfiguration('files');
+    await files.update('autoSave', 'afterDelay', vscode.ConfigurationTarget.Workspace);
+    try {
+      await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
+      await until('the proposal beside the file', () => api.inlineDiff.isAside(document.uri));
+      const diffTab = await until('the diff editor', () =>
+        vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'kernel-tuner-proposal' && t.input.modified.toString() === document.uri.toString()),
+      );
+      assertEqual((await vscode.workspace.openTextDocument((diffTab.input as vscode.TabInputTextDiff).original)).getText(), finalCode, 'the proposal, read-only on the left');
+      assertEqual(document.getText(), SAXPY, 'the file holds none of it');
+      const titles = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri)).map((l) => l.command?.title ?? '');
+      assert(titles.some((t) => t.includes('Accept All')) && titles.some((t) => t.includes('Reject All')), 'Accept All / Reject All on the file');
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', document.uri), 'Accept All');
+      assertEqual(document.getText(), finalCode, 'the file after Accept All');
+      await until('the proposal to close', () => !vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'kernel-tuner-proposal'));
+      assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
+      await vscode.window.showTextDocument(document);
+      await vscode.commands.executeCommand('undo');
+      assertEqual(document.getText(), SAXPY, 'one undo');
+      await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
+      await until('the proposal beside the file again', () => api.inlineDiff.isAside(document.uri));
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+      assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
+      assertEqual(document.getText(), SAXPY, 'the file after Reject All');
+    } finally {
+      await files.update('autoSave', undefined, vscode.ConfigurationTarget.Workspace);
+      await document.save();
+    }
+  });
+
+  it('works in an untitled document, and in a CRLF file without a final newline beside another review', async () => {
+    const untitled = await vscode.workspace.openTextDocument({ language: 'cuda-cpp', content: SAXPY });
+    await vscode.window.showTextDocument(untitled);
+    assert(await api.inlineDiff.review(untitled, finalCode, 'test proposal'), 'a review in the untitled document');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', untitled.uri), 'Accept All');
+    assertEqual(untitled.getText(), finalCode, 'the untitled document after Accept All');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(untitled.getText(), SAXPY, 'after one undo');
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+
+    const crlfText = SAXPY.replace(/\n/g, '\r\n').replace(/\r\n$/, '');
+    const crlfUri = workspaceUri('crlf.cu');
+    writeFileSync(crlfUri.fsPath, crlfText);
+    const crlf = await vscode.workspace.openTextDocument(crlfUri);
+    assertEqual(crlf.eol, vscode.EndOfLine.CRLF, 'a CRLF document');
+    await applyAgain();
+    const saxpyPending = api.inlineDiff.pending(document.uri).length;
+    await vscode.window.showTextDocument(crlf);
+    assert(await api.inlineDiff.review(crlf, finalCode, 'test proposal'), 'a review in the CRLF document');
+    assert(api.inlineDiff.hasReview(document.uri) && api.inlineDiff.hasReview(crlfUri), 'two reviews at once');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', crlfUri), 'Reject All in the CRLF file');
+    assertEqual(crlf.getText(), crlfText, 'the CRLF document byte for byte');
+    assert(await crlf.save(), 'saved');
+    assertEqual(readFileSync(crlfUri.fsPath, 'utf8'), crlfText, 'the CRLF file on disk');
+    assert(await api.inlineDiff.review(crlf, finalCode, 'test proposal'), 'the review again');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', crlfUri), 'Accept All in the CRLF file');
+    assertEqual(crlf.getText(), finalCode.replace(/\n/g, '\r\n'), 'the proposal in CRLF');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(crlf.getText(), crlfText, 'undo in the CRLF file');
+    assertEqual(api.inlineDiff.pending(document.uri).length, saxpyPending, 'the other file\'s review is untouched');
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All in saxpy.cu');
+    assertEqual(document.getText(), SAXPY, 'saxpy.cu');
     await document.save();
   });
 
@@ -244,6 +408,22 @@ describe('controlling a session', () => {
       assertEqual(api.sessions.isLive(id), false, 'the session is over');
     } finally {
       delete process.env.KERNEL_TUNER_TEST_DELAY_MS;
+      await llm.close();
+    }
+  }, 90_000);
+
+  it('times every configuration with the kernelTuner.iterations setting', async () => {
+    const backends = (globalThis as { kernelTunerTestBackends?: FakeBackend[] }).kernelTunerTestBackends;
+    assert(backends, 'the test backend module was loaded in this host');
+    const { finished, llm } = await startScripted({ iterations: 7 });
+    try {
+      await finished;
+      const asked = new Set(backends.at(-1)!.log.filter((e) => e.kind === 'time').map((e) => e.iterations));
+      // Besides the configurations' 7, the tuner times the reference kernel a few times for the launch time limit.
+      assert(asked.has(7) && !asked.has(32), `timed launches asked for: ${JSON.stringify([...asked])}`);
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+    } finally {
+      await vscode.workspace.getConfiguration('kernelTuner').update('iterations', undefined, vscode.ConfigurationTarget.Workspace);
       await llm.close();
     }
   }, 90_000);

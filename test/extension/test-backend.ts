@@ -18,7 +18,12 @@ function saxpyTime(v: FakeVariant): number {
   return base;
 }
 
+/** Every backend made here, newest last, kept on globalThis: the extension tests (same host) read what sessions asked for. */
+export const testBackends: FakeBackend[] = ((globalThis as { kernelTunerTestBackends?: FakeBackend[] }).kernelTunerTestBackends ??= []);
+
 export async function createTuningBackend(): Promise<TuningBackend> {
   // Each timing takes a moment, so that a person watching the UI test sees the configurations arrive.
-  return new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'none', timeDelayMs: Number(process.env.KERNEL_TUNER_TEST_DELAY_MS ?? 0) });
+  const backend = new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'none', timeDelayMs: Number(process.env.KERNEL_TUNER_TEST_DELAY_MS ?? 0) });
+  testBackends.push(backend);
+  return backend;
 }

@@ -1,85 +1,39 @@
 import { describe, expect, it } from 'vitest';
-import { HunkSession } from '../../src/engine/diff';
-import { hunkAtLine, hunkDecorations, previewInserted, proposalForDocument, spliceFinalCode } from '../../src/extension/inline-diff-model';
-
-const ORIGINAL = ['#include <cuda.h>', '__global__ void k(float *y, int n) {', '    int i = blockIdx.x * blockDim.x + threadIdx.x;', '    if (i < n) y[i] = 2 * y[i];', '}', ''].join('\n');
-const PROPOSED = [
-  '#ifndef block_size_x',
-  '#define block_size_x 128',
-  '#endif',
-  '#include <cuda.h>',
-  '__global__ void k(float *y, int n) {',
-  '    int i = blockIdx.x * block_size_x + threadIdx.x;',
-  '    if (i < n) y[i] = 2 * y[i];',
-  '}',
-  '',
-].join('\n');
-
-describe('inline diff decorations', () => {
-  it('marks removed lines in place and puts the inserted lines after the hunk (or before an insertion point)', () => {
-    const session = new HunkSession(ORIGINAL, PROPOSED);
-    const decorations = hunkDecorations(session.pending(), 6);
-    expect(decorations).toHaveLength(2);
-    const [insertion, replacement] = decorations;
-    // A pure insertion at the top: nothing removed, preview on line 0, lens on line 0.
-    expect(insertion).toMatchObject({ removed: { startLine: 0, endLine: 0 }, insertedAtLine: 0, lensLine: 0, added: 3, deleted: 0 });
-    expect(insertion!.insertedPreview).toBe('+3 lines: #ifndef block_size_x ⏎ #define block_size_x 128 ⏎ #endif');
-    expect(insertion!.insertedText).toBe('#ifndef block_size_x\n#define block_size_x 128\n#endif');
-    // A one-line replacement: line 2 removed, the new line shown at its end.
-    expect(replacement).toMatchObject({ removed: { startLine: 2, endLine: 3 }, insertedAtLine: 2, lensLine: 2, added: 1, deleted: 1 });
-    expect(replacement!.insertedPreview).toBe('+1 line: int i = blockIdx.x * block_size_x + threadIdx.x;');
-  });
-
-  it('shows a deletion with no ghost text and keeps an insertion at the end of the file on the last line', () => {
-    const deletion = hunkDecorations(new HunkSession('a\nb\nc\n', 'a\nc\n').pending(), 4)[0]!;
-    expect(deletion).toMatchObject({ removed: { startLine: 1, endLine: 2 }, insertedPreview: '', deleted: 1, added: 0 });
-    const atEnd = hunkDecorations(new HunkSession('a\nb\n', 'a\nb\nc\n').pending(), 3)[0]!;
-    expect(atEnd).toMatchObject({ insertedAtLine: 1, lensLine: 2, removed: { startLine: 2, endLine: 2 } });
-  });
-
-  it('follows the hunks after an edit above them (rebase moves the decorations)', () => {
-    const session = new HunkSession(ORIGINAL, PROPOSED);
-    session.rebase({ rangeStartLine: 0, rangeStartCharacter: 0, rangeEndLine: 0, rangeEndCharacter: 0, text: '// note\n' });
-    const [first, second] = hunkDecorations(session.pending(), 7);
-    expect(first!.lensLine).toBe(1);
-    expect(second!.removed).toEqual({ startLine: 3, endLine: 4 });
-  });
-
-  it('bounds the preview and collapses whitespace', () => {
-    expect(previewInserted([])).toBe('');
-    const long = previewInserted(['x'.repeat(300)]);
-    expect(long.length).toBeLessThan(120);
-    expect(long.endsWith('…')).toBe(true);
-    expect(previewInserted(['  a   b  ', '', 'c'])).toBe('+3 lines: a b ⏎ c');
-  });
-
-  it('finds the hunk under the cursor, else the next one, else the last', () => {
-    const pending = new HunkSession(ORIGINAL, PROPOSED).pending();
-    expect(hunkAtLine(pending, 2)!.hunk.originalLines).toEqual(['    int i = blockIdx.x * blockDim.x + threadIdx.x;']);
-    expect(hunkAtLine(pending, 1)).toBe(pending[1]);
-    expect(hunkAtLine(pending, 5)).toBe(pending[1]);
-    expect(hunkAtLine(pending, 0)).toBe(pending[0]);
-  });
-});
+import { proposalForDocument, spliceFinalCode } from '../../src/extension/inline-diff-model';
+import { ORIGINAL, PROPOSED } from '../support/small-kernel';
 
 describe('proposal for an edited document', () => {
   it('is the final code when the document is unchanged', () => {
-    expect(proposalForDocument(ORIGINAL, PROPOSED, ORIGINAL)).toEqual({ proposed: PROPOSED, conflicts: 0 });
+    expect(proposalForDocument(ORIGINAL, PROPOSED, ORIGINAL, '\n')).toEqual({ proposed: PROPOSED, conflicts: 0 });
   });
 
   it('keeps the user edits and the changes they do not touch', () => {
     const edited = ORIGINAL.replace('}\n', '}\n// host code the user added\n');
-    const { proposed, conflicts } = proposalForDocument(ORIGINAL, PROPOSED, edited);
+    const { proposed, conflicts } = proposalForDocument(ORIGINAL, PROPOSED, edited, '\n');
     expect(conflicts).toBe(0);
     expect(proposed).toBe(PROPOSED.replace('}\n', '}\n// host code the user added\n'));
   });
 
   it('leaves out a change whose lines the user edited, and counts it', () => {
     const edited = ORIGINAL.replace('blockDim.x + threadIdx.x', 'blockDim.x + threadIdx.x /* mine */');
-    const { proposed, conflicts } = proposalForDocument(ORIGINAL, PROPOSED, edited);
+    const { proposed, conflicts } = proposalForDocument(ORIGINAL, PROPOSED, edited, '\n');
     expect(conflicts).toBe(1);
     expect(proposed).toContain('/* mine */');
     expect(proposed.startsWith('#ifndef block_size_x\n')).toBe(true);
+  });
+
+  it('comes in the document\'s line endings, whatever the session\'s were', () => {
+    const crlf = (t: string) => t.replace(/\n/g, '\r\n');
+    expect(proposalForDocument(ORIGINAL, PROPOSED, crlf(ORIGINAL), '\r\n')).toEqual({ proposed: crlf(PROPOSED), conflicts: 0 });
+    const edited = crlf(ORIGINAL).replace('}\r\n', '}\r\n// mine\r\n');
+    expect(proposalForDocument(ORIGINAL, PROPOSED, edited, '\r\n')).toEqual({ proposed: crlf(PROPOSED).replace('}\r\n', '}\r\n// mine\r\n'), conflicts: 0 });
+  });
+
+  it('keeps a line the user inserted where the session replaces the next lines', () => {
+    const edited = ORIGINAL.replace('    int i', '    // note\n    int i');
+    const { proposed, conflicts } = proposalForDocument(ORIGINAL, PROPOSED, edited, '\n');
+    expect(conflicts).toBe(0);
+    expect(proposed).toBe(PROPOSED.replace('    int i', '    // note\n    int i'));
   });
 });
 
@@ -93,6 +47,12 @@ describe('the tuned kernel in its file', () => {
     expect(spliceFinalCode(file, final, start, end)).toBe(
       '#include <cstdio>\n\n#ifndef block_size_x\n#define block_size_x 64\n#endif\n\n__global__ void k(float *y) {\n    y[threadIdx.x] = 1;\n}\n\nint main() { return 0; }\n',
     );
+  });
+
+  it('takes the final code as the whole file when the model rewrote the comment above the kernel', () => {
+    const commented = '// old comment\n__global__ void k(float *y) {\n    y[0] = 1;\n}\n';
+    const final = '#ifndef B\n#define B 4\n#endif\n// new comment\n__global__ void k(float *y) {\n    y[0] = 2;\n}\n';
+    expect(spliceFinalCode(commented, final, commented.indexOf('__global__'), commented.length - 1)).toBe(final);
   });
 
   it('takes the final code as the whole file when it already holds what surrounds the kernel', () => {

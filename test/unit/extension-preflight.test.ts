@@ -1,0 +1,23 @@
+import { describe, expect, it } from 'vitest';
+import { describeFailures } from '../../src/extension/preflight';
+
+const gpu = { kind: 'gpu-unavailable' as const, message: 'libcuda.so.1 was not found: install the NVIDIA driver' };
+const llm = { kind: 'llm-unreachable' as const, message: 'nothing answers at http://127.0.0.1:11434.' };
+
+describe('the checks before a session', () => {
+  it('names both problems at once when the LLM and the GPU are both missing, with every button that helps', () => {
+    const report = describeFailures([llm, gpu], 'kernelTuner');
+    expect(report.message).toBe(
+      '2 problems. (1) The LLM cannot be used: nothing answers at http://127.0.0.1:11434. (2) No usable GPU: libcuda.so.1 was not found: install the NVIDIA driver.',
+    );
+    expect(report.actions).toEqual(['Open settings', 'Show log']);
+    expect(report.settings).toBe('kernelTuner');
+  });
+
+  it('names one problem with its own buttons and settings', () => {
+    expect(describeFailures([gpu], 'kernelTuner')).toEqual({ message: 'No usable GPU: libcuda.so.1 was not found: install the NVIDIA driver.', actions: ['Show log', 'Open settings'], settings: 'kernelTuner.device' });
+    const auth = describeFailures([{ kind: 'llm-auth', message: 'the server refused the API key' }], 'kernelTuner');
+    expect(auth.actions).toEqual(['Set API key', 'Open settings']);
+    expect(auth.settings).toBe('kernelTuner.llm');
+  });
+});
