@@ -3,7 +3,7 @@
 // Subgraphs run inside their node with the node's config, so they share the run context, the event stream and the
 // checkpointer (an interrupt inside the strategy pauses the session; resuming continues the subgraph where it stopped).
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import { END, START, StateGraph, type BaseCheckpointSaver, type LangGraphRunnableConfig } from '@langchain/langgraph';
+import { CompiledStateGraph, END, START, StateGraph, type BaseCheckpointSaver, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import { createAnalysisGraph } from '../analysis';
 import type { GraphOptions } from '../context';
 import type { Attempt } from '../feedback';
@@ -26,6 +26,10 @@ export interface SessionGraphParts {
 
 const SESSION_KEYS = Object.keys(TuningState.spec);
 
+function isPregel(graph: unknown): graph is CompiledStateGraph<any, any> {
+  return graph instanceof CompiledStateGraph;
+}
+
 /** A subgraph as a node: its result, reduced to the session's channels (a strategy's own channels stay inside). */
 function subgraphNode(graph: { invoke(state: TuningStateValue, config?: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>> }) {
   return async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>> => {
@@ -37,11 +41,13 @@ function subgraphNode(graph: { invoke(state: TuningStateValue, config?: LangGrap
 export function createSessionGraph(parts: SessionGraphParts) {
   const { llm, graphOptions } = parts;
   const testNodes = parts.testingStrategies.map((_, i) => `tests_${i}`);
+  // Declared as the node's subgraph, so that its checkpoint history can be read and updated (time travel, branch.ts).
+  const tuning = parts.tuningStrategy.createGraph(llm, graphOptions);
   const builder = new StateGraph(TuningState)
     .addNode('analyze', subgraphNode(createAnalysisGraph(llm, parts.analysisRetryPolicy, graphOptions)))
     .addNode('testsReady', testsReadyNode)
     .addNode('baseline', baselineNode)
-    .addNode('tune', subgraphNode(parts.tuningStrategy.createGraph(llm, graphOptions)))
+    .addNode('tune', subgraphNode(tuning), { subgraphs: isPregel(tuning) ? [tuning] : [] })
     .addNode('finish', finishNode);
   parts.testingStrategies.forEach((strategy, i) => builder.addNode(testNodes[i]!, subgraphNode(strategy.createGraph(llm, graphOptions))));
   // Node names of the testing strategies are only known at run time, so the edges are added by name.
