@@ -10,6 +10,7 @@
  * - Writes of one id are serialized in this process (save/update/delete queue per id); across processes the last
  *   rename wins, whole.
  */
+import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
@@ -29,6 +30,12 @@ const isoDate = z.iso.datetime({ offset: true });
 
 /** Session ids become file names: a conservative portable set, and never a dot first (reserved for our own files). */
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
+
+/** A new session id: sortable by time, unique (20261122T140512Z-9f2c4a1b). */
+export function newSessionId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${stamp}-${randomBytes(4).toString('hex')}`;
+}
 
 export const HistoryStepSchema = z.looseObject({
   title: z.string(),

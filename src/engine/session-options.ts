@@ -9,6 +9,7 @@ import { defaultRetryPolicy } from './feedback';
 import type { SessionSettings } from './session-settings';
 import { AutonomousTuningStrategy } from './strategies/autonomous';
 import { defaultTuningSteps, ExplicitTuningStrategy, type TuningStep } from './strategies/explicit';
+import { NaiveLLMTester } from './testing/naive';
 import type { BranchOptions, LLMKernelTransformerOptions } from './transformer';
 
 /**
@@ -54,12 +55,13 @@ export function transformerOptionsFrom(settings: SessionSettings, parts: Session
   return {
     options: {
       llm: parts.llm,
-      kernelName: settings.kernelName,
+      ...(settings.kernelName !== undefined && { kernelName: settings.kernelName }),
       fileName: settings.fileName,
       ...(settings.filePath !== undefined && { filePath: settings.filePath }),
       includePaths: settings.includePaths,
       retryPolicy,
       tuningStrategy,
+      testingStrategies: [new NaiveLLMTester({ retryPolicy })],
       backend: parts.backend,
       compilerOptions: settings.compilerOptions,
       timePerTest: settings.timePerTestS,

@@ -12,7 +12,8 @@ import type { PlanApproval } from './strategies/approval';
 const STRUCTURED = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'] as const;
 
 export const SessionSettingsSchema = z.object({
-  kernelName: z.string().min(1),
+  /** The kernel to tune; needed when the file has several (a stored session has it filled in once it started). */
+  kernelName: z.string().min(1).optional(),
   /** Shown in diffs and compiler messages. */
   fileName: z.string().min(1),
   /** The file on disk, when it was one: its directory is searched for its quoted #includes. */
@@ -53,6 +54,30 @@ export const DEFAULT_AUTONOMOUS: Extract<SessionSettings['strategy'], { kind: 'a
   maxReplanning: 3,
   candidatesPerStep: 1,
 };
+
+/** The `report` of a history entry, as both the CLI and the extension write it: the session's event log and its title. */
+export const SESSION_REPORT_FORMAT = 'llm-kernel-tuner-session/1';
+
+export interface StoredSessionHeader {
+  sessionId: string;
+  kernelName: string;
+  /** Workspace-relative path (or base name) of the source file. */
+  fileName: string;
+  startedAt: string;
+  model: string;
+  strategy: 'autonomous' | 'explicit';
+}
+
+export interface StoredSessionReport<H extends StoredSessionHeader = StoredSessionHeader> {
+  format: typeof SESSION_REPORT_FORMAT;
+  header: H;
+  events: TuningEvent[];
+}
+
+export function isStoredSessionReport(value: unknown): value is StoredSessionReport {
+  const r = value as StoredSessionReport | null;
+  return typeof r === 'object' && r !== null && r.format === SESSION_REPORT_FORMAT && Array.isArray(r.events) && typeof r.header?.sessionId === 'string';
+}
 
 /** The model's exchanges in an event log, in order. */
 export function exchangesOf(events: readonly TuningEvent[]): LlmExchange[] {

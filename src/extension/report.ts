@@ -4,10 +4,9 @@
  */
 import type { TuningEvent } from '../engine/events';
 import type { HistoryEntry, HistoryStep } from '../engine/history-store';
+import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-settings';
 import type { FailureKind } from '../tuner/types';
 import { bestTimeMs, speedup, type SessionHeader, type SessionView } from './session-view';
-
-export const REPORT_FORMAT = 'llm-kernel-tuner-session/1';
 
 export interface ReportConfiguration {
   config: Record<string, number | string | boolean>;
@@ -15,10 +14,8 @@ export interface ReportConfiguration {
   failure?: Exclude<FailureKind, 'stopped_early'>;
 }
 
-export interface SessionReport {
-  format: typeof REPORT_FORMAT;
-  header: SessionHeader;
-  events: TuningEvent[];
+/** The stored report (session-settings.ts) with the extension's header, and what the exports read. */
+export interface SessionReport extends StoredSessionReport<SessionHeader> {
   /** Kernel Tuner's problem_size, when the first test's sizes are numbers. */
   problemSize?: number[];
   /** The configurations of the last accepted step (one search space), for the Kernel Tuner cache export. */
@@ -26,8 +23,7 @@ export interface SessionReport {
 }
 
 export function isSessionReport(value: unknown): value is SessionReport {
-  const r = value as SessionReport | null;
-  return typeof r === 'object' && r !== null && r.format === REPORT_FORMAT && Array.isArray(r.events) && typeof r.header?.sessionId === 'string';
+  return isStoredSessionReport(value);
 }
 
 function lastAcceptedConfigurations(view: SessionView): ReportConfiguration[] | undefined {
@@ -54,7 +50,7 @@ function numericProblemSize(view: SessionView): number[] | undefined {
 export function buildReport(header: SessionHeader, events: TuningEvent[], view: SessionView): SessionReport {
   const problemSize = numericProblemSize(view);
   const configurations = lastAcceptedConfigurations(view);
-  return { format: REPORT_FORMAT, header, events, ...(problemSize && { problemSize }), ...(configurations && { configurations }) };
+  return { format: SESSION_REPORT_FORMAT, header, events, ...(problemSize && { problemSize }), ...(configurations && { configurations }) };
 }
 
 const HISTORY_STATUS: Record<SessionView['status'], HistoryEntry['status']> = {

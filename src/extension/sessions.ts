@@ -3,11 +3,10 @@
  * panel, the log, the status bar and the progress notification, and writes the session to the history as it goes (so
  * a crash or reload leaves a session that can be resumed). At the end it offers the final kernel as an inline diff.
  */
-import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeEvent, makeEvent, type TuningEvent } from '../engine/events';
-import type { HistoryEntry, HistoryStore } from '../engine/history-store';
+import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/history-store';
 import type { EngineConfig } from './config';
 import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
 import type { InlineDiffController } from './inline-diff';
@@ -53,11 +52,6 @@ export interface StartRequest {
 
 const FLUSH_MS = 100;
 const SAVE_MS = 500;
-
-export function newSessionId(now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  return `${stamp}-${randomBytes(4).toString('hex')}`;
-}
 
 /**
  * Where a file's #includes are found: its own directory (a file: document), the kernelTuner.includePaths setting

@@ -14,6 +14,8 @@ import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-cli-auto-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+// Sessions are stored here, not in the home directory.
+process.env.LKT_SESSIONS_DIR = join(scratch, 'sessions');
 let server: ScriptedLlmServer | undefined;
 afterEach(async () => {
   await server?.close();
