@@ -4,38 +4,20 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/auto';
 import { HistoryStore, type HistoryEntry } from '../../src/engine/history-store';
-import { requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
+import { requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
+import { sink } from '../support/streams';
 import { FakeBackend, largestBuffer, type FakeVariant } from '../support/fake-backend';
 import { loadScript, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-cli-sessions-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 const sessions = join(scratch, 'sessions');
-const servers: ScriptedLlmServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function server(script: ScriptTurn[]): Promise<ScriptedLlmServer> {
-  const s = await serve(script);
-  servers.push(s);
-  return s;
-}
-
-function sink(): Writable & { text: () => string } {
-  const chunks: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      chunks.push(String(chunk));
-      done();
-    },
-  });
-  return Object.assign(stream, { text: () => chunks.join('') });
-}
+const servers = scriptedServers();
+afterEach(() => servers.closeAll());
+const server = (script: ScriptTurn[]) => servers.start(script);
 
 const FULL = loadScript('autonomous-session');
 const from = (comment: string) => FULL.slice(FULL.findIndex((t) => t.comment?.startsWith(comment)));
@@ -109,7 +91,6 @@ describe('stored sessions of auto', () => {
   it('replays a session without a model, by id or from its file, and says where a run diverges', async () => {
     const { id, entry, server: s } = await storedSession('replay');
     await s.close();
-    servers.splice(servers.indexOf(s), 1);
     const out = join(scratch, 'replay-out');
     const replayed = await auto(['--replay', id, '--out', out]);
     expect(replayed.stderr).not.toMatch(/^error/m);
@@ -169,7 +150,6 @@ describe('stored sessions of auto', () => {
 
     // The branch replays from where it branched off, over its parent's checkpoints, edit included.
     await e.close();
-    servers.splice(servers.indexOf(e), 1);
     const replayed = await auto(['--replay', editedBranch.id, '--out', join(scratch, 'branch-replay')]);
     expect(replayed.stderr).not.toMatch(/^error/m);
     expect(replayed.code).toBe(0);

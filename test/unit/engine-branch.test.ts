@@ -10,22 +10,16 @@ import { defaultRetryPolicy } from '../../src/engine/feedback';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { ExplicitTuningStrategy, TuningStep } from '../../src/engine/strategies/explicit';
 import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
-import { collect, FAST_TRANSPORT_RETRY, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
+import { collect, FAST_TRANSPORT_RETRY, openaiModel, requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
 import { loadScript, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 
-const servers: ScriptedLlmServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = scriptedServers();
+afterEach(() => servers.closeAll());
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-engine-branch-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-async function server(script: ScriptTurn[]): Promise<ScriptedLlmServer> {
-  const s = await serve(script);
-  servers.push(s);
-  return s;
-}
+const server = (script: ScriptTurn[]) => servers.start(script);
 
 const FULL = loadScript('autonomous-session');
 const from = (comment: string) => FULL.slice(FULL.findIndex((t) => t.comment?.startsWith(comment)));

@@ -6,20 +6,13 @@ import { redactSecrets } from '../../src/engine/llm/exchange';
 import { createChatModel } from '../../src/engine/llm/providers';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
-import { collect, FAST_TRANSPORT_RETRY, ollamaModel, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
+import { collect, FAST_TRANSPORT_RETRY, ollamaModel, openaiModel, requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
-import { loadScript, type ScriptedLlmServer } from '../support/scripted-llm-server';
+import { loadScript, type ScriptTurn } from '../support/scripted-llm-server';
 
-const servers: ScriptedLlmServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function server(script: Parameters<typeof serve>[0]): Promise<ScriptedLlmServer> {
-  const s = await serve(script);
-  servers.push(s);
-  return s;
-}
+const servers = scriptedServers();
+afterEach(() => servers.closeAll());
+const server = (script: string | ScriptTurn[]) => servers.start(script);
 
 function options(llm: LLMKernelTransformerOptions['llm'], extra: Partial<LLMKernelTransformerOptions> = {}): LLMKernelTransformerOptions {
   return {

@@ -6,23 +6,16 @@ import type { TuningEvent } from '../../src/engine/events';
 import { defaultRetryPolicy } from '../../src/engine/feedback';
 import type { LlmExchange } from '../../src/engine/llm/exchange';
 import { ReplayChatModel, ReplayDivergenceError } from '../../src/engine/llm/replay';
-import { exchangesOf } from '../../src/engine/session-settings';
+import { exchangesOf } from '../../src/engine/session-log';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
-import { collect, FAST_TRANSPORT_RETRY, ollamaModel, openaiModel, SAXPY, saxpyTime, serve, type Collected } from '../support/engine-harness';
+import { collect, type Collected, FAST_TRANSPORT_RETRY, ollamaModel, openaiModel, SAXPY, saxpyTime, scriptedServers, serve } from '../support/engine-harness';
 import { FakeBackend, largestBuffer, type FakeVariant } from '../support/fake-backend';
-import { loadScript, type ScriptedLlmServer } from '../support/scripted-llm-server';
+import { loadScript, type ScriptTurn } from '../support/scripted-llm-server';
 
-const servers: ScriptedLlmServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
-
-async function server(script: Parameters<typeof serve>[0], order?: 'first-match'): Promise<ScriptedLlmServer> {
-  const s = await serve(script, order ? { order } : {});
-  servers.push(s);
-  return s;
-}
+const servers = scriptedServers();
+afterEach(() => servers.closeAll());
+const server = (script: string | ScriptTurn[]) => servers.start(script);
 
 function options(llm: LLMKernelTransformerOptions['llm'], extra: Partial<LLMKernelTransformerOptions> = {}): LLMKernelTransformerOptions {
   return {
