@@ -6,6 +6,8 @@
 export interface ChartInput {
   /** baseline first, then every accepted step. */
   timeline: { label: string; timeMs: number }[];
+  /** The same series of related sessions (the one this one branched from, its branches), drawn beside it. */
+  others?: { label: string; timeline: { label: string; timeMs: number }[] }[];
   /** The configurations of the step the chart follows. */
   configs: { key: string; timeMs?: number; failed: boolean }[];
   stepTitle?: string;
@@ -19,6 +21,8 @@ export interface ChartLayout {
   timelinePoints: { x: number; y: number; label: string; timeMs: number }[];
   configPoints: { x: number; y: number; key: string }[];
   failedCount: number;
+  /** Plotted points of each related session's series, in the order given. */
+  otherPoints: { label: string; points: { x: number; y: number }[] }[];
 }
 
 const PAD = { left: 56, right: 12, top: 22, bottom: 34 };
@@ -53,7 +57,8 @@ export function buildChart(input: ChartInput): ChartLayout {
   const rightX = PAD.left + leftW + gap;
   const rightW = width - PAD.right - rightX;
   const plotH = height - PAD.top - PAD.bottom;
-  const times = [...input.timeline.map((p) => p.timeMs), ...input.configs.flatMap((c) => (c.timeMs !== undefined && !c.failed ? [c.timeMs] : []))];
+  const others = input.others ?? [];
+  const times = [...input.timeline.map((p) => p.timeMs), ...others.flatMap((o) => o.timeline.map((p) => p.timeMs)), ...input.configs.flatMap((c) => (c.timeMs !== undefined && !c.failed ? [c.timeMs] : []))];
   const yMax = niceMax(Math.max(0, ...times));
   const y = (ms: number) => PAD.top + plotH - (ms / yMax) * plotH;
   const parts: string[] = [];
@@ -72,8 +77,16 @@ export function buildChart(input: ChartInput): ChartLayout {
 
   const timelinePoints: ChartLayout['timelinePoints'] = [];
   const n = input.timeline.length;
+  // Every series on one step axis: step i of a branch stands above step i of its parent.
+  const steps = Math.max(n, ...others.map((o) => o.timeline.length));
+  const x = (i: number) => PAD.left + (steps <= 1 ? leftW / 2 : (i * leftW) / (steps - 1));
+  const otherPoints = others.map((o, k) => {
+    const points = o.timeline.map((p, i) => ({ x: x(i), y: y(p.timeMs) }));
+    if (points.length > 1) parts.push(`<polyline class="line other other-${k % 4}" points="${points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"><title>${escapeXml(o.label)}</title></polyline>`);
+    o.timeline.forEach((p, i) => parts.push(`<circle class="point other other-${k % 4}" cx="${points[i]!.x.toFixed(1)}" cy="${points[i]!.y.toFixed(1)}" r="3"><title>${escapeXml(`${o.label}, ${p.label}: ${formatTime(p.timeMs)}`)}</title></circle>`));
+    return { label: o.label, points };
+  });
   if (n > 0) {
-    const x = (i: number) => PAD.left + (n === 1 ? leftW / 2 : (i * leftW) / (n - 1));
     const baseline = input.timeline[0]!.timeMs;
     parts.push(`<line class="baseline" x1="${PAD.left}" x2="${PAD.left + leftW}" y1="${y(baseline).toFixed(1)}" y2="${y(baseline).toFixed(1)}"/>`);
     input.timeline.forEach((p, i) => timelinePoints.push({ x: x(i), y: y(p.timeMs), label: p.label, timeMs: p.timeMs }));
@@ -109,7 +122,8 @@ export function buildChart(input: ChartInput): ChartLayout {
   } else {
     parts.push(`<text class="empty" x="${rightX + rightW / 2}" y="${PAD.top + plotH / 2}" text-anchor="middle">no configurations yet</text>`);
   }
-  parts.push(`<text class="legend" x="${PAD.left}" y="${height - 6}">— baseline  ● accepted step  · configuration  × failed</text>`);
+  const related = others.length > 0 ? `  ○ ${others.map((o) => o.label).join(', ')}` : '';
+  parts.push(`<text class="legend" x="${PAD.left}" y="${height - 6}">${escapeXml(`— baseline  ● accepted step  · configuration  × failed${related}`)}</text>`);
   parts.push('</svg>');
-  return { svg: parts.join(''), timelinePoints, configPoints, failedCount };
+  return { svg: parts.join(''), timelinePoints, configPoints, failedCount, otherPoints };
 }

@@ -10,7 +10,8 @@ import type { TuningEvent } from '../engine/events';
 import { HistoryEntrySchema, HistoryStore, SESSION_ID_PATTERN, type HistoryEntry, type HistoryParent, type HistoryStep } from '../engine/history-store';
 import type { LlmExchange } from '../engine/llm/exchange';
 import type { SessionEnd } from '../engine/session';
-import { isStoredSessionReport, SESSION_REPORT_FORMAT, type SessionSettings, type StoredSessionHeader } from '../engine/session-settings';
+import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionHeader } from '../engine/session-log';
+import type { SessionSettings } from '../engine/session-settings';
 
 /** `--sessions`, else $LKT_SESSIONS_DIR, else $XDG_STATE_HOME/llm-kernel-tuner (~/.local/state/llm-kernel-tuner). */
 export function sessionsDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {
@@ -63,7 +64,7 @@ export function historySteps(events: readonly TuningEvent[]): HistoryStep[] {
   const steps = new Map<string, HistoryStep>();
   const step = (id: string, title = id) => {
     let s = steps.get(id);
-    if (!s) steps.set(id, (s = { title, status: 'pending' }));
+    if (!s) steps.set(id, (s = { stepId: id, title, status: 'pending' }));
     return s;
   };
   for (const e of events) {

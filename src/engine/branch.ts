@@ -20,6 +20,7 @@ import { unifiedDiff } from './diff';
 import { emit } from './events';
 import { unitOf } from './kernel-view';
 import { originalKernel, runCandidate } from './run-tests';
+import { editStepId, editStepTitle } from './session-log';
 import type { TuningStateUpdate, TuningStateValue } from './state';
 import { improvementPct, PerformanceTracker } from './tracker';
 
@@ -106,11 +107,6 @@ export class EditedKernelError extends Error {
   override name = 'EditedKernelError';
 }
 
-/** The id of the pseudo-step that stands for the user's edit in the event stream (it precedes step `stepId`). */
-export function editStepId(stepId: string): string {
-  return `edit:${stepId}`;
-}
-
 /**
  * Checks and tunes the user's kernel in place of the one step `stepId` starts from, as a candidate is: same kernel
  * interface, correct against the original on every test, timed over the current parameters (those it still uses).
@@ -119,7 +115,7 @@ export function editStepId(stepId: string): string {
  */
 export async function measureEditedKernel(state: TuningStateValue, code: string, stepId: string, config: LangGraphRunnableConfig): Promise<TuningStateUpdate> {
   const id = editStepId(stepId);
-  const title = `Kernel edited by the user before step ${stepId}`;
+  const title = editStepTitle(stepId);
   emit(config, { type: 'step.started', stepId: id, title });
   await checkInterface(code, (await originalKernel(state)).signature, state.fileName);
   const tuneParams = mergeTuneParams(state.tuneParams, {}, (await unitOf(state, code)).text);

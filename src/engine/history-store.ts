@@ -38,6 +38,8 @@ export function newSessionId(now = new Date()): string {
 }
 
 export const HistoryStepSchema = z.looseObject({
+  /** The strategy's id of the step ("3", "block_size_x"): a branch can start again from it. */
+  stepId: z.string().optional(),
   title: z.string(),
   status: z.enum(STEP_STATUSES),
   timeMs: finiteNumber.optional(),
@@ -79,6 +81,8 @@ export const HistoryEntrySchema = z.object({
   ownerPid: z.number().int().positive().optional(),
   /** Set for a branch of another session. */
   parent: HistoryParentSchema.optional(),
+  /** Set for a session that replayed another one's recorded model answers. */
+  replayOf: z.string().regex(SESSION_ID_PATTERN, 'must match SESSION_ID_PATTERN').optional(),
   /** The settings the session's graph was built with: what resuming, branching and replaying it need. */
   run: SessionSettingsSchema.optional(),
   /** Every request to the model and its answer, in order (secrets removed): what a replay serves again. */
@@ -98,7 +102,12 @@ export const HistorySummarySchema = HistoryEntrySchema.omit({
   parent: true,
   run: true,
   llmExchanges: true,
-}).extend({ stepCount: z.number().int().nonnegative(), parent: HistoryParentSchema.omit({ editedCode: true }).optional() });
+}).extend({
+  stepCount: z.number().int().nonnegative(),
+  parent: HistoryParentSchema.omit({ editedCode: true }).optional(),
+  /** It has its settings and model exchanges stored: it can be replayed. */
+  replayable: z.boolean().optional(),
+});
 
 export type HistorySummary = z.infer<typeof HistorySummarySchema>;
 
@@ -170,7 +179,8 @@ const IndexSchema = z.object({
 
 function summarize(entry: HistoryEntry): HistorySummary {
   const { editedCode: _code, ...parent } = entry.parent ?? {};
-  return HistorySummarySchema.parse({ ...entry, stepCount: entry.steps.length, ...(entry.parent && { parent }) });
+  const replayable = entry.run !== undefined && (entry.llmExchanges?.length ?? 0) > 0;
+  return HistorySummarySchema.parse({ ...entry, stepCount: entry.steps.length, replayable, ...(entry.parent && { parent }) });
 }
 
 function errorMessage(err: unknown): string {

@@ -1,13 +1,9 @@
 /**
- * What a stored session keeps so that it can be run again (resumed, branched, replayed) by the CLI, the extension or a
- * benchmark: the settings its graph was built with (`SessionSettings`, never a secret), and what its event log says
- * about the model's answers (`llm.exchange`) and the user's plan approvals. Plain data and zod only (the history
- * store uses it in the extension's light bundle); session-options.ts builds a transformer from the settings.
+ * The settings a stored session's graph was built with, so that it can be run again (resumed, branched, replayed) by
+ * the CLI, the extension or a benchmark; never a secret. Plain data and zod only (the history store uses it in the
+ * extension's light bundle); session-options.ts builds a transformer from them, session-log.ts reads the event log.
  */
 import { z } from 'zod';
-import type { TuningEvent } from './events';
-import type { LlmExchange } from './llm/exchange';
-import type { PlanApproval } from './strategies/approval';
 
 const STRUCTURED = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'] as const;
 
@@ -54,50 +50,3 @@ export const DEFAULT_AUTONOMOUS: Extract<SessionSettings['strategy'], { kind: 'a
   maxReplanning: 3,
   candidatesPerStep: 1,
 };
-
-/** The `report` of a history entry, as both the CLI and the extension write it: the session's event log and its title. */
-export const SESSION_REPORT_FORMAT = 'llm-kernel-tuner-session/1';
-
-export interface StoredSessionHeader {
-  sessionId: string;
-  kernelName: string;
-  /** Workspace-relative path (or base name) of the source file. */
-  fileName: string;
-  startedAt: string;
-  model: string;
-  strategy: 'autonomous' | 'explicit';
-}
-
-export interface StoredSessionReport<H extends StoredSessionHeader = StoredSessionHeader> {
-  format: typeof SESSION_REPORT_FORMAT;
-  header: H;
-  events: TuningEvent[];
-}
-
-export function isStoredSessionReport(value: unknown): value is StoredSessionReport {
-  const r = value as StoredSessionReport | null;
-  return typeof r === 'object' && r !== null && r.format === SESSION_REPORT_FORMAT && Array.isArray(r.events) && typeof r.header?.sessionId === 'string';
-}
-
-/** The model's exchanges in an event log, in order. */
-export function exchangesOf(events: readonly TuningEvent[]): LlmExchange[] {
-  return events.flatMap((e) => (e.type === 'llm.exchange' ? [e.exchange] : []));
-}
-
-/** The plans the user approved, in order, as the resume values that reproduce them. */
-export function approvalsOf(events: readonly TuningEvent[]): PlanApproval[] {
-  return events.flatMap((e) =>
-    e.type === 'plan' && e.reason === 'approved' ? [{ steps: e.steps.filter((s) => s.status === 'pending').map((s) => ({ id: s.id, title: s.title, details: s.details })) }] : [],
-  );
-}
-
-const ENDINGS: readonly TuningEvent['type'][] = ['session.finished', 'session.failed', 'session.cancelled', 'llm.exchange'];
-
-/**
- * What a branch that starts again at step `stepId` inherits of its parent's log: everything before the step started
- * (analysis, tests, baseline, plan, earlier steps), without the parent's model exchanges and endings.
- */
-export function eventsBeforeStep(events: readonly TuningEvent[], stepId: string): TuningEvent[] {
-  const start = events.findIndex((e) => e.type === 'step.started' && e.stepId === stepId);
-  return (start === -1 ? events : events.slice(0, start)).filter((e) => !ENDINGS.includes(e.type));
-}

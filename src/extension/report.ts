@@ -4,7 +4,7 @@
  */
 import type { TuningEvent } from '../engine/events';
 import type { HistoryEntry, HistoryStep } from '../engine/history-store';
-import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-settings';
+import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-log';
 import type { FailureKind } from '../tuner/types';
 import { bestTimeMs, speedup, type SessionHeader, type SessionView } from './session-view';
 
@@ -67,6 +67,7 @@ export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 
   const steps: HistoryStep[] = view.order.map((stepId) => {
     const s = view.steps[stepId]!;
     return {
+      stepId,
       title: s.title,
       status: s.status,
       ...(s.accepted && { timeMs: s.accepted.newTimeMs, improvementPct: s.accepted.improvementPct }),

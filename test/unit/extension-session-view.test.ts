@@ -96,6 +96,28 @@ describe('session view reducer', () => {
     expect(reduceAll({ ...header, statusOverride: 'interrupted' }, [ev({ type: 'session.cancelled' })]).status).toBe('cancelled');
   });
 
+  it('puts the user\'s edit of a branch before the step it starts, so the steps and the chart read in order', () => {
+    const inherited = session().slice(0, 8);
+    const branch = [
+      ...inherited,
+      ev({ type: 'session.branched', parentThreadId: 's0', stepId: '2', edited: true }),
+      ev({ type: 'step.started', stepId: 'edit:2', title: 'Kernel edited by the user before step 2' }),
+      ev({ type: 'step.accepted', stepId: 'edit:2', candidate: 0, oldTimeMs: 2, newTimeMs: 1.8, improvementPct: 10, bestParams: {} }),
+      ev({ type: 'step.started', stepId: '2', title: 'Tune the block size' }),
+      ev({ type: 'step.accepted', stepId: '2', candidate: 1, oldTimeMs: 1.8, newTimeMs: 1.2, improvementPct: 33, bestParams: { block_size_x: 128 } }),
+    ];
+    const view = reduceAll(header, branch);
+    expect(view.order).toEqual(['1', 'edit:2', '2']);
+    expect(acceptedTimeline(view).map((p) => [p.label, p.timeMs])).toEqual([
+      ['baseline', 2],
+      ['Kernel edited by the user before step 2', 1.8],
+      ['Tune the block size', 1.2],
+    ]);
+    expect(historyFields(view).steps.map((s) => `${s.stepId} ${s.status}`)).toEqual(['1 rejected', 'edit:2 accepted', '2 accepted']);
+    // A branch as it was has no such step.
+    expect(reduceAll(header, [...inherited, ev({ type: 'session.branched', parentThreadId: 's0', stepId: '2', edited: false })]).order).toEqual(['1', '2']);
+  });
+
   it('builds the history fields and the report, with the configurations of the accepted step for the cache export', () => {
     const events = session();
     const view = reduceAll(header, events);
@@ -103,8 +125,8 @@ describe('session view reducer', () => {
     expect(fields).toMatchObject({ status: 'running', baselineTimeMs: 2, bestTimeMs: 1.5, device: { name: 'GPU' } });
     expect(fields.speedup).toBeCloseTo(4 / 3);
     expect(fields.steps).toEqual([
-      { title: 'Several elements per thread', status: 'rejected', reason: 'wrong result: y differs at 3 elements' },
-      { title: 'Tune the block size', status: 'accepted', timeMs: 1.5, improvementPct: 25 },
+      { stepId: '1', title: 'Several elements per thread', status: 'rejected', reason: 'wrong result: y differs at 3 elements' },
+      { stepId: '2', title: 'Tune the block size', status: 'accepted', timeMs: 1.5, improvementPct: 25 },
     ]);
     const report = buildReport(header, events, view);
     expect(isSessionReport(report)).toBe(true);

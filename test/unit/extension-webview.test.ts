@@ -90,6 +90,22 @@ describe('performance chart', () => {
     expect(chart.svg).not.toContain('style=');
   });
 
+  it('draws related sessions beside it on the same step axis: a branch\'s step 2 above the parent\'s step 2', () => {
+    const parent = { label: 'the session it branched from', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Tile', timeMs: 1 }, { label: 'Unroll', timeMs: 0.5 }] };
+    const chart = buildChart({ ...input, others: [parent, { label: 'branch <b>', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Vectorise', timeMs: 4 }] }] });
+    expect(chart.otherPoints.map((o) => o.label)).toEqual(['the session it branched from', 'branch <b>']);
+    // Three steps on the axis now: the session's own step 1 sits where the parent's step 1 does.
+    expect(chart.otherPoints[0]!.points.map((p) => p.x)).toEqual([chart.timelinePoints[0]!.x, chart.timelinePoints[1]!.x, expect.any(Number)]);
+    expect(chart.otherPoints[0]!.points[2]!.x).toBeGreaterThan(chart.timelinePoints[1]!.x);
+    // The slower branch raises the axis: its 4 ms point is the highest.
+    expect(Math.min(...chart.otherPoints[1]!.points.map((p) => p.y), ...chart.timelinePoints.map((p) => p.y))).toBe(chart.otherPoints[1]!.points[1]!.y);
+    expect(chart.svg).toContain('<polyline class="line other other-0"');
+    expect(chart.svg).toContain('<polyline class="line other other-1"');
+    expect(chart.svg).toContain('○ the session it branched from, branch &lt;b&gt;');
+    expect(chart.svg).not.toContain('style=');
+    expect(buildChart(input).otherPoints).toEqual([]);
+  });
+
   it('shortens a step title that does not fit its half', () => {
     const chart = buildChart({ ...input, stepTitle: 'A very long step title that goes on and on and on and on', width: 500 });
     expect(chart.svg).toContain('>Configurations: A very long…</text>');
