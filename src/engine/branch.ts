@@ -75,7 +75,7 @@ export async function findBranchPoint(graph: HistoryGraph, threadId: string, ste
     throw new BranchPointError(
       started.length > 0
         ? `step ${stepId} never started in session ${threadId}: branch from one of the steps that did (${started.join(', ')})`
-        : `no step of session ${threadId} has started yet (a strategy records its steps with BaseTuningStrategy.startStep)`,
+        : `session ${threadId} records no step that started: none has yet, or it was stored by a version that did not record them, or its strategy does not (BaseTuningStrategy.startStep records a step)`,
     );
   }
   return { tuneNamespace, rootCheckpointId: idOf(beforeTune.config)!, checkpointId: idOf(from.config)!, state: from.values as TuningStateValue };

@@ -315,7 +315,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     const name = `${entry.id}-step-${stepId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
     const draft = vscode.Uri.file(join(draftsDir, `${name}.cu`));
     await writeFile(join(draftsDir, `${name}.json`), JSON.stringify({ sessionId: entry.id, stepId, stepTitle: step.title }));
-    await writeFile(draft.fsPath, codeBeforeStep(events, stepId, entry.originalCode));
+    // An edit started before (a branch it made failed, or a reload came between) is kept, not overwritten.
+    await writeFile(draft.fsPath, codeBeforeStep(events, stepId, entry.originalCode), { flag: 'wx' }).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    });
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(draft), { preview: false });
     updateDraftContext();
     void vscode.window.showInformationMessage(`Edit the kernel as step ${stepId} should start from it, then continue the branch (▶ in the editor's title bar).`, 'Continue now').then((choice) => {
@@ -435,10 +438,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
   );
 
+  // A session's chart draws its parent's and its branches' steps beside its own; they change as they run (a running
+  // session saves every half second: one refresh per burst).
+  let relatedTimer: ReturnType<typeof setTimeout> | undefined;
   context.subscriptions.push(
     vscode.window.onDidChangeActiveTextEditor(updateDraftContext),
-    // A session's chart draws its parent's and its branches' steps beside its own; they change as they run.
-    history.onDidChange(() => void panels.refreshRelated()),
+    history.onDidChange(() => {
+      relatedTimer ??= setTimeout(() => {
+        relatedTimer = undefined;
+        void panels.refreshRelated();
+      }, 300);
+    }),
+    { dispose: () => relatedTimer && clearTimeout(relatedTimer) },
   );
   updateDraftContext();
 

@@ -153,9 +153,14 @@ export class SessionManager implements vscode.Disposable {
     delete header.statusOverride;
     const events = resume && stored ? [...stored.events] : branch && stored ? eventsBeforeStep(stored.events, branch.stepId) : [];
     const originalCode = source?.originalCode ?? document.getText();
-    // A resumed session and a branch ask the model configured now; a replay asks none.
-    const settings = source ? source.run && (replay ? source.run : { ...source.run, model: modelSettings(config) }) : sessionSettings(config, { kernelName, fileName: header.fileName, ...fileContext(document.uri, config.includePaths) });
-    if (!settings) throw new Error(`session ${source!.id} was stored without its settings (by an older version): it can only be opened`);
+    // A resumed session and a branch ask the model configured now; a replay asks none. A session stored by an older
+    // version has no settings: it goes on with today's (as it always did).
+    const settings = replay
+      ? replay.run
+      : source?.run
+        ? { ...source.run, model: modelSettings(config) }
+        : sessionSettings(config, { kernelName: source?.kernelName ?? kernelName, fileName: header.fileName, ...fileContext(document.uri, config.includePaths) });
+    if (!settings) throw new Error(`session ${replay!.id} was stored without its settings (by an older version): it cannot be replayed`);
     const session: LiveSession = {
       header,
       events,
