@@ -2,6 +2,7 @@
 // secret), --replay runs it again without a model and says where a run diverges, --resume continues one, and
 // --resume --from-step [--kernel FILE] starts a branch of it. The model is the scripted server, the GPU the fake backend.
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
@@ -109,6 +110,24 @@ describe('stored sessions of auto', () => {
     const diverged = await auto(['--replay', exported, '--out', join(scratch, 'diverged-out')], flat);
     expect(diverged.code).toBe(1);
     expect(diverged.stderr).toMatch(/error: failed: replay diverged at model call 14: no recorded request matches it\. The nearest is the recording's call 14 of 14 \(for "replan"\)/);
+  });
+
+  it('replays the plan the user approved at the prompt, without asking again', async () => {
+    const s = await server(loadScript('cli-approval'));
+    const file = kernelFile('approved');
+    const stdin = new PassThrough();
+    stdin.end('2\n');
+    const [stdout, stderr] = [sink(), sink()];
+    const code = await run([file, '--provider', 'ollama', '--model', 'scripted-model', '--base-url', s.url, '--approve-plan', '--sessions', sessions], { openBackend: async () => new FakeBackend({ model: { timeMs: saxpyTime } }), stdin, stdout, stderr });
+    expect(code).toBe(0);
+    const id = sessionIdIn(stderr.text());
+    await s.close();
+    const replayed = await auto(['--replay', id, '--out', join(scratch, 'approved-replay')]);
+    expect(replayed.stderr).not.toMatch(/^error/m);
+    expect(replayed.code).toBe(0);
+    expect(replayed.stderr).not.toContain('steps to carry out');
+    expect(replayed.stderr).toContain('step 1 skipped: removed when the plan was approved');
+    expect(readFileSync(join(scratch, 'approved-replay', 'saxpy.cu'), 'utf8')).toBe((await history.get(id))!.finalCode);
   });
 
   it('starts a branch from a step, as it was or with an edited kernel, and replays the branch', async () => {

@@ -4,11 +4,17 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { END, START, StateGraph, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { FileCheckpointSaver } from '../../src/engine/checkpointer';
+import { emit } from '../../src/engine/events';
 import { defaultRetryPolicy } from '../../src/engine/feedback';
+import { TuningState, type TuningStateValue } from '../../src/engine/state';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
+import { BaseTuningStrategy } from '../../src/engine/strategies/base';
 import { ExplicitTuningStrategy, TuningStep } from '../../src/engine/strategies/explicit';
+import { stepRequestTail } from '../../src/engine/strategies/prompts';
 import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
 import { collect, FAST_TRANSPORT_RETRY, openaiModel, requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
@@ -130,6 +136,27 @@ describe('branching from a checkpoint', () => {
     const nobody = await collect(transformer(dir, 'nobody', s, { branch: { parentThreadId: 'no-such-session', fromStepId: '1' } }));
     expect((nobody.end as { error: Error }).error.message).toBe('there is no session no-such-session in the checkpoints');
     expect(s.requests).toEqual([]);
+  });
+
+  it('says so when the session records no step it could start from (a strategy that does not call startStep)', async () => {
+    const dir = join(scratch, 'unrecorded');
+    class Unrecorded extends BaseTuningStrategy {
+      createGraph(llm: BaseChatModel) {
+        const optimize = async (state: TuningStateValue, config: LangGraphRunnableConfig) => {
+          const step = { id: 'one-prompt', title: 'Optimize in one go' };
+          emit(config, { type: 'step.started', stepId: step.id, title: step.title });
+          const prompt = ['Rewrite this CUDA kernel to be as fast as you can make it on a modern GPU.', stepRequestTail({ code: state.code, tuneParams: state.tuneParams, namesParameters: true, candidate: 0, candidates: 1 })].join('\n\n');
+          return this.decide(state, step, [await this.tryCandidate(llm, { stepId: step.id, candidate: 0, prompt }, state, config)], config).update;
+        };
+        return new StateGraph(TuningState).addNode('optimize', optimize).addEdge(START, 'optimize').addEdge('optimize', END).compile();
+      }
+    }
+    const parent = await collect(transformer(dir, 'unrecorded', await server(loadScript('custom-strategy')), { tuningStrategy: new Unrecorded() }));
+    expect(parent.end).toEqual({ status: 'finished' });
+    const branch = await collect(transformer(dir, 'b', await server([]), { tuningStrategy: new Unrecorded(), branch: { parentThreadId: 'unrecorded', fromStepId: 'one-prompt' } }));
+    expect((branch.end as { error: Error }).error.message).toBe(
+      'session unrecorded records no step that started: none has yet, or it was stored by a version that did not record them, or its strategy does not (BaseTuningStrategy.startStep records a step)',
+    );
   });
 
   it('branches a branch, and resumes a branch that was interrupted, from its own checkpoints', async () => {
