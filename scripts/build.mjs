@@ -8,6 +8,7 @@ import { copyFileSync, existsSync, mkdirSync, readdirSync, rmSync } from 'node:f
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
+import { svgcanvasCspPatch } from './esbuild-plugins.mjs';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const dist = join(root, 'dist');
@@ -49,9 +50,13 @@ async function buildJs() {
     external: ['vscode'],
     define: { 'process.env.LKT_BUNDLED': '"1"' },
   };
+  const commands = new Set();
   const entries = [
     { in: 'src/gpu/worker-main.ts', out: 'gpu-worker' },
-    { in: 'src/cli.ts', out: 'cli', banner: '#!/usr/bin/env node' },
+    // The command line: dist/cli.js parses the command and loads that command's own bundle (cli-<name>.js), so that
+    // `--help` or `devices` never parses LangChain and the engine, which only `auto` needs.
+    // Loaded with require(): Node's import() of a CommonJS file first scans the whole file for its exports (0.6 s for auto's).
+    { in: 'src/cli.ts', out: 'cli', banner: '#!/usr/bin/env node', plugins: [commandBundles(commands)], supported: { 'dynamic-import': false } },
     // The VS Code extension: a small bundle for activation, the engine in its own bundle loaded on first use.
     { in: 'src/extension/extension.ts', out: 'extension' },
     { in: 'src/extension/session-runner.ts', out: 'engine-runtime' },
@@ -63,7 +68,12 @@ async function buildJs() {
       entryPoints: [join(root, e.in)],
       outfile: join(dist, `${e.out}.js`),
       banner: e.banner ? { js: e.banner } : undefined,
+      plugins: e.plugins ?? [],
+      supported: e.supported,
     });
+  }
+  for (const name of commands) {
+    await esbuild.build({ ...common, entryPoints: [join(root, 'src', 'cli', `${name}.ts`)], outfile: join(dist, `cli-${name}.js`) });
   }
   // GPU tests and benchmarks: bundled so that the GPU machine needs only Node.
   for (const [dir, suffix, outDir] of [
@@ -75,16 +85,31 @@ async function buildJs() {
     rmSync(join(dist, outDir), { recursive: true, force: true });
     await esbuild.build({ ...common, entryPoints: files, outdir: join(dist, outDir) });
   }
-  // The tuning panel runs in a webview: a browser bundle.
+  // The tuning panel runs in a webview: a browser bundle, minified (it is loaded on every panel open).
   await esbuild.build({
     bundle: true,
     platform: 'browser',
     target: 'chrome120',
     format: 'iife',
     sourcemap: 'linked',
+    minify: true,
     logLevel: 'warning',
     entryPoints: [join(root, 'webview', 'main.ts')],
     outfile: join(dist, 'webview.js'),
+    plugins: [svgcanvasCspPatch],
+  });
+  // The HTML report's page script, inlined into every report (src/report/html.ts reads it from beside the bundles).
+  await esbuild.build({
+    bundle: true,
+    platform: 'browser',
+    target: 'chrome120',
+    format: 'iife',
+    minify: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+    entryPoints: [join(root, 'webview', 'report', 'main.ts')],
+    outfile: join(dist, 'report-page.js'),
+    plugins: [svgcanvasCspPatch],
   });
   // Extension tests (they run inside the extension host) and the Playwright UI test (Node), for scripts/test-extension.mjs.
   const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));
@@ -96,11 +121,32 @@ async function buildJs() {
   console.log('bundles: dist/');
 }
 
+/**
+ * Makes every command module that src/cli/commands.ts loads with `import('./name')` a bundle of its own beside cli.js
+ * (cli-name.js, required at run time) and collects the names: a new command needs no change here.
+ */
+function commandBundles(names) {
+  const registry = join(root, 'src', 'cli', 'commands.ts');
+  return {
+    name: 'command-bundles',
+    setup(build) {
+      build.onResolve({ filter: /^\.\/[\w-]+$/ }, (args) => {
+        if (args.importer !== registry || args.kind !== 'dynamic-import') return undefined;
+        const name = args.path.slice(2);
+        names.add(name);
+        return { path: `./cli-${name}.js`, external: true };
+      });
+    },
+  };
+}
+
 /** Files the bundles load at run time from beside themselves. */
 function copyRuntimeAssets() {
   const assets = [
     ['node_modules/tree-sitter-cuda/tree-sitter-cuda.wasm', 'tree-sitter-cuda.wasm'],
     ['node_modules/web-tree-sitter/web-tree-sitter.wasm', 'web-tree-sitter.wasm'],
+    // The panel's chart and highlighting rules, inlined into every HTML report (src/report/html.ts).
+    ['media/chart-and-code.css', 'chart-and-code.css'],
   ];
   for (const [from, to] of assets) {
     const src = join(root, from);

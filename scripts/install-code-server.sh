@@ -4,7 +4,8 @@
 #     libkrb5-dev (gssapi.h, for code-server's kerberos module); installed with apt-get when missing (needs root).
 #   - code-server 4.100.3 (= VS Code 1.100.3, the newest that runs on Node 20) in its own folder, .tools/code-server,
 #     never in the project's node_modules.
-# Idempotent: a second run with everything in place returns at once. Prints the code-server binary path last.
+# Idempotent: a second run with everything in place returns at once. Prints the code-server binary path last (on
+# stdout, where it is the only output; what it is doing goes to stderr).
 set -euo pipefail
 
 VERSION=4.100.3
@@ -27,7 +28,7 @@ if [ ${#missing[@]} -gt 0 ]; then
     echo "install-code-server: missing Debian packages: ${missing[*]} (run as root, or: sudo apt-get install -y ${missing[*]})" >&2
     exit 1
   fi
-  echo "install-code-server: apt-get install ${missing[*]}"
+  echo "install-code-server: apt-get install ${missing[*]}" >&2
   DEBIAN_FRONTEND=noninteractive apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
@@ -46,9 +47,13 @@ tar czf "$TMPDIR/$RIPGREP_CACHE/$RIPGREP_TARBALL" -C "$TMPDIR/rg" rg
 [ -f "$dest/package.json" ] || echo '{ "name": "code-server-for-tests", "private": true }' > "$dest/package.json"
 # As root, node-pty's postinstall runs npx: it needs unsafe-perm and must not prompt.
 export npm_config_unsafe_perm=true npm_config_yes=true
+# Said before the wait: npm is silent here (its output goes to the log) for a minute or two.
+echo "install-code-server: installing code-server $VERSION into $dest (about 90 s: npm compiles its native modules; log: $dest/install.log)" >&2
+started=$SECONDS
 (cd "$dest" && npm install --no-audit --no-fund --no-save --foreground-scripts "code-server@$VERSION" >"$dest/install.log" 2>&1) || {
   tail -n 40 "$dest/install.log" >&2
   echo "install-code-server: npm install code-server@$VERSION failed (log: $dest/install.log)" >&2
   exit 1
 }
+echo "install-code-server: code-server $VERSION installed in $((SECONDS - started)) s" >&2
 echo "$bin"

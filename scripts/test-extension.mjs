@@ -116,6 +116,14 @@ async function launchBrowser(profile) {
   return chromium.launchPersistentContext(profile, { executablePath: '/usr/bin/chromium', headless: true, viewport: { width: 1600, height: 1000 }, args: browserArgs });
 }
 
+/**
+ * A browser console line as the extension host wrote it. VS Code's console logger styles a level prefix
+ * (`console.log('%c INFO', 'color: #33f', message)`), which Playwright's text() gives as "%c INFO color: #33f message".
+ */
+function plainConsoleText(text) {
+  return text.replace(/%c/g, '').replace(/^\s*(?:TRACE|DEBUG|INFO|WARN|ERROR)\s+color:\s*\S+ ?/, '');
+}
+
 /** One test-electron style run: the workbench loads the extension and its tests, the exit code arrives by codeAutomationExit. */
 async function runExtensionTests(server, ws, profile, testsModule, label) {
   const context = await launchBrowser(profile);
@@ -126,7 +134,7 @@ async function runExtensionTests(server, ws, profile, testsModule, label) {
   await page.exposeFunction('codeAutomationExit', (code) => resolveExit(code));
   await page.exposeFunction('codeAutomationLog', () => undefined);
   page.on('console', (m) => {
-    const text = m.text().replace(/%c/g, '');
+    const text = plainConsoleText(m.text());
     if (/✓|✗|passing|failing|after hook|timed out|Error|restored/.test(text)) console.log(`  [${label}] ${text.slice(0, 2000)}`);
   });
   const payload = JSON.stringify([
@@ -174,7 +182,7 @@ try {
     try {
       process.env.KERNEL_TUNER_TEST_REPORT = reportFile;
       const ui = require(join(bundles, 'ui.e2e.js'));
-      await ui.runUiTest({ base: server.base, workspace: workspace('ws-ui'), fixtures: join(root, 'test', 'fixtures'), shots: results, launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')), log });
+      await ui.runUiTest({ base: server.base, workspace: workspace('ws-ui'), fixtures: join(root, 'test', 'fixtures'), shots: results, readmeShots: join(root, 'media', 'screenshots'), launchBrowser: () => launchBrowser(join(work, 'chromium-profile-ui')), log });
     } finally {
       server.stop();
     }

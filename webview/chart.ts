@@ -1,129 +1,229 @@
 /**
- * The performance chart as an SVG string (no library, nothing remote, CSP-safe: colours come from CSS classes that
- * use the theme's variables, never from style attributes). Left: time per accepted step against the baseline. Right:
- * the times of the configurations of the current step, one dot each, failures marked on the axis. Pure, unit-tested.
+ * The performance chart on the page: Chart.js on a canvas, an HTML tooltip, colours from the theme's CSS variables
+ * (re-read when the theme changes), and PNG / SVG images of it. No webview API: the HTML report mounts it as it is.
+ *
+ * Why Chart.js (measured with esbuild --minify, see BENCHMARKS.md): the parts used here are 154 KB, ECharts' are
+ * 570 KB; uPlot is 53 KB but draws only on a canvas, so no SVG. Chart.js draws through the 2D context API, so the SVG
+ * image is the same drawing replayed into svgcanvas, a 2D context that writes SVG (25 KB). Neither uses eval or loads
+ * anything remote, and both style elements through CSSOM only, which the panel's CSP allows (its style-src has no
+ * 'unsafe-inline'); the one `setAttribute('style')` in svgcanvas is rewritten at bundling (scripts/build.mjs).
  */
-export interface ChartInput {
-  /** baseline first, then every accepted step. */
-  timeline: { label: string; timeMs: number }[];
-  /** The same series of related sessions (the one this one branched from, its branches), drawn beside it. */
-  others?: { label: string; timeline: { label: string; timeMs: number }[] }[];
-  /** The configurations of the step the chart follows. */
-  configs: { key: string; timeMs?: number; failed: boolean }[];
-  stepTitle?: string;
+import { BasicPlatform, Chart, Legend, LinearScale, LineElement, LogarithmicScale, PointElement, ScatterController, Tooltip, type ChartConfiguration, type Plugin } from 'chart.js';
+import { Context as SvgContext } from 'svgcanvas';
+import { chartConfig, chartSeries, DATASET, type ChartData, type ChartPoint, type ChartTheme, type ExternalTooltip } from './chart-series';
+
+Chart.register(ScatterController, LineElement, PointElement, LinearScale, LogarithmicScale, Tooltip, Legend);
+
+/** The chart's colours from the theme of `element`'s document; outside VS Code, from its own colours. */
+export function readChartTheme(element: Element): ChartTheme {
+  const css = getComputedStyle(element);
+  const v = (name: string, fallback: string) => css.getPropertyValue(name).trim() || fallback;
+  const foreground = v('--vscode-foreground', css.color);
+  return {
+    foreground,
+    muted: v('--vscode-descriptionForeground', foreground),
+    // High-contrast themes define contrastBorder; the others leave it empty.
+    grid: v('--vscode-contrastBorder', v('--vscode-editorWidget-border', 'rgba(128, 128, 128, 0.35)')),
+    background: v('--vscode-editor-background', css.backgroundColor),
+    line: v('--vscode-charts-blue', '#3794ff'),
+    baseline: v('--vscode-charts-red', '#f14c4c'),
+    config: v('--vscode-charts-green', '#388a34'),
+    best: v('--vscode-charts-yellow', '#bf8803'),
+    failed: v('--vscode-charts-orange', '#d18616'),
+    others: [v('--vscode-charts-purple', '#b180d7'), v('--vscode-charts-orange', '#d18616'), v('--vscode-charts-green', '#388a34'), v('--vscode-charts-yellow', '#bf8803')],
+    fontFamily: v('--vscode-font-family', css.fontFamily),
+    fontSize: Number.parseFloat(v('--vscode-font-size', css.fontSize)) || 12,
+  };
+}
+
+/**
+ * Calls `onChange` when the colour theme changes: VS Code rewrites the CSS variables on <html> and the theme class on
+ * <body>; a page outside VS Code follows the system's light/dark preference. Returns the function that stops it.
+ */
+export function onThemeChange(doc: Document, onChange: () => void): () => void {
+  const observer = new MutationObserver(onChange);
+  observer.observe(doc.documentElement, { attributes: true, attributeFilter: ['style', 'class'] });
+  if (doc.body) observer.observe(doc.body, { attributes: true, attributeFilter: ['class'] });
+  const media = doc.defaultView?.matchMedia('(prefers-color-scheme: dark)');
+  media?.addEventListener('change', onChange);
+  return () => {
+    observer.disconnect();
+    media?.removeEventListener('change', onChange);
+  };
+}
+
+export interface ImageSize {
   width: number;
   height: number;
 }
 
-export interface ChartLayout {
-  svg: string;
-  /** Plotted points (for tests): x/y in SVG units. */
-  timelinePoints: { x: number; y: number; label: string; timeMs: number }[];
-  configPoints: { x: number; y: number; key: string }[];
-  failedCount: number;
-  /** Plotted points of each related session's series, in the order given. */
-  otherPoints: { label: string; points: { x: number; y: number }[] }[];
+export const EXPORT_SIZE: ImageSize = { width: 960, height: 420 };
+
+/** Images get the theme's background (a canvas is transparent). */
+function backgroundPlugin(colour: string): Plugin<'scatter'> {
+  return {
+    id: 'background',
+    beforeDraw: (chart) => {
+      chart.ctx.save();
+      chart.ctx.fillStyle = colour;
+      chart.ctx.fillRect(0, 0, chart.width, chart.height);
+      chart.ctx.restore();
+    },
+  };
 }
 
-const PAD = { left: 56, right: 12, top: 22, bottom: 34 };
-
-export function escapeXml(text: string): string {
-  return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
-}
-
-export function formatTime(ms: number): string {
-  if (ms >= 1000) return `${Number((ms / 1000).toPrecision(3))} s`;
-  if (ms >= 1) return `${Number(ms.toPrecision(3))} ms`;
-  return `${Number((ms * 1000).toPrecision(3))} µs`;
-}
-
-/** Round axis bounds: 0 up to a "nice" number above the largest value. */
-export function niceMax(value: number): number {
-  if (!(value > 0)) return 1;
-  const exp = Math.pow(10, Math.floor(Math.log10(value)));
-  for (const m of [1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10]) if (m * exp >= value) return m * exp;
-  return 10 * exp;
-}
-
-function truncate(text: string, max: number): string {
-  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
-}
-
-export function buildChart(input: ChartInput): ChartLayout {
-  const { width, height } = input;
-  const gap = 24;
-  const innerW = width - PAD.left - PAD.right;
-  const leftW = Math.max(80, Math.round((innerW - gap) * 0.55));
-  const rightX = PAD.left + leftW + gap;
-  const rightW = width - PAD.right - rightX;
-  const plotH = height - PAD.top - PAD.bottom;
-  const others = input.others ?? [];
-  const times = [...input.timeline.map((p) => p.timeMs), ...others.flatMap((o) => o.timeline.map((p) => p.timeMs)), ...input.configs.flatMap((c) => (c.timeMs !== undefined && !c.failed ? [c.timeMs] : []))];
-  const yMax = niceMax(Math.max(0, ...times));
-  const y = (ms: number) => PAD.top + plotH - (ms / yMax) * plotH;
-  const parts: string[] = [];
-  parts.push(`<svg xmlns="http://www.w3.org/2000/svg" class="chart" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="Kernel time per accepted step and per configuration">`);
-  // Y axis with 4 ticks, shared by both plots.
-  for (let i = 0; i <= 4; i++) {
-    const v = (yMax * i) / 4;
-    const yy = y(v).toFixed(1);
-    parts.push(`<line class="grid" x1="${PAD.left}" x2="${width - PAD.right}" y1="${yy}" y2="${yy}"/>`);
-    parts.push(`<text class="tick" x="${PAD.left - 6}" y="${yy}" text-anchor="end" dominant-baseline="middle">${escapeXml(formatTime(v))}</text>`);
+/**
+ * The chart of `data` as an image, drawn off screen at a fixed size: a PNG data URL (at twice the pixels, for
+ * high-density screens and print) or the text of an SVG document.
+ */
+export function renderChartImage(data: ChartData, theme: ChartTheme, format: 'png' | 'svg', size: ImageSize = EXPORT_SIZE): string {
+  const config = chartConfig(chartSeries(data), theme);
+  const options = { ...config.options, responsive: false, devicePixelRatio: format === 'png' ? 2 : 1 };
+  const plugins = [backgroundPlugin(theme.background)];
+  if (format === 'png') {
+    const canvas = document.createElement('canvas');
+    canvas.width = size.width;
+    canvas.height = size.height;
+    const chart = new Chart(canvas, { ...config, options, plugins, platform: BasicPlatform });
+    const url = chart.toBase64Image('image/png');
+    chart.destroy();
+    return url;
   }
-  parts.push(`<text class="title" x="${PAD.left}" y="14">Time per accepted step</text>`);
-  // About 6.5 px per character at the title's 12 px.
-  const titleChars = Math.max(12, Math.floor(rightW / 6.5));
-  parts.push(`<text class="title" x="${rightX}" y="14">${escapeXml(truncate(input.stepTitle ? `Configurations: ${input.stepTitle}` : 'Configurations', titleChars))}</text>`);
+  const context = new SvgContext({ width: size.width, height: size.height });
+  // Chart.js draws on `context.canvas`; svgcanvas points it at the context itself, which needs a getContext.
+  const canvas = Object.assign(context, { getContext: () => context, style: {} });
+  // svgcanvas cannot replay a Path2D: with a `segment` option (even empty) Chart.js draws lines with path calls.
+  const datasets = config.data.datasets.map((d) => ({ ...d, segment: {} }));
+  const chart = new Chart(canvas as unknown as HTMLCanvasElement, { ...config, data: { datasets }, options, plugins, platform: BasicPlatform } as ChartConfiguration<'scatter', ChartPoint[]>);
+  const svg = context.getSerializedSvg(true);
+  chart.destroy();
+  return svg;
+}
 
-  const timelinePoints: ChartLayout['timelinePoints'] = [];
-  const n = input.timeline.length;
-  // Every series on one step axis: step i of a branch stands above step i of its parent.
-  const steps = Math.max(n, ...others.map((o) => o.timeline.length));
-  const x = (i: number) => PAD.left + (steps <= 1 ? leftW / 2 : (i * leftW) / (steps - 1));
-  const otherPoints = others.map((o, k) => {
-    const points = o.timeline.map((p, i) => ({ x: x(i), y: y(p.timeMs) }));
-    if (points.length > 1) parts.push(`<polyline class="line other other-${k % 4}" points="${points.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"><title>${escapeXml(o.label)}</title></polyline>`);
-    o.timeline.forEach((p, i) => parts.push(`<circle class="point other other-${k % 4}" cx="${points[i]!.x.toFixed(1)}" cy="${points[i]!.y.toFixed(1)}" r="3"><title>${escapeXml(`${o.label}, ${p.label}: ${formatTime(p.timeMs)}`)}</title></circle>`));
-    return { label: o.label, points };
-  });
-  if (n > 0) {
-    const baseline = input.timeline[0]!.timeMs;
-    parts.push(`<line class="baseline" x1="${PAD.left}" x2="${PAD.left + leftW}" y1="${y(baseline).toFixed(1)}" y2="${y(baseline).toFixed(1)}"/>`);
-    input.timeline.forEach((p, i) => timelinePoints.push({ x: x(i), y: y(p.timeMs), label: p.label, timeMs: p.timeMs }));
-    if (n > 1) parts.push(`<polyline class="line" points="${timelinePoints.map((p) => `${p.x.toFixed(1)},${p.y.toFixed(1)}`).join(' ')}"/>`);
-    timelinePoints.forEach((p, i) => {
-      parts.push(`<circle class="${i === 0 ? 'point base' : 'point'}" cx="${p.x.toFixed(1)}" cy="${p.y.toFixed(1)}" r="4"><title>${escapeXml(`${p.label}: ${formatTime(p.timeMs)}`)}</title></circle>`);
-      parts.push(`<text class="label" x="${p.x.toFixed(1)}" y="${height - PAD.bottom + 14}" text-anchor="middle">${escapeXml(i === 0 ? 'baseline' : `step ${i}`)}</text>`);
-    });
-  } else {
-    parts.push(`<text class="empty" x="${PAD.left + leftW / 2}" y="${PAD.top + plotH / 2}" text-anchor="middle">waiting for the baseline</text>`);
-  }
+export interface PerformanceChart {
+  update(data: ChartData): void;
+  /** The chart as an image (see renderChartImage), in the current theme. */
+  image(format: 'png' | 'svg'): string;
+  destroy(): void;
+}
 
-  const configPoints: ChartLayout['configPoints'] = [];
-  const timed = input.configs.filter((c) => c.timeMs !== undefined && !c.failed);
-  const failedCount = input.configs.length - timed.length;
-  if (input.configs.length > 0) {
-    const m = input.configs.length;
-    const x = (i: number) => rightX + (m === 1 ? rightW / 2 : (i * rightW) / (m - 1));
-    if (n > 0) {
-      const by = y(input.timeline[0]!.timeMs).toFixed(1);
-      parts.push(`<line class="baseline" x1="${rightX}" x2="${rightX + rightW}" y1="${by}" y2="${by}"/>`);
+function tooltipRenderer(box: HTMLElement): ExternalTooltip {
+  return ({ tooltip }) => {
+    const point = tooltip.dataPoints?.[0]?.raw as ChartPoint | undefined;
+    if (tooltip.opacity === 0 || !point) {
+      box.hidden = true;
+      return;
     }
-    input.configs.forEach((c, i) => {
-      if (c.timeMs !== undefined && !c.failed) {
-        configPoints.push({ x: x(i), y: y(c.timeMs), key: c.key });
-        parts.push(`<circle class="config" cx="${x(i).toFixed(1)}" cy="${y(c.timeMs).toFixed(1)}" r="3"><title>${escapeXml(`${c.key}: ${formatTime(c.timeMs)}`)}</title></circle>`);
-      } else {
-        const fy = PAD.top + plotH;
-        parts.push(`<path class="failed" d="M${(x(i) - 3).toFixed(1)},${(fy - 3).toFixed(1)} l6,6 m0,-6 l-6,6"><title>${escapeXml(`${c.key}: failed`)}</title></path>`);
-      }
+    const doc = box.ownerDocument;
+    const title = doc.createElement('div');
+    title.className = 'chart-tooltip-title';
+    title.textContent = point.info.title;
+    const rows = point.info.rows.map(([name, value]) => {
+      const row = doc.createElement('div');
+      const label = doc.createElement('span');
+      label.className = 'chart-tooltip-label';
+      label.textContent = `${name}: `;
+      row.append(label, value);
+      return row;
     });
-    parts.push(`<text class="label" x="${rightX + rightW / 2}" y="${height - PAD.bottom + 14}" text-anchor="middle">${m} tried${failedCount ? `, ${failedCount} failed (×)` : ''}</text>`);
-  } else {
-    parts.push(`<text class="empty" x="${rightX + rightW / 2}" y="${PAD.top + plotH / 2}" text-anchor="middle">no configurations yet</text>`);
-  }
-  const related = others.length > 0 ? `  ○ ${others.map((o) => o.label).join(', ')}` : '';
-  parts.push(`<text class="legend" x="${PAD.left}" y="${height - 6}">${escapeXml(`— baseline  ● accepted step  · configuration  × failed${related}`)}</text>`);
-  parts.push('</svg>');
-  return { svg: parts.join(''), timelinePoints, configPoints, failedCount, otherPoints };
+    box.replaceChildren(title, ...rows);
+    box.hidden = false;
+    // Beside the point, on the side with more room.
+    const canvas = tooltip.chart.canvas;
+    const left = canvas.offsetLeft + tooltip.caretX;
+    const flip = tooltip.caretX > canvas.clientWidth / 2;
+    box.style.left = `${left}px`;
+    box.style.top = `${canvas.offsetTop + tooltip.caretY}px`;
+    box.style.transform = `translate(${flip ? 'calc(-100% - 12px)' : '12px'}, -50%)`;
+  };
+}
+
+/**
+ * The points can be read without a mouse: with the canvas focused, the arrow keys (and Home / End) move the tooltip
+ * from point to point, steps first, then configurations in evaluation order; Escape hides it.
+ */
+function keyboardWalk(canvas: HTMLCanvasElement, chart: Chart<'scatter', ChartPoint[]>): void {
+  canvas.tabIndex = 0;
+  let at = -1;
+  const points = () =>
+    chart.data.datasets.flatMap((dataset, datasetIndex) =>
+      dataset.label === DATASET.baseline || dataset.label === DATASET.best ? [] : dataset.data.map((_, index) => ({ datasetIndex, index })),
+    );
+  const show = (active: { datasetIndex: number; index: number }[]) => {
+    const element = active[0] && chart.getDatasetMeta(active[0].datasetIndex).data[active[0].index];
+    chart.setActiveElements(active);
+    chart.tooltip?.setActiveElements(active, { x: element?.x ?? 0, y: element?.y ?? 0 });
+    chart.update('none');
+  };
+  canvas.addEventListener('keydown', (event) => {
+    const all = points();
+    const moves: Record<string, number> = { ArrowRight: at + 1, ArrowDown: at + 1, ArrowLeft: at - 1, ArrowUp: at - 1, Home: 0, End: all.length - 1 };
+    if (event.key === 'Escape') {
+      at = -1;
+      show([]);
+    } else if (event.key in moves && all.length > 0) {
+      at = Math.min(all.length - 1, Math.max(0, moves[event.key]!));
+      show([all[at]!]);
+    } else return;
+    event.preventDefault();
+  });
+  canvas.addEventListener('blur', () => ((at = -1), show([])));
+}
+
+/**
+ * Draws the chart of `data` into `holder` (emptied first) and keeps it in the page's theme. The canvas carries the
+ * summary as its accessible name, repeated as a caption under it.
+ */
+export function mountPerformanceChart(holder: HTMLElement, data: ChartData): PerformanceChart {
+  const doc = holder.ownerDocument;
+  const frame = doc.createElement('div');
+  frame.className = 'chart-canvas';
+  const canvas = doc.createElement('canvas');
+  canvas.setAttribute('role', 'img');
+  const tooltip = doc.createElement('div');
+  tooltip.className = 'chart-tooltip';
+  tooltip.setAttribute('role', 'tooltip');
+  tooltip.hidden = true;
+  frame.append(canvas, tooltip);
+  const caption = doc.createElement('p');
+  caption.className = 'chart-summary';
+  holder.replaceChildren(frame, caption);
+
+  const external = tooltipRenderer(tooltip);
+  let current = data;
+  // The holder may not be in the page yet (no computed style): the variables are inherited from <body> anyway.
+  const themeSource = () => (holder.isConnected ? holder : doc.body);
+  let theme = readChartTheme(themeSource());
+  const describe = (summary: string) => {
+    canvas.setAttribute('aria-label', `Performance chart. ${summary} Arrow keys read the points one by one.`);
+    caption.textContent = summary;
+  };
+  const build = () => {
+    const series = chartSeries(current);
+    describe(series.summary);
+    return chartConfig(series, theme, external);
+  };
+  const chart = new Chart(canvas, build());
+  keyboardWalk(canvas, chart);
+  const redraw = () => {
+    const config = build();
+    chart.data = config.data;
+    chart.options = config.options!;
+    chart.update();
+  };
+  const stopWatching = onThemeChange(doc, () => {
+    theme = readChartTheme(themeSource());
+    redraw();
+  });
+  return {
+    update(next) {
+      current = next;
+      redraw();
+    },
+    image: (format) => renderChartImage(current, theme, format),
+    destroy() {
+      stopWatching();
+      chart.destroy();
+    },
+  };
 }

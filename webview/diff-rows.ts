@@ -1,4 +1,9 @@
-/** Rows of a unified diff (as the engine's `candidate` event carries it) for the unified and side-by-side views. Pure. */
+/**
+ * Rows of a unified diff (as the engine's `candidate` event carries it) for the unified and side-by-side views. Pure.
+ * The diff is parsed by jsdiff (the `diff` package), which also wrote it (src/engine/diff.ts).
+ */
+import { parsePatch } from 'diff';
+
 export interface DiffLine {
   kind: 'context' | 'add' | 'del';
   text: string;
@@ -11,27 +16,23 @@ export interface DiffHunk {
   lines: DiffLine[];
 }
 
+/** The hunks of a one-file unified diff with both versions' line numbers. Throws on a malformed diff. */
 export function parseUnifiedDiff(diff: string): DiffHunk[] {
-  const hunks: DiffHunk[] = [];
-  let current: DiffHunk | undefined;
-  let oldNo = 0;
-  let newNo = 0;
-  for (const raw of diff.split('\n')) {
-    const line = raw.endsWith('\r') ? raw.slice(0, -1) : raw;
-    const header = line.match(/^@@ -(\d+)(?:,\d+)? \+(\d+)(?:,\d+)? @@/);
-    if (header) {
-      current = { header: line, lines: [] };
-      hunks.push(current);
-      oldNo = Number(header[1]);
-      newNo = Number(header[2]);
-      continue;
-    }
-    if (!current || line.startsWith('\\')) continue;
-    if (line.startsWith('+')) current.lines.push({ kind: 'add', text: line.slice(1), newNo: newNo++ });
-    else if (line.startsWith('-')) current.lines.push({ kind: 'del', text: line.slice(1), oldNo: oldNo++ });
-    else if (line.startsWith(' ')) current.lines.push({ kind: 'context', text: line.slice(1), oldNo: oldNo++, newNo: newNo++ });
-  }
-  return hunks;
+  return parsePatch(diff).flatMap((file) =>
+    file.hunks.map((hunk) => {
+      let oldNo = hunk.oldStart;
+      let newNo = hunk.newStart;
+      const lines: DiffLine[] = [];
+      for (const raw of hunk.lines) {
+        // A CRLF file's lines keep their CR in the diff; the view shows the line without it.
+        const text = raw.slice(1).replace(/\r$/, '');
+        if (raw.startsWith('+')) lines.push({ kind: 'add', text, newNo: newNo++ });
+        else if (raw.startsWith('-')) lines.push({ kind: 'del', text, oldNo: oldNo++ });
+        else if (raw.startsWith(' ')) lines.push({ kind: 'context', text, oldNo: oldNo++, newNo: newNo++ });
+      }
+      return { header: `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`, lines };
+    }),
+  );
 }
 
 export interface SideBySideRow {

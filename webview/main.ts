@@ -14,9 +14,12 @@ import type { ConfigSummary, TuningEvent } from '../src/engine/events';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
 import { acceptedTimeline, focusStep, reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
 import { startedStepsOf } from '../src/engine/session-log';
-import { buildChart, formatTime } from './chart';
-import { tokenizeLines } from './cuda-tokens';
-import { parseUnifiedDiff, sideBySide, type DiffLine } from './diff-rows';
+import { mountPerformanceChart, type PerformanceChart } from './chart';
+import { formatTime, type ChartData } from './chart-series';
+import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
+import { highlightLines } from './highlight-dom';
+import { renderGraphSection } from './graph-panel';
+import { reduceGraphAll } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
 
 interface UiState {
@@ -27,6 +30,8 @@ interface UiState {
   planDraft?: EditedPlanStep[];
   /** The approval was sent; the editor stays closed until the session moves on. */
   planSent?: boolean;
+  /** The graph node whose runs are shown (graph-model's nodeKey). */
+  graphNode?: string;
 }
 
 interface Persisted {
@@ -156,7 +161,7 @@ function renderHeader(v: SessionView): HTMLElement {
     h('dt', {}, 'File'),
     h('dd', {}, v.header.fileName),
     h('dt', {}, 'Device'),
-    h('dd', { id: 'device' }, v.device ? `${v.device.name} (${v.device.arch})` : '…'),
+    h('dd', { id: 'device' }, v.device ? `${v.device.gpus ? `${v.device.gpus} × ` : ''}${v.device.name} (${v.device.arch})` : '…'),
     h('dt', {}, 'Model'),
     h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`),
     h('dt', {}, 'Elapsed'),
@@ -250,23 +255,35 @@ function renderPlanEditor(v: SessionView): HTMLElement | null {
   return section('Approve the plan', 'approval', h('p', {}, 'Edit, remove or add steps, then approve; nothing runs until you do.'), list, h('div', { class: 'actions' }, add, approve));
 }
 
-function renderChart(v: SessionView): HTMLElement {
+function chartData(v: SessionView): ChartData {
   const step = focusStep(v);
-  const candidate = step?.candidates.at(-1);
-  const width = Math.max(420, Math.min(1000, (app.clientWidth || 700) - 8));
-  const chart = buildChart({
-    timeline: acceptedTimeline(v),
-    others: state.related ?? [],
-    configs: (candidate?.configs ?? []).map((c) => ({ key: c.key, ...(c.timeMs !== undefined && { timeMs: c.timeMs }), failed: c.status !== 'ok' && c.status !== 'stopped_early' })),
-    ...(step && { stepTitle: step.title }),
-    width,
-    height: 220,
-  });
+  return { timeline: acceptedTimeline(v), others: state.related ?? [], configs: step?.candidates.at(-1)?.configs ?? [], ...(step && { stepTitle: step.title }) };
+}
+
+/** The chart lives across renders (Chart.js keeps its canvas and listeners); each render only gives it new data. */
+let chartView: { section: HTMLElement; chart: PerformanceChart } | undefined;
+
+function renderChart(v: SessionView): HTMLElement {
+  if (chartView) {
+    chartView.chart.update(chartData(v));
+    return chartView.section;
+  }
   const holder = h('div', { class: 'chart-holder', id: 'chart' });
-  // The SVG string is built from escaped text only (chart.ts); parsing it as SVG keeps it out of the HTML parser.
-  const svg = new DOMParser().parseFromString(chart.svg, 'image/svg+xml').documentElement;
-  holder.append(document.importNode(svg, true));
-  return section('Performance', 'performance', holder);
+  const exportButton = (format: 'png' | 'svg') =>
+    button(`Export ${format.toUpperCase()}`, () => state.sessionId && post({ type: 'exportChart', sessionId: state.sessionId, format, data: chartView!.chart.image(format) }), {
+      secondary: true,
+      id: `export-${format}`,
+      title: `Save the chart as a ${format.toUpperCase()} image`,
+    });
+  chartView = {
+    section: section('Performance', 'performance', holder, h('div', { class: 'actions' }, exportButton('png'), exportButton('svg'))),
+    chart: mountPerformanceChart(holder, chartData(v)),
+  };
+  return chartView.section;
+}
+
+function renderGraph(): HTMLElement | null {
+  return renderGraphSection(reduceGraphAll(state.events), state.ui.graphNode, (key) => ((state.ui.graphNode = key), commit(false)));
 }
 
 function renderAnalysis(v: SessionView): HTMLElement | null {
@@ -301,19 +318,17 @@ function renderAnalysis(v: SessionView): HTMLElement | null {
 }
 
 function codeLine(text: string): DocumentFragment {
-  return highlighted([text])[0]!;
-}
-
-function highlighted(lines: readonly string[]): DocumentFragment[] {
-  return tokenizeLines(lines).map((tokens) => {
-    const frag = document.createDocumentFragment();
-    for (const t of tokens) frag.append(t.kind === 'space' || t.kind === 'identifier' ? t.text : h('span', { class: `tok-${t.kind}` }, t.text));
-    return frag;
-  });
+  return highlightLines([text])[0]!;
 }
 
 function renderDiff(diff: string): HTMLElement {
-  const hunks = parseUnifiedDiff(diff);
+  let hunks: DiffHunk[];
+  try {
+    hunks = parseUnifiedDiff(diff);
+  } catch (error) {
+    // Not expected (the engine writes these diffs), but the text is still worth showing.
+    return h('div', {}, h('p', { class: 'muted' }, `The diff could not be read (${error instanceof Error ? error.message : String(error)}); as recorded:`), h('pre', { class: 'code' }, diff));
+  }
   if (hunks.length === 0) return h('p', { class: 'muted' }, 'No change to the kernel.');
   const table = h('table', { class: `diff diff-${state.ui.diffMode}` });
   // Fixed column widths: the line numbers narrow, the code halves equal (the hunk header row must not set them).
@@ -330,9 +345,9 @@ function renderDiff(diff: string): HTMLElement {
     // Old and new sides are tokenized separately so that block comments carry within each version.
     const oldLines = hunk.lines.filter((l) => l.kind !== 'add');
     const newLines = hunk.lines.filter((l) => l.kind !== 'del');
-    highlighted(oldLines.map((l) => l.text)).forEach((f, i) => fragments.set(oldLines[i]!, f));
+    highlightLines(oldLines.map((l) => l.text)).forEach((f, i) => fragments.set(oldLines[i]!, f));
     const newFragments = new Map<DiffLine, DocumentFragment>();
-    highlighted(newLines.map((l) => l.text)).forEach((f, i) => newFragments.set(newLines[i]!, f));
+    highlightLines(newLines.map((l) => l.text)).forEach((f, i) => newFragments.set(newLines[i]!, f));
     if (state.ui.diffMode === 'unified') {
       for (const line of hunk.lines) {
         const fragment = line.kind === 'add' ? newFragments.get(line) : fragments.get(line);
@@ -459,7 +474,7 @@ function render(): void {
     return;
   }
   app.replaceChildren(
-    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
+    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderChart(view), renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
   );
   window.scrollTo(0, scroll);
 }

@@ -33,6 +33,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"memDownload", kt::MemDownload},
       {"memFill", kt::MemFill},
       {"memCopy", kt::MemCopy},
+      {"memCopyBenchmark", kt::MemCopyBenchmark},
       {"launch", kt::Launch},
       {"benchmark", kt::Benchmark},
   };

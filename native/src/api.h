@@ -35,6 +35,7 @@ Napi::Value MemUpload(const Napi::CallbackInfo& info);
 Napi::Value MemDownload(const Napi::CallbackInfo& info);
 Napi::Value MemFill(const Napi::CallbackInfo& info);
 Napi::Value MemCopy(const Napi::CallbackInfo& info);
+Napi::Value MemCopyBenchmark(const Napi::CallbackInfo& info);
 
 // launch.cc
 Napi::Value Launch(const Napi::CallbackInfo& info);

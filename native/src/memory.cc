@@ -207,4 +207,51 @@ Napi::Value MemCopy(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+/** Times device-to-device copies (cuMemcpyDtoDAsync) between CUDA events, as Benchmark times launches: the driver's
+ *  own copy is the yardstick of the device's memory bandwidth. Returns each timed copy's milliseconds, in order. */
+Napi::Value MemCopyBenchmark(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* fn = "memCopyBenchmark";
+  const CUdeviceptr dst = toPtr(info[0], fn, "dst");
+  const CUdeviceptr src = toPtr(info[1], fn, "src");
+  const uint64_t bytes = toInteger(info[2], fn, "bytes");
+  const Napi::Object opts = toObject(info[3], fn, "options");
+  // Each timed copy has its own pair of events from the context's pool: the pool bounds the iterations.
+  const uint64_t warmup = toInteger(opts.Get("warmup"), fn, "options.warmup", 0, 100000);
+  const uint64_t iterations = toInteger(opts.Get("iterations"), fn, "options.iterations", 1, 1000);
+  const CudaApi& api = requireCuda(env);
+  std::unique_lock<std::mutex> lock;
+  Context& ctx = lockedContext(env, api, fn, lock);
+  ctx.checkRange(env, fn, "dst", dst, bytes);
+  ctx.checkRange(env, fn, "src", src, bytes);
+  if (bytes == 0) throwInvalidArgument(env, std::string(fn) + ": bytes must be at least 1", ErrorInfo::Kind::RangeError);
+  if (dst < src + bytes && src < dst + bytes) {
+    throwInvalidArgument(env, std::string(fn) + ": the source and destination ranges overlap", ErrorInfo::Kind::RangeError);
+  }
+  const CUstream stream = ctx.stream();
+  const auto copy = [&] {
+    const CUresult r = api.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(bytes), stream);
+    if (r != CUDA_SUCCESS) {
+      const ErrorInfo e = cudaErrorInfo(api, r, "cuMemcpyDtoDAsync");
+      api.cuStreamSynchronize(stream);
+      throwError(env, e);
+    }
+  };
+  for (uint64_t i = 0; i < warmup; ++i) copy();
+  const std::vector<CUevent>& events = ctx.events(env, api, 2 * static_cast<size_t>(iterations));
+  for (uint64_t i = 0; i < iterations; ++i) {
+    checkCuda(env, api, api.cuEventRecord(events[2 * i], stream), "cuEventRecord");
+    copy();
+    checkCuda(env, api, api.cuEventRecord(events[2 * i + 1], stream), "cuEventRecord");
+  }
+  ctx.syncStream(env, api);
+  Napi::Array out = Napi::Array::New(env, iterations);
+  for (uint64_t i = 0; i < iterations; ++i) {
+    float ms = 0;
+    checkCuda(env, api, api.cuEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]), "cuEventElapsedTime");
+    out.Set(static_cast<uint32_t>(i), Napi::Number::New(env, ms));
+  }
+  return out;
+}
+
 }  // namespace kt

@@ -1,9 +1,9 @@
-// llm-kernel-tuner auto: the whole LLM session from a terminal. Opens the GPU first (no GPU: one clear error, no model
-// call), checks the model endpoint, streams progress to stderr as the session runs, and writes the tuned kernel, a report
-// (Markdown and JSON) and the diff into --out. Every session is stored (see sessions.ts), with every model exchange, so
+// llm-kernel-tuner auto: the whole LLM session from a terminal. Checks the file and its kernel first, then opens the GPU
+// (no GPU: one clear error, no model call), checks the model endpoint, streams progress to stderr as the session runs,
+// and writes the tuned kernel, the reports (Markdown, JSON and HTML) and the diff into --out. Every session is stored (see sessions.ts), with every model exchange, so
 // that it can be resumed (--resume), started again from one of its steps (--resume --from-step, a branch), or replayed
 // without a model (--replay).
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
@@ -15,7 +15,7 @@ import { ReplayChatModel } from '../engine/llm/replay';
 import { checkReachable, createChatModel, parseProviderConfig, transportRetryPolicyFor, type ProviderConfig } from '../engine/llm/providers';
 import type { SessionEnd } from '../engine/session';
 import { transformerOptionsFrom, type SessionRunParts } from '../engine/session-options';
-import { approvalsOf, eventsBeforeStep } from '../engine/session-log';
+import { approvalsOf, eventsBeforeStep, inheritedEvents, type StoredSessionHeader } from '../engine/session-log';
 import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../engine/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
 import { defaultTuningSteps } from '../engine/strategies/explicit';
@@ -23,6 +23,11 @@ import { LLMKernelTransformer, type BranchOptions } from '../engine/transformer'
 import type { TuningBackend } from '../tuner/backend';
 import { buildFlagsFor } from '../tuner/compile-commands';
 import { GpuBackend } from '../tuner/gpu-backend';
+import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
+import { TunableKernel } from '../tuner/tunable-kernel';
+import { readUserFile } from '../tuner/user-files';
+import { reportFromSession, type ReportData } from '../report/model';
+import { commandLine, reportPath, writeReport } from './report';
 import { findSession, openSessionStore, SessionRecorder, sessionsDir, storedEvents, type SessionStore } from './sessions';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
@@ -48,7 +53,12 @@ options:
   --launch-timeout SECONDS time limit of one launch (default: 100x the original kernel's time, at least 1 s)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
   --device N               CUDA device (default 0)
+  --gpus all|0,2|N         tune every candidate on several GPUs of one model at once, one worker each: all of them,
+                           these ordinals, or the first N (default: one GPU, --device)
   --out DIR                where results go (default FILE.tuned/)
+  --report FILE            the HTML report (one file: chart, each step's diff, configurations, speed of light, how
+                           to reproduce); default OUT/report.html
+  --no-report              write no HTML report
   --sessions DIR           where sessions are stored (default $LKT_SESSIONS_DIR, else ~/.local/state/llm-kernel-tuner;
                            the extension's storage directory works too)
   --json                   also write every event as a JSON line to stdout
@@ -67,17 +77,21 @@ stored sessions (SESSION: a session id, or the path of a session file):
 `;
 
 export interface AutoDeps {
-  /** Opens the GPU; tests pass a fake. */
-  openBackend?: (device: number) => Promise<TuningBackend>;
+  /** Opens the GPUs, one backend each; tests pass fakes. */
+  openBackends?: (gpus: GpuSelection) => Promise<readonly TuningBackend[]>;
   stdout?: Writable;
   stderr?: Writable;
   stdin?: Readable;
 }
 
 interface Common {
-  device: number;
+  gpus: GpuSelection;
   sessions: string | undefined;
   out: string | undefined;
+  /** The HTML report's path; null: none; undefined: report.html in the results' directory. */
+  report: string | null | undefined;
+  /** The command line as given (what the report says reproduces the session). */
+  args: string[];
   json: boolean;
   verbose: boolean;
 }
@@ -122,8 +136,11 @@ function parse(args: string[]): AutoOptions | 'help' {
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
       retries: { type: 'string' },
-      device: { type: 'string', default: '0' },
+      device: { type: 'string' },
+      gpus: { type: 'string' },
       out: { type: 'string' },
+      report: { type: 'string' },
+      'no-report': { type: 'boolean', default: false },
       sessions: { type: 'string' },
       resume: { type: 'string' },
       'from-step': { type: 'string' },
@@ -135,7 +152,11 @@ function parse(args: string[]): AutoOptions | 'help' {
   });
   if (values.help) return 'help';
   const device = number('device', values.device, 0, (n) => Number.isInteger(n) && n >= 0, 'an integer >= 0');
-  const common: Common = { device, sessions: values.sessions, out: values.out === undefined ? undefined : resolve(values.out), json: values.json, verbose: values.verbose };
+  if (values.gpus !== undefined && values.device !== undefined) throw new Error('give --device N (one GPU) or --gpus, not both');
+  const gpus = values.gpus === undefined ? singleGpu(device) : parseGpuSelection(values.gpus);
+  // The default report goes beside the other results, whose directory a stored session only knows once it is read.
+  const report = values['no-report'] || values.report !== undefined ? reportPath(values, '') : undefined;
+  const common: Common = { gpus, sessions: values.sessions, out: values.out === undefined ? undefined : resolve(values.out), report, args, json: values.json, verbose: values.verbose };
   const stored = values.resume ?? values.replay;
   if (stored !== undefined) {
     if (values.resume !== undefined && values.replay !== undefined) throw new Error('--resume and --replay exclude each other');
@@ -222,54 +243,74 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
   const store = openSessionStore(sessionsDir(options.sessions));
   // A stored session is found before the GPU is opened: a wrong id is the user's first problem.
   const entry = options.mode === 'new' ? undefined : await findSession(store, options.session);
-  const source = options.mode === 'new' ? readFileSync(options.file, 'utf8') : entry!.originalCode;
-  // The GPU first: without one nothing can be tuned, and no model should be asked anything.
-  const backend = await (deps.openBackend ?? ((device) => GpuBackend.open({ device })))(options.device);
+  // Then the files: a missing file, or one without the kernel to tune, is reported before a missing GPU or model.
+  const source = options.mode === 'new' ? await kernelSource(options.file, options.file, options.settings, 'the kernel file') : entry!.originalCode;
+  const editedCode =
+    options.mode === 'resume' && options.kernelFile !== undefined ? await kernelSource(options.kernelFile, entry!.filePath, recordedSettings(entry!, 'branched'), 'the edited kernel file') : undefined;
+  // Then the GPU: without one nothing can be tuned, and no model should be asked anything.
+  const backends = await (deps.openBackends ?? ((gpus) => GpuBackend.openAll(gpus)))(options.gpus);
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.once('SIGINT', onSigint);
   try {
-    const parts = { backend, checkpointer: store.checkpointer, signal: controller.signal };
+    const parts = { backend: backends, checkpointer: store.checkpointer, signal: controller.signal };
     if (options.mode === 'new') return await runNew(options, source, store, parts, io);
-    if (options.mode === 'resume') return await runStored(options, entry!, store, parts, io);
+    if (options.mode === 'resume') return await runStored(options, entry!, editedCode, store, parts, io);
     return await runReplay(options, entry!, store, parts, io);
   } finally {
     process.removeListener('SIGINT', onSigint);
-    await backend.dispose().catch(() => undefined);
+    await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
   }
+}
+
+/**
+ * The text of a kernel file the user named, once it is known to hold the kernel to tune. `filePath` is where the
+ * session's file is (an edited kernel takes the place of the session's file, whose directory its includes are in).
+ */
+async function kernelSource(path: string, filePath: string, settings: SessionSettings, what: string): Promise<string> {
+  const source = readUserFile(path, what);
+  await TunableKernel.create(source, { fileName: basename(path), filePath, includePaths: settings.includePaths, ...(settings.kernelName !== undefined && { kernelName: settings.kernelName }) });
+  return source;
 }
 
 type Parts = Pick<SessionRunParts, 'backend' | 'checkpointer' | 'signal'>;
 
+const TIMING_NOTE = 'Each time is the median of the timed launches between CUDA events; every configuration was checked against the original kernel on two input sets first.';
+
+/** What the HTML report of a stored session says reproduces it: a new run asks the model anew, a replay does not. */
+function storedReproduce(id: string, store: SessionStore): Reproduce {
+  return {
+    session: id,
+    notes: [
+      `A model's answers differ from run to run, so the command starts a new session; \`${commandLine('auto', ['--replay', id, '--sessions', store.dir])}\` runs this session's graph again with its recorded answers and no model.`,
+      TIMING_NOTE,
+    ],
+  };
+}
+
 async function runNew(options: Extract<AutoOptions, { mode: 'new' }>, source: string, store: SessionStore, parts: Parts, io: Io): Promise<number> {
   await checkReachable(options.provider, parts.signal);
   const id = newSessionId();
-  const recorder = new SessionRecorder(store.history, {
-    id,
-    threadId: id,
-    originalCode: source,
-    filePath: options.file,
-    run: options.settings,
-    header: { sessionId: id, fileName: basename(options.file), startedAt: new Date().toISOString(), model: `${options.provider.provider}: ${options.provider.model}`, strategy: options.settings.strategy.kind },
-    events: [],
-    exchanges: [],
-  });
+  const header = { sessionId: id, fileName: basename(options.file), startedAt: new Date().toISOString(), model: `${options.provider.provider}: ${options.provider.model}`, strategy: options.settings.strategy.kind };
+  const recorder = new SessionRecorder(store.history, { id, threadId: id, originalCode: source, filePath: options.file, run: options.settings, header, events: [], exchanges: [] });
   io.stderr.write(`session ${id} (stored in ${store.dir})\n`);
   const llm = createChatModel(options.provider);
-  return session(options, source, options.file, options.settings, { ...parts, llm, threadId: id, transportRetryPolicy: transportRetryPolicyFor(options.provider) }, io, { recorder, model: options.provider });
+  const run = { ...parts, llm, threadId: id, transportRetryPolicy: transportRetryPolicyFor(options.provider) };
+  return session(options, source, options.file, options.settings, run, io, { recorder, model: options.provider, header, inherited: [], reproduce: storedReproduce(id, store) });
 }
 
 /** A stored session continued in its own thread, or (with --from-step) a branch of it in a new one. */
-async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entry: HistoryEntry, store: SessionStore, parts: Parts, io: Io): Promise<number> {
+async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entry: HistoryEntry, editedCode: string | undefined, store: SessionStore, parts: Parts, io: Io): Promise<number> {
   const settings = recordedSettings(entry, 'resumed');
   const provider = parseProviderConfig({ ...settings.model, ...options.provider });
   await checkReachable(provider, parts.signal);
   const llm = createChatModel(provider);
   const events = storedEvents(entry);
   const run = { ...parts, llm, transportRetryPolicy: transportRetryPolicyFor(provider) };
-  const header = { fileName: settings.fileName, model: `${provider.provider}: ${provider.model}`, strategy: settings.strategy.kind };
+  const common = { fileName: settings.fileName, model: `${provider.provider}: ${provider.model}`, strategy: settings.strategy.kind };
   if (options.fromStep === undefined) {
     if (entry.status === 'completed') throw new Error(`session ${entry.id} is completed: start a branch of it with --from-step STEP`);
+    const header = { ...common, sessionId: entry.id, startedAt: entry.createdAt };
     const recorder = new SessionRecorder(store.history, {
       id: entry.id,
       threadId: entry.threadId,
@@ -277,18 +318,20 @@ async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entr
       filePath: entry.filePath,
       run: settings,
       ...(entry.parent && { parent: entry.parent }),
-      header: { ...header, sessionId: entry.id, startedAt: entry.createdAt },
+      header,
       events,
       exchanges: entry.llmExchanges ?? [],
       createdAt: entry.createdAt,
     });
     io.stderr.write(`resuming session ${entry.id}\n`);
-    return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: entry.threadId }, io, { recorder, model: provider });
+    const how = { recorder, model: provider, header, inherited: events, reproduce: storedReproduce(entry.id, store) };
+    return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: entry.threadId }, io, how);
   }
   const stepId = options.fromStep;
   const started = events.find((e): e is EventOf<'step.started'> => e.type === 'step.started' && e.stepId === stepId);
-  const editedCode = options.kernelFile === undefined ? undefined : readFileSync(options.kernelFile, 'utf8');
   const id = newSessionId();
+  const header = { ...common, sessionId: id, startedAt: new Date().toISOString() };
+  const inherited = eventsBeforeStep(events, stepId);
   const recorder = new SessionRecorder(store.history, {
     id,
     threadId: id,
@@ -296,13 +339,13 @@ async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entr
     filePath: entry.filePath,
     run: settings,
     parent: { id: entry.id, threadId: entry.threadId, stepId, ...(started && { stepTitle: started.title }), ...(editedCode !== undefined && { editedCode }) },
-    header: { ...header, sessionId: id, startedAt: new Date().toISOString() },
-    events: eventsBeforeStep(events, stepId),
+    header,
+    events: inherited,
     exchanges: [],
   });
   io.stderr.write(`session ${id}: a branch of ${entry.id} from step ${stepId}${editedCode === undefined ? '' : ` with the kernel of ${options.kernelFile}`} (stored in ${store.dir})\n`);
   const branch: BranchOptions = { parentThreadId: entry.threadId, fromStepId: stepId, ...(editedCode !== undefined && { code: editedCode }) };
-  return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: id, branch }, io, { recorder, model: provider });
+  return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: id, branch }, io, { recorder, model: provider, header, inherited, reproduce: storedReproduce(id, store) });
 }
 
 /** The session's graph again with the recorded answers (a branch: from where it branched off, over its parent's checkpoints). */
@@ -314,9 +357,21 @@ async function runReplay(options: Extract<AutoOptions, { mode: 'replay' }>, entr
   const threadId = `replay-${newSessionId()}`;
   const branch: BranchOptions | undefined = entry.parent && { parentThreadId: entry.parent.threadId, fromStepId: entry.parent.stepId, ...(entry.parent.editedCode !== undefined && { code: entry.parent.editedCode }) };
   io.stderr.write(`replaying session ${entry.id} (${exchanges.length} recorded model exchange(s))${branch ? ` from step ${branch.fromStepId} of ${entry.parent!.id}` : ''}\n`);
+  const events = storedEvents(entry);
+  const how = {
+    approvals: approvalsOf(events),
+    model: settings.model,
+    header: { sessionId: entry.id, fileName: settings.fileName, startedAt: new Date().toISOString(), model: `replay of ${entry.id} (${settings.model.provider}: ${settings.model.model})`, strategy: settings.strategy.kind },
+    // A replayed branch starts where the branch did: before that, the log is what the branch inherited.
+    inherited: inheritedEvents(events),
+    reproduce: {
+      session: entry.id,
+      notes: [`The model's answers are the ones recorded in session ${entry.id}: the command runs its graph again with them and no model, and stops where this run departs from the recording.`, TIMING_NOTE],
+    },
+  };
   const started = performance.now();
   try {
-    const code = await session(options, entry.originalCode, entry.filePath, settings, { ...parts, llm, threadId, ...(branch && { branch }) }, io, { approvals: approvalsOf(storedEvents(entry)), model: settings.model });
+    const code = await session(options, entry.originalCode, entry.filePath, settings, { ...parts, llm, threadId, ...(branch && { branch }) }, io, how);
     const unused = llm.unused();
     io.stderr.write(`replay: ${llm.callCount} model call(s) served from the recording in ${((performance.now() - started) / 1000).toFixed(2)} s (graph and GPU; no model latency)${unused.length > 0 ? `; ${unused.length} recorded exchange(s) were not asked for (first: call ${unused[0]!.index + 1}, "${unused[0]!.exchange.purpose}")` : ''}\n`);
     return code;
@@ -330,19 +385,25 @@ function recordedSettings(entry: HistoryEntry, what: string): SessionSettings {
   return entry.run;
 }
 
+type Reproduce = Pick<ReportData['reproduce'], 'session' | 'notes'>;
+
+interface HowRun {
+  /** Stores the session as it runs (a replay stores nothing). */
+  recorder?: SessionRecorder;
+  /** A replay answers the plan approvals as recorded; without them the user is asked at the prompt. */
+  approvals?: PlanApproval[];
+  model: Pick<ProviderConfig, 'provider' | 'model'>;
+  header: Omit<StoredSessionHeader, 'kernelName'>;
+  /** The log this run goes on from (a resumed session's, what a branch inherited of its parent's): part of the results. */
+  inherited: readonly TuningEvent[];
+  reproduce: Reproduce;
+}
+
 /**
  * Runs one session to its end: progress on stderr (events on stdout with --json), the plan approval at the prompt (a
  * replay answers it as recorded), the session stored as it goes, and the results written when it finished.
  */
-async function session(
-  options: Common,
-  source: string,
-  file: string,
-  settings: SessionSettings,
-  run: SessionRunParts,
-  io: Io,
-  how: { recorder?: SessionRecorder; approvals?: PlanApproval[]; model: Pick<ProviderConfig, 'provider' | 'model'> },
-): Promise<number> {
+async function session(options: Common, source: string, file: string, settings: SessionSettings, run: SessionRunParts, io: Io, how: HowRun): Promise<number> {
   const { options: transformerOptions, warnings } = transformerOptionsFrom(settings, run);
   for (const w of warnings) io.stderr.write(`warning: ${w}\n`);
   const transformer = new LLMKernelTransformer(source, transformerOptions);
@@ -368,9 +429,24 @@ async function session(
   await how.recorder?.finish(end);
   if (end.status === 'cancelled') return 130;
   if (end.status === 'failed') return 1;
+  const log = [...how.inherited, ...events];
   const finished = events.find((e): e is EventOf<'session.finished'> => e.type === 'session.finished')!;
   const out = options.out ?? (existsSync(dirname(file)) ? `${file}.tuned` : resolve(`${basename(file)}.tuned`));
-  const written = writeResults({ file, out, provider: how.model }, source, events, finished);
+  const written = writeResults({ file, out, provider: how.model }, source, log, finished);
+  const report = options.report === undefined ? join(out, 'report.html') : options.report;
+  if (report) {
+    const kernelName = log.findLast((e): e is EventOf<'session.started'> => e.type === 'session.started')?.kernel.name ?? settings.kernelName ?? basename(file);
+    writeReport(
+      report,
+      reportFromSession({
+        header: { ...how.header, kernelName },
+        events: log,
+        compilerOptions: settings.compilerOptions,
+        reproduce: { command: commandLine('auto', options.args), file, ...how.reproduce },
+      }),
+    );
+    written.push(report);
+  }
   io.stderr.write(`results: ${written.join(', ')}\n`);
   return 0;
 }
@@ -425,7 +501,8 @@ function writeResults(options: ResultTarget, source: string, events: TuningEvent
   writeFileSync(files.kernel, finished.finalCode);
   writeFileSync(files.diff, unifiedDiff(source, finished.finalCode, { fileName: basename(options.file) }));
   writeFileSync(files.markdown, markdownReport(options, events, finished));
-  const started = events.find((e): e is EventOf<'session.started'> => e.type === 'session.started');
+  // The last start: a branch's log begins with its parent's.
+  const started = events.findLast((e): e is EventOf<'session.started'> => e.type === 'session.started');
   const report = { version: 1, file: options.file, kernel: started?.kernel, device: started?.device, model: { provider: options.provider.provider, model: options.provider.model }, result: finished, events };
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
   return Object.values(files);
@@ -447,7 +524,7 @@ const ms = (v: number | null) => (v === null ? 'n/a' : `${Number(v.toPrecision(4
 
 export function markdownReport(options: Pick<ResultTarget, 'file' | 'provider'>, events: readonly TuningEvent[], finished: EventOf<'session.finished'>): string {
   const of = <T extends TuningEvent['type']>(type: T) => events.filter((e): e is Extract<TuningEvent, { type: T }> => e.type === type);
-  const started = of('session.started')[0];
+  const started = of('session.started').at(-1);
   const analysis = of('analysis.done')[0];
   const t = finished.tracker;
   const lines = [

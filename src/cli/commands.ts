@@ -14,6 +14,7 @@ export const commands: Record<string, Entry> = {
   tune: { summary: 'tune a kernel from a spec file (Kernel Tuner semantics, no LLM), or replay a cache with --simulate', load: () => import('./tune') },
   auto: { summary: 'let a model make a kernel tunable and faster, step by step, tuning every candidate on the GPU', load: () => import('./auto') },
   probe: { summary: 'compile, check and time a vector add over a few block sizes (a health check of the GPU path)', load: () => import('./probe') },
+  'merge-caches': { summary: "combine the caches of a search's shards (tune --shard I/N) into one Kernel Tuner cache", load: () => import('./merge-caches') },
 };
 
 export function usage(): string {

@@ -1,15 +1,25 @@
 // llm-kernel-tuner tune: Kernel Tuner's job without an LLM. A tuning spec (YAML/JSON: inputs, tunable parameters,
 // restrictions, geometry) drives a search on the GPU, or replays a cache file (--simulate) on any machine.
+import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
 import { CacheFile, replay } from '../tuner/cache';
+import { parseGpuSelection, singleGpu } from '../tuner/gpu-selection';
 import { SearchSpace } from '../tuner/search-space';
-import { resolveStrategy } from '../tuner/strategies';
+import { resolveStrategy, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
-import type { ConfigResult, ParamValue, TuneResult } from '../tuner/types';
-import { ms, ProgressBar, table } from './format';
+import type { SearchProgress } from '../tuner/strategies';
+import type { ConfigResult, ConfigStatus, ParamValue, StopReason, TuneResult } from '../tuner/types';
+import { describeError } from './errors';
+import { ms, table } from './format';
+import { TuningProgress } from './progress';
+import { writeSlurmScripts } from './slurm';
+import { commandLine, reportPath, writeReport } from './report';
+import { reportFromTune, type TuneReportInput } from '../report/model';
+import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
+import { GpuBackend } from '../tuner/gpu-backend';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
@@ -30,11 +40,28 @@ options:
   --iterations N           timed launches per configuration (default 32)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the reference kernel's time, at least 1 s)
-  --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it
+  --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it (with
+                           --simulate: the results replayed)
   --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
   --device N               GPU ordinal (default 0)
+  --gpus all|0,2|N         tune on several GPUs of one model at once, one worker each: all of them, these ordinals,
+                           or the first N (default: one GPU, --device)
   --json                   print the result as JSON on stdout (progress still goes to stderr)
+  -q, --quiet              no progress on stderr
+
+past one host (brute force):
+  --shard I/N              evaluate share I of N of the space (0 <= I < N, as Slurm numbers array tasks) into the
+                           cache given by --cache; merge the N shards' caches with merge-caches
+  --slurm                  write sbatch scripts instead of tuning: an array job of --shards tasks (one GPU and one
+                           shard each, caches in a shared directory) and a merge that runs after them; submits nothing
+  --shards N               with --slurm: how many GPUs (array tasks)
+  --slurm-dir DIR          with --slurm: where scripts, shard caches, logs and the merged cache go (default ./KERNEL-slurm)
+  --sbatch OPTION          with --slurm: an extra #SBATCH option of both jobs, e.g. partition=gpu for
+                           --partition=gpu (repeatable)
+  --report FILE            the HTML report (one file: chart, configurations, speed of light, how to reproduce);
+                           default SPEC.report.html beside the spec (beside the cache with --cache)
+  --no-report              write no HTML report
 `;
 
 export async function run(args: string[]): Promise<number> {
@@ -57,7 +84,16 @@ export async function run(args: string[]): Promise<number> {
       simulate: { type: 'string' },
       'simulate-if-no-gpu': { type: 'string' },
       device: { type: 'string' },
+      gpus: { type: 'string' },
+      shard: { type: 'string' },
+      slurm: { type: 'boolean' },
+      shards: { type: 'string' },
+      'slurm-dir': { type: 'string' },
+      sbatch: { type: 'string', multiple: true },
       json: { type: 'boolean' },
+      report: { type: 'string' },
+      'no-report': { type: 'boolean' },
+      quiet: { type: 'boolean', short: 'q' },
       help: { type: 'boolean', short: 'h' },
     },
   });
@@ -73,49 +109,121 @@ export async function run(args: string[]): Promise<number> {
   const spec = applyFlags(loadTuningSpec(specPath), values);
   const job = await tuningJob(spec, isSource ? { file: first } : {});
   const { kernel } = job;
+  if (values.slurm) return slurm(values, kernel.name, spec.strategy, ['tune', resolve(first), ...(isSource ? ['--spec', resolve(specPath)] : []), ...taskFlags(values)]);
+  if (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
+  const shard = values.shard === undefined ? undefined : parseShard(values.shard);
+  if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
+  if (values.gpus !== undefined && values.device !== undefined) throw new TuningSpecError('give --device N (one GPU) or --gpus, not both');
+  const gpus = values.gpus === undefined ? undefined : parseGpuSelection(values.gpus);
+  const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
 
-  const progress = new ProgressBar();
-  let failures = 0;
-  const onResult = (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => {
-    if (r.status !== 'ok') failures++;
-    progress.update(p.evaluations, p.total, `failed ${failures}${p.best ? `, best ${ms(p.best.timeMs)} ms` : ''}`);
-  };
+  const progress = values.quiet ? undefined : new TuningProgress();
+  const onResult = (r: ConfigResult, p: SearchProgress) => progress?.add(r, p);
 
   let result: TuneResult;
   let mode: string;
-  const replayFile = values.simulate ?? (values['simulate-if-no-gpu'] !== undefined && !(await gpuPresent()) ? values['simulate-if-no-gpu'] : undefined);
-  if (replayFile !== undefined) {
-    const replayed = await simulate(spec, kernel.name, replayFile, values.seed === undefined ? undefined : integer('--seed', values.seed), onResult);
-    mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
-    result = replayed.result;
-  } else {
-    mode = 'measured on the GPU';
-    const options: TuneOptions = {
-      ...job.options,
-      ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
-      ...(values.device !== undefined && { device: integer('--device', values.device) }),
-      ...(values.cache !== undefined && { cache: values.cache }),
-      onResult,
-    };
-    result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+  let device: TuneReportInput['device'] = null;
+  let limits: DeviceSpeedLimits | null = null;
+  let limitsNote: string | undefined;
+  let replayFile = values.simulate;
+  if (replayFile === undefined && values['simulate-if-no-gpu'] !== undefined) {
+    const missing = await missingGpu();
+    if (missing) {
+      replayFile = values['simulate-if-no-gpu'];
+      // Said first, so that nobody takes the replay for a run on this machine.
+      process.stderr.write(`No GPU to tune on: ${missing}
+Replaying ${replayFile} instead: the recorded results of a real GPU run, searched as the spec says.
+\n`);
+    }
   }
-  progress.finish();
+  try {
+    if (replayFile !== undefined) {
+      const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard }, onResult);
+      mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
+      result = replayed.result;
+      device = { name: replayed.deviceName };
+      limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
+    } else {
+      mode = 'measured on the GPU';
+      const selection = gpus ?? singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
+      const backends = await GpuBackend.openAll(selection);
+      try {
+        const options: TuneOptions = {
+          ...job.options,
+          ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
+          ...(values.cache !== undefined && { cache: values.cache }),
+          ...(shard && { shard }),
+          backend: backends,
+          onResult,
+        };
+        result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+        const used = result.gpus ?? [];
+        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
+        if (htmlReport) {
+          // The GPUs of one search are of one model: the first one's limits are every one's.
+          device = await backends[0]!.describe();
+          // After the search, so that the probe's second of copies competes with nothing.
+          limits = await backends[0]!.speedLimits();
+        }
+      } finally {
+        await Promise.all(backends.map((b) => b.dispose()));
+      }
+    }
+  } finally {
+    progress?.finish();
+  }
+  if (shard) mode += `, shard ${shard.index}/${shard.count} of the space`;
+
+  if (htmlReport) {
+    writeReport(
+      htmlReport,
+      reportFromTune({
+        kernel: kernel.name,
+        result,
+        paramNames: Object.keys(spec.tuneParams),
+        tuneParams: Object.fromEntries(Object.entries(job.tuneParams).map(([k, v]) => [k, [...v]])),
+        restrictions: job.restrictions,
+        mode,
+        device,
+        limits,
+        ...(limitsNote && { limitsNote }),
+        compilerOptions: [...(job.options.compilerOptions ?? [])],
+        work: job.work,
+        reproduce: {
+          command: commandLine('tune', args),
+          spec: { path: resolve(specPath), text: readFileSync(specPath, 'utf8') },
+          file: job.file,
+          ...((values.cache ?? replayFile) !== undefined && { cache: resolve((values.cache ?? replayFile)!) }),
+          seed: result.seed,
+          notes: [
+            replayFile !== undefined
+              ? `The times are those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}.`
+              : `Each time is the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}; every configuration was checked against the reference on two input sets first.`,
+          ],
+        },
+      }),
+    );
+  }
 
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result, ...(htmlReport && { report: htmlReport }) }, null, 2)}\n`);
   } else {
     process.stdout.write(report(result, Object.keys(spec.tuneParams), kernel.name, mode, replayFile !== undefined));
+    if (htmlReport) process.stdout.write(`\nHTML report: ${htmlReport}\n`);
   }
   return result.best ? 0 : 1;
 }
 
-/** Runs the spec's strategy over the spec's space with every evaluation answered from the cache. */
+/**
+ * Runs the spec's strategy over the spec's space (or a shard of it) with every evaluation answered from the cache; the
+ * results replayed go into `options.cache` when given, as a run on the GPU would write them.
+ */
 async function simulate(
   spec: TuningSpec,
   kernelName: string,
   cachePath: string,
-  seed: number | undefined,
-  onResult: (r: ConfigResult, p: { evaluations: number; best: ConfigResult | undefined; total: number }) => void,
+  options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined },
+  onResult: (r: ConfigResult, p: SearchProgress) => void,
 ): Promise<{ result: TuneResult; deviceName: string }> {
   const cache = CacheFile.load(cachePath);
   if (cache.header.kernel_name !== kernelName) {
@@ -123,16 +231,94 @@ async function simulate(
   }
   const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
   const { evaluate, clock } = replay(cache, { space });
+  const { device_name: deviceName, problem_size: problemSize } = cache.header;
+  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, ...(options.shard && { shard: options.shard }) });
   const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
-  const result = await strategy.run(space, evaluate, {
-    clock,
-    ...(seed !== undefined && { seed }),
-    ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
-    ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
-    onResult: (r, p) => onResult(r, { ...p, total: space.size }),
-  });
-  return { result, deviceName: cache.header.device_name };
+  try {
+    const result = await strategy.run(
+      space,
+      async (config) => {
+        const known = out?.get(space.key(config));
+        if (known) return known;
+        const r = await evaluate(config);
+        out?.append(r);
+        return r;
+      },
+      {
+        clock,
+        ...(options.seed !== undefined && { seed: options.seed }),
+        ...(options.shard && { shard: options.shard }),
+        ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
+        ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
+        onResult,
+      },
+    );
+    return { result, deviceName };
+  } finally {
+    out?.close();
+  }
 }
+
+/** --shard I/N: share I of N, 0 <= I < N. */
+function parseShard(text: string): Shard {
+  const m = /^(\d+)\/(\d+)$/.exec(text.trim());
+  const shard = m && { index: Number(m[1]), count: Number(m[2]) };
+  if (!shard || shard.count < 1 || shard.index >= shard.count) {
+    throw new TuningSpecError(`--shard takes I/N with 0 <= I < N (as Slurm numbers the tasks of an array: --array=0-(N-1)), received '${text}'`);
+  }
+  return shard;
+}
+
+/** The flags of this command line that every Slurm task repeats (paths made absolute; not the GPU, cache or output flags). */
+function taskFlags(v: Record<string, unknown>): string[] {
+  const out: string[] = [];
+  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout'] as const) {
+    if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
+  }
+  for (const p of (v.param as string[] | undefined) ?? []) out.push('--param', p);
+  for (const r of (v.restriction as string[] | undefined) ?? []) out.push('--restriction', r);
+  for (const d of (v.include as string[] | undefined) ?? []) out.push('-I', resolve(d));
+  return out;
+}
+
+/** --slurm: writes the scripts and says how to submit them. */
+function slurm(v: Record<string, unknown>, kernelName: string, strategyName: string, tuneArgs: string[]): number {
+  if (typeof v.shards !== 'string') throw new TuningSpecError('--slurm needs --shards N: how many GPUs (array tasks, one shard each)');
+  const shards = integer('--shards', v.shards);
+  if (shards < 1) throw new TuningSpecError('--shards expects at least 1');
+  for (const flag of ['shard', 'cache', 'simulate', 'simulate-if-no-gpu', 'gpus', 'device'] as const) {
+    if (v[flag] !== undefined) throw new TuningSpecError(`--${flag} does not go with --slurm: every task tunes its shard on the one GPU Slurm gives it, into its own cache`);
+  }
+  const strategy = resolveStrategy(strategyName)();
+  if (!strategy.shardable) throw new TuningSpecError(`--slurm splits a brute-force search into shards; ${strategy.name} cannot be split (${strategy.parallelism}): run it on one host with --gpus`);
+  const dir = resolve(typeof v['slurm-dir'] === 'string' ? v['slurm-dir'] : `${kernelName}-slurm`);
+  const scripts = writeSlurmScripts({ kernelName, tuneArgs, shards, dir, sbatchOptions: ((v.sbatch as string[] | undefined) ?? []).map((o) => (o.startsWith('-') ? o : `--${o}`)), node: process.execPath, cli: resolve(process.argv[1]!) });
+  process.stdout.write(
+    `wrote ${scripts.tuneScript} (an array of ${shards} tasks, one GPU and one shard each) and ${scripts.mergeScript} (merges the shards' caches)\n` +
+      `submit both with: bash ${scripts.submitScript}\nthe merged cache will be ${scripts.mergedCache}\n`,
+  );
+  return 0;
+}
+
+/** A status in the words of the summary line ("4 did not compile"); the table and --json keep the status names. */
+const STATUS_WORDS: Record<ConfigStatus, string> = {
+  ok: 'ok',
+  stopped_early: 'stopped early',
+  compile_error: 'did not compile',
+  launch_error: 'failed to launch',
+  fault: 'faulted',
+  timeout: 'timed out',
+  wrong_result: 'gave wrong results',
+  restricted: 'excluded by a restriction',
+  exceeds_device_limits: "over the device's limits (not compiled)",
+};
+
+const STOP_WORDS: Record<StopReason, string> = {
+  completed: 'the search completed',
+  max_fevals: 'the search stopped at its evaluation limit (--max-fevals)',
+  time_limit: 'the search stopped at its time limit (--time-limit)',
+  aborted: 'the search was cancelled',
+};
 
 /** The results table (fastest first, then failures by kind) and the best configuration. */
 function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string, replayed: boolean): string {
@@ -147,10 +333,11 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     r.resources ? String(r.resources.registers) : '',
   ]);
   let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
-  const counts = new Map<string, number>();
+  const counts = new Map<ConfigStatus, number>();
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   if (result.compiler?.note) text += `\n${result.compiler.note}`;
-  text += `\n${kernelName}: ${result.evaluations} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''} (${[...counts].map(([s, n]) => `${n} ${s}`).join(', ')}; stopped: ${result.stopReason})\n`;
+  const outcomes = [...counts].map(([status, n]) => `${n} ${STATUS_WORDS[status]}`).join(', ');
+  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}\n`;
   const best = result.best;
   if (best) {
     text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;
@@ -202,15 +389,18 @@ function positive(flag: string, text: string): number {
   return n;
 }
 
-/** Whether a CUDA driver with a device is usable here (asked of the worker, so a broken driver cannot crash us). */
-async function gpuPresent(): Promise<boolean> {
+/**
+ * Why no CUDA device is usable here, in the words `devices` uses (the library that could not be loaded and what to
+ * install), or undefined when there is one. Asked of the worker, so a broken driver cannot crash us.
+ */
+async function missingGpu(): Promise<string | undefined> {
   const { Gpu } = await import('../gpu/client');
   try {
     const gpu = await Gpu.open();
     await gpu.dispose();
-    return true;
+    return undefined;
   } catch (e) {
-    if (e instanceof CudaUnavailableError) return false;
+    if (e instanceof CudaUnavailableError) return describeError(e);
     throw e;
   }
 }

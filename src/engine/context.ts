@@ -27,7 +27,8 @@ export class EngineContext {
   private gpuQueue: Promise<unknown> = Promise.resolve();
 
   constructor(
-    readonly backend: TuningBackend,
+    /** One backend per GPU (all of one model): every tuning run spreads its configurations over them. */
+    readonly backends: readonly TuningBackend[],
     readonly device: DeviceDescription,
     /** Tests the user gave (addTest / options.tests); the state refers to them by index. */
     readonly userTests: readonly KernelTest[],
@@ -36,7 +37,7 @@ export class EngineContext {
 
   /**
    * Runs GPU work alone: candidates of one step are generated side by side (Send), but timings taken while another
-   * candidate runs on the same GPU would be worthless, so tuning runs one at a time.
+   * candidate runs on the same GPU would be worthless, so tuning runs one at a time (each run on all the GPUs).
    */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
     const run = this.gpuQueue.then(work, work);

@@ -6,10 +6,9 @@
  * real change, as in git. This is what makes the round trips byte-exact: applying no hunk gives the original, every
  * hunk gives the proposed text, whatever their line endings. A lone `\r` is line content, as in git.
  *
- * Algorithm. Myers' O((N+M)D) diff in its linear-space form (divide and conquer on the middle snake), after stripping
- * the common prefix and suffix, interning lines to integers and setting aside lines that occur on one side only
- * (they cannot match; GNU diff does the same), so a 5 000-line file with scattered edits takes milliseconds and two
- * unrelated files cost a linear scan. Near-worst cases (many changes among repeated lines) stay O((N+M)D).
+ * Algorithm. jsdiff (the `diff` package): Myers' O((N+M)D) diff. Lines occurring on one side only are set aside
+ * before it runs (they cannot match; GNU diff does the same), so the result stays minimal and two unrelated files cost
+ * a linear scan instead of jsdiff's quadratic worst case.
  *
  * Editor model (what {@link HunkSession} assumes, and why). While hunks are pending, the DOCUMENT KEEPS ITS ORIGINAL
  * TEXT (plus whatever the user types). Proposed changes exist only as decorations: the lines a hunk would remove are
@@ -27,6 +26,7 @@
  * lines. An edit that touches a pending hunk's lines (or glues text onto its first/last line) drops that hunk and
  * reports it; it is never applied blindly.
  */
+import { createTwoFilesPatch, diffArrays, FILE_HEADERS_ONLY } from 'diff';
 
 /** One block of consecutive changed lines between unchanged lines. */
 export interface Hunk {
@@ -89,88 +89,7 @@ export function normalizeEol(text: string, eol: Eol): string {
   return text.replace(/\r\n|\r|\n/g, eol);
 }
 
-// --- Myers diff ------------------------------------------------------------------------------------------------------
-
-interface ChangeMarks {
-  readonly removed: Uint8Array;
-  readonly added: Uint8Array;
-}
-
-/**
- * Finds a point on an optimal edit path of a[aLo,aHi) x b[bLo,bHi) strictly between its corners (Myers 1986, middle
- * snake). Precondition: both ranges non-empty, first elements differ, last elements differ (so D >= 2).
- */
-function middlePoint(a: Int32Array, aLo: number, aHi: number, b: Int32Array, bLo: number, bHi: number): [number, number] {
-  const n = aHi - aLo;
-  const m = bHi - bLo;
-  const delta = n - m;
-  const odd = (delta & 1) !== 0;
-  const half = Math.ceil((n + m) / 2);
-  const offset = half + 1;
-  // vf[offset + k]: furthest x of a forward path on diagonal k = x - y; vb likewise for paths from the end, with x
-  // and y counted backwards. Diagonals whose point left the grid are excluded from later rounds (kfLo/kfHi...).
-  const vf = new Int32Array(2 * half + 3);
-  const vb = new Int32Array(2 * half + 3);
-  let kfLo = 0;
-  let kfHi = 0;
-  let kbLo = 0;
-  let kbHi = 0;
-  for (let d = 0; d <= half; d++) {
-    for (let k = -d + kfLo; k <= d - kfHi; k += 2) {
-      let x = k === -d || (k !== d && vf[offset + k - 1]! < vf[offset + k + 1]!) ? vf[offset + k + 1]! : vf[offset + k - 1]! + 1;
-      let y = x - k;
-      while (x < n && y < m && a[aLo + x] === b[bLo + y]) {
-        x++;
-        y++;
-      }
-      vf[offset + k] = x;
-      if (x > n) kfHi += 2;
-      else if (y > m) kfLo += 2;
-      else if (odd) {
-        const kb = delta - k;
-        if (kb >= -(d - 1) && kb <= d - 1 && x + vb[offset + kb]! >= n) return [aLo + x, bLo + y];
-      }
-    }
-    for (let k = -d + kbLo; k <= d - kbHi; k += 2) {
-      let x = k === -d || (k !== d && vb[offset + k - 1]! < vb[offset + k + 1]!) ? vb[offset + k + 1]! : vb[offset + k - 1]! + 1;
-      let y = x - k;
-      while (x < n && y < m && a[aHi - 1 - x] === b[bHi - 1 - y]) {
-        x++;
-        y++;
-      }
-      vb[offset + k] = x;
-      if (x > n) kbHi += 2;
-      else if (y > m) kbLo += 2;
-      else if (!odd) {
-        const kf = delta - k;
-        if (kf >= -d && kf <= d && vf[offset + kf]! + x >= n) return [aHi - x, bHi - y];
-      }
-    }
-  }
-  throw new Error('diff: no middle snake found (unreachable for valid input)');
-}
-
-function markChanges(a: Int32Array, aLo: number, aHi: number, b: Int32Array, bLo: number, bHi: number, marks: ChangeMarks): void {
-  while (aLo < aHi && bLo < bHi && a[aLo] === b[bLo]) {
-    aLo++;
-    bLo++;
-  }
-  while (aLo < aHi && bLo < bHi && a[aHi - 1] === b[bHi - 1]) {
-    aHi--;
-    bHi--;
-  }
-  if (aLo === aHi) {
-    marks.added.fill(1, bLo, bHi);
-    return;
-  }
-  if (bLo === bHi) {
-    marks.removed.fill(1, aLo, aHi);
-    return;
-  }
-  const [x, y] = middlePoint(a, aLo, aHi, b, bLo, bHi);
-  markChanges(a, aLo, x, b, bLo, y, marks);
-  markChanges(a, x, aHi, b, y, bHi, marks);
-}
+// --- line diff (jsdiff) ----------------------------------------------------------------------------------------------
 
 /** A maximal run of changed lines: original lines [aStart, aEnd) become proposed lines [bStart, bEnd). */
 interface ChangeGroup {
@@ -182,50 +101,48 @@ interface ChangeGroup {
 
 function diffLines(aLines: readonly string[], bLines: readonly string[]): ChangeGroup[] {
   const ids = new Map<string, number>();
-  const intern = (lines: readonly string[]): Int32Array => {
-    const out = new Int32Array(lines.length);
-    lines.forEach((line, i) => {
+  const intern = (lines: readonly string[]): number[] =>
+    lines.map((line) => {
       let id = ids.get(line);
-      if (id === undefined) {
-        id = ids.size;
-        ids.set(line, id);
-      }
-      out[i] = id;
+      if (id === undefined) ids.set(line, (id = ids.size));
+      return id;
     });
-    return out;
-  };
   const a = intern(aLines);
   const b = intern(bLines);
-  const marks: ChangeMarks = { removed: new Uint8Array(a.length), added: new Uint8Array(b.length) };
-  // A line absent from the other side is in no common subsequence: mark it changed and run Myers on the rest only.
-  // The result stays minimal, and two unrelated files cost O(N + M) instead of O((N + M)^2).
-  const inA = new Uint8Array(ids.size);
-  const inB = new Uint8Array(ids.size);
-  a.forEach((id) => (inA[id] = 1));
-  b.forEach((id) => (inB[id] = 1));
+  const removed = new Uint8Array(a.length);
+  const added = new Uint8Array(b.length);
+  // A line absent from the other side is in no common subsequence: mark it changed and let jsdiff see the rest only.
+  // The result stays minimal, and two unrelated 5 000-line files take milliseconds instead of jsdiff's 3 s.
+  const inA = new Set(a);
+  const inB = new Set(b);
   const keptA: number[] = [];
   const keptB: number[] = [];
-  a.forEach((id, i) => (inB[id] ? keptA.push(i) : (marks.removed[i] = 1)));
-  b.forEach((id, j) => (inA[id] ? keptB.push(j) : (marks.added[j] = 1)));
-  const fa = Int32Array.from(keptA, (i) => a[i]!);
-  const fb = Int32Array.from(keptB, (j) => b[j]!);
-  const sub: ChangeMarks = { removed: new Uint8Array(fa.length), added: new Uint8Array(fb.length) };
-  markChanges(fa, 0, fa.length, fb, 0, fb.length, sub);
-  sub.removed.forEach((m, k) => (marks.removed[keptA[k]!] = m));
-  sub.added.forEach((m, k) => (marks.added[keptB[k]!] = m));
-
-  const groups: ChangeGroup[] = [];
+  a.forEach((id, i) => (inB.has(id) ? keptA.push(i) : (removed[i] = 1)));
+  b.forEach((id, j) => (inA.has(id) ? keptB.push(j) : (added[j] = 1)));
   let i = 0;
   let j = 0;
+  for (const change of diffArrays(keptA.map((k) => a[k]!), keptB.map((k) => b[k]!))) {
+    const count = change.value.length;
+    if (change.removed) for (let k = 0; k < count; k++) removed[keptA[i++]!] = 1;
+    else if (change.added) for (let k = 0; k < count; k++) added[keptB[j++]!] = 1;
+    else {
+      i += count;
+      j += count;
+    }
+  }
+
+  const groups: ChangeGroup[] = [];
+  i = 0;
+  j = 0;
   while (i < a.length || j < b.length) {
-    if (i < a.length && j < b.length && !marks.removed[i] && !marks.added[j]) {
+    if (i < a.length && j < b.length && !removed[i] && !added[j]) {
       i++;
       j++;
       continue;
     }
     const group: ChangeGroup = { aStart: i, aEnd: i, bStart: j, bEnd: j };
-    while (i < a.length && marks.removed[i]) i++;
-    while (j < b.length && marks.added[j]) j++;
+    while (i < a.length && removed[i]) i++;
+    while (j < b.length && added[j]) j++;
     group.aEnd = i;
     group.bEnd = j;
     groups.push(group);
@@ -302,52 +219,16 @@ export interface UnifiedDiffOptions {
   context?: number;
 }
 
-function rangeHeader(start: number, count: number): string {
-  if (count === 0) return `${start},0`;
-  return count === 1 ? `${start + 1}` : `${start + 1},${count}`;
-}
-
 /**
- * A git-compatible unified diff from `original` to `proposed` (`git apply` / `patch -p1` accept it). Line endings
- * are emitted as they are in the texts; a missing final newline gets git's `\ No newline at end of file` marker.
- * Identical texts give `''`.
+ * A git-compatible unified diff from `original` to `proposed` (`git apply` / `patch -p1` accept it), by jsdiff. Line
+ * endings are emitted as they are in the texts; a missing final newline gets git's `\ No newline at end of file`
+ * marker. Identical texts give `''`.
  */
 export function unifiedDiff(original: string, proposed: string, options: UnifiedDiffOptions): string {
   const context = options.context ?? 3;
   if (!Number.isInteger(context) || context < 0) throw new RangeError(`unifiedDiff: context must be a non-negative integer, got ${context}`);
   if (original === proposed) return '';
-  const aLines = splitLines(original);
-  const bLines = splitLines(proposed);
-  const groups = diffLines(aLines, bLines);
-  const out: string[] = [`--- a/${options.fileName}\n`, `+++ b/${options.fileName}\n`];
-  const emit = (prefix: string, line: string): void => {
-    out.push(prefix, line);
-    if (!line.endsWith('\n')) out.push('\n\\ No newline at end of file\n');
-  };
-  let g = 0;
-  while (g < groups.length) {
-    // Changes whose context would touch or overlap share one @@ block, as in git.
-    let last = g;
-    while (last + 1 < groups.length && groups[last + 1]!.aStart - groups[last]!.aEnd <= 2 * context) last++;
-    const first = groups[g]!;
-    const end = groups[last]!;
-    const aFrom = Math.max(0, first.aStart - context);
-    const aTo = Math.min(aLines.length, end.aEnd + context);
-    const bFrom = first.bStart - (first.aStart - aFrom);
-    const bTo = end.bEnd + (aTo - end.aEnd);
-    out.push(`@@ -${rangeHeader(aFrom, aTo - aFrom)} +${rangeHeader(bFrom, bTo - bFrom)} @@\n`);
-    let a = aFrom;
-    for (let i = g; i <= last; i++) {
-      const group = groups[i]!;
-      for (; a < group.aStart; a++) emit(' ', aLines[a]!);
-      for (let r = group.aStart; r < group.aEnd; r++) emit('-', aLines[r]!);
-      for (let r = group.bStart; r < group.bEnd; r++) emit('+', bLines[r]!);
-      a = group.aEnd;
-    }
-    for (; a < aTo; a++) emit(' ', aLines[a]!);
-    g = last + 1;
-  }
-  return out.join('');
+  return createTwoFilesPatch(`a/${options.fileName}`, `b/${options.fileName}`, original, proposed, undefined, undefined, { context, headerOptions: FILE_HEADERS_ONLY });
 }
 
 // --- editor session --------------------------------------------------------------------------------------------------

@@ -8,6 +8,7 @@
  * of this vocabulary: a consumer that sees a newer `v` than it knows can still show `describeEvent`'s text.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import type { DeviceSpeedLimits, LaunchWork } from '../tuner/speed-of-light';
 import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../tuner/types';
 import type { LlmExchange } from './llm/exchange';
 
@@ -73,6 +74,34 @@ export interface TrackerSummary {
   steps: { description: string; oldTimeMs: number | null; newTimeMs: number; improvementPct: number; bestParams: Record<string, ParamValue> }[];
 }
 
+/** One node of a graph as the compiled graph describes itself (LangGraph's getGraphAsync). */
+export interface GraphNodeView {
+  id: string;
+  /** The graph (an id of `graph.described`) this node runs inside it, when it hosts a subgraph. */
+  subgraph?: string;
+}
+
+export interface GraphEdgeView {
+  source: string;
+  target: string;
+  /** Taken only when the source's routing function chooses it. */
+  conditional: boolean;
+  label?: string;
+}
+
+/** A compiled graph's own description. `__start__` and `__end__` are LangGraph's entry and exit. */
+export interface GraphView {
+  /** The path of the nodes hosting it: "session" for the session graph, else the hosting node's id ("tune"). */
+  id: string;
+  /** The graph's name (compile({ name })). */
+  name: string;
+  nodes: GraphNodeView[];
+  edges: GraphEdgeView[];
+}
+
+/** What a node run was given or returned, as plain JSON cut to a size fit for the event log. */
+export type JsonPreview = null | boolean | number | string | JsonPreview[] | { [key: string]: JsonPreview };
+
 interface Base {
   v: typeof EVENTS_VERSION;
   /** ISO 8601. */
@@ -80,15 +109,41 @@ interface Base {
 }
 
 export type TuningEventBody =
-  | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number] } }
+  | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number } }
   /**
    * This session is a branch of `parentThreadId`: it starts again from step `stepId`, from the kernel that step started
    * from, or (`edited`) from the user's version of it, which the next events check and time as the pseudo-step
    * `edit:<stepId>`.
    */
   | { type: 'session.branched'; parentThreadId: string; stepId: string; edited: boolean }
-  | { type: 'analysis.done'; description: string; problemSize: string[]; outputs: string[] }
-  | { type: 'tests.ready'; tests: { id: string; origin: 'user' | 'generated'; problemSize: (string | number)[]; outputs: string[]; bytes: number | null; timeMs: number | null }[] }
+  | { type: 'graph.described'; graphs: GraphView[] }
+  | {
+      type: 'graph.node';
+      /** The id of the graph (see GraphView.id) the node belongs to. */
+      graph: string;
+      node: string;
+      /** One run of the node (a node runs several times in a loop, or side by side when sent to in parallel). */
+      task: string;
+      phase: 'started' | 'finished' | 'failed' | 'interrupted';
+      /** started: the node's input; finished: its update to the state. */
+      data?: JsonPreview;
+      error?: string;
+    }
+  | {
+      type: 'analysis.done';
+      description: string;
+      problemSize: string[];
+      outputs: string[];
+      /** The work of one launch as expressions over the scalar arguments, when the model gave them. */
+      flops?: string;
+      bytes?: string;
+    }
+  | {
+      type: 'tests.ready';
+      tests: { id: string; origin: 'user' | 'generated'; problemSize: (string | number)[]; outputs: string[]; bytes: number | null; timeMs: number | null; work?: LaunchWork }[];
+    }
+  /** The device's bandwidth and FP32 limits, measured on it, for the speed of light of every configuration. */
+  | { type: 'device.limits'; limits: DeviceSpeedLimits }
   | { type: 'baseline'; timeMs: number; params: Config; testId: string }
   | { type: 'plan'; reason: 'initial' | 'validated' | 'broken_down' | 'approved' | 'replanned'; steps: PlanStepView[] }
   | { type: 'plan.awaiting_approval'; steps: PlanStepView[] }
@@ -111,6 +166,7 @@ export type TuningEventBody =
       candidate: number;
       done: number;
       total: number;
+      /** Configurations that failed (compile, launch, fault, timeout, wrong result); one stopped early is no failure. */
       failures: number;
       bestTimeMs: number | null;
       result: ConfigSummary;
@@ -193,9 +249,15 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
   const debug = (text: string) => ({ level: 'debug' as const, text });
   switch (event.type) {
     case 'session.started':
-      return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.name} (${event.device.arch}), session ${event.threadId}`);
+      return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.gpus ? `${event.device.gpus} x ` : ''}${event.device.name} (${event.device.arch}), session ${event.threadId}`);
     case 'session.branched':
       return info(`branch of session ${event.parentThreadId}: from step ${event.stepId}${event.edited ? ', with the kernel edited' : ', as it was'}`);
+    case 'graph.described':
+      return debug(`graphs: ${event.graphs.map((g) => `${g.id} (${g.nodes.length} nodes)`).join(', ')}`);
+    case 'graph.node':
+      return debug(`node ${event.graph}/${event.node} ${event.phase}${event.error ? `: ${event.error.split('\n', 1)[0]}` : ''}`);
+    case 'device.limits':
+      return info(`device limits: ${event.limits.bandwidthMethod}; FP32 ${event.limits.fp32Formula}`);
     case 'analysis.done':
       return info(`analysis: ${event.description.split('\n', 1)[0]} | problem size [${event.problemSize.join(', ')}] | outputs ${event.outputs.join(', ')}`);
     case 'tests.ready':

@@ -8,7 +8,7 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { SearchSpaceError } from '../tuner/search-space';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../tuner/tunable-kernel';
-import type { Config, ConfigResult, TuneResult } from '../tuner/types';
+import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from './context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from './errors';
@@ -45,7 +45,7 @@ export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
 function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
   const launchTimeoutS = ctx.settings.launchTimeoutS;
   return {
-    backend: ctx.backend,
+    backend: ctx.backends,
     compilerOptions: ctx.settings.compilerOptions,
     iterations: ctx.settings.iterations,
     // Unless the user fixed it, one launch may take 100x the reference kernel's time, at least a second (the tuner's
@@ -116,7 +116,7 @@ export async function runCandidate(
       timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
       onResult: (r, p) => {
         done++;
-        if (r.status !== 'ok') failures++;
+        if (outcomeOf(r.status) === 'failed') failures++;
         emit(config, { type: 'configs.evaluated', ...progress, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) });
       },
     });

@@ -69,6 +69,17 @@ export function eventsBeforeStep(events: readonly TuningEvent[], stepId: string)
 }
 
 /**
+ * What a branch's log inherited of its parent's (eventsBeforeStep when it was made): the events before the run that
+ * branched (its session.started comes before its session.branched). Empty for a log that is no branch's.
+ */
+export function inheritedEvents(events: readonly TuningEvent[]): TuningEvent[] {
+  const branched = events.findIndex((e) => e.type === 'session.branched');
+  if (branched === -1) return [];
+  const started = events.slice(0, branched).findLastIndex((e) => e.type === 'session.started');
+  return events.slice(0, started === -1 ? branched : started);
+}
+
+/**
  * The kernel (the whole file) step `stepId` started from, as the log tells it: the code of the last step accepted before
  * it (its accepted candidate's), else the original. What a branch from that step shows the user to edit.
  */

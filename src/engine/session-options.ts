@@ -30,7 +30,8 @@ export function selectExplicitSteps(selected: readonly string[]): { steps: Tunin
 
 export interface SessionRunParts {
   llm: BaseChatModel;
-  backend: TuningBackend;
+  /** Where kernels run: one backend, or one per GPU (all of one model). */
+  backend: TuningBackend | readonly TuningBackend[];
   checkpointer: BaseCheckpointSaver;
   threadId: string;
   signal?: AbortSignal;

@@ -5,6 +5,7 @@
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { isTuningEvent, makeEvent, type PlanStepView, type TuningEvent } from './events';
+import { nodeEventOf } from './graph-view';
 import { isAbortError } from './llm/errors';
 import { isPlanInterrupt } from './strategies/approval';
 
@@ -16,7 +17,7 @@ export type SessionEnd =
 
 /** What streamSession needs of a compiled graph. */
 export interface StreamableGraph {
-  stream(input: unknown, options: LangGraphRunnableConfig & { streamMode: ('custom' | 'updates')[] }): Promise<AsyncIterable<unknown>>;
+  stream(input: unknown, options: LangGraphRunnableConfig & { streamMode: ('custom' | 'updates' | 'tasks')[]; subgraphs: true }): Promise<AsyncIterable<unknown>>;
 }
 
 /**
@@ -25,19 +26,30 @@ export interface StreamableGraph {
  */
 export async function* streamSession(graph: StreamableGraph, input: unknown, config: LangGraphRunnableConfig): AsyncGenerator<TuningEvent, SessionEnd> {
   let end: SessionEnd = { status: 'finished' };
+  // The session's result is its last event, after the finishing node has reported its end.
+  let finished: TuningEvent | undefined;
   try {
-    const stream = await graph.stream(input, { ...config, streamMode: ['custom', 'updates'] });
+    // Subgraphs too, for the runs of their nodes (`tasks`): the graph view lights the node that runs.
+    const stream = await graph.stream(input, { ...config, streamMode: ['custom', 'updates', 'tasks'], subgraphs: true });
     for await (const chunk of stream) {
-      const [mode, payload] = chunk as [string, unknown];
-      if (mode === 'custom' && isTuningEvent(payload)) yield payload;
-      if (mode !== 'updates' || typeof payload !== 'object' || payload === null || !('__interrupt__' in payload)) continue;
+      const [namespace, mode, payload] = chunk as [string[], string, unknown];
+      if (mode === 'custom' && isTuningEvent(payload)) {
+        if (payload.type === 'session.finished') finished = payload;
+        else yield payload;
+      }
+      if (mode === 'tasks') {
+        const node = nodeEventOf(namespace, payload);
+        if (node) yield makeEvent(node);
+      }
+      // An interrupt reaches every graph up to the session graph: it is reported once, from there.
+      if (mode !== 'updates' || namespace.length > 0 || typeof payload !== 'object' || payload === null || !('__interrupt__' in payload)) continue;
       const interrupts = (payload as { __interrupt__: { value: unknown }[] }).__interrupt__;
       const plan = interrupts.map((i) => i.value).find(isPlanInterrupt);
-      if (plan) {
-        end = { status: 'awaiting_approval', steps: plan.steps };
-        yield makeEvent({ type: 'plan.awaiting_approval', steps: plan.steps });
-      }
+      if (plan) end = { status: 'awaiting_approval', steps: plan.steps };
     }
+    // The pause is the run's last word, after the interrupted nodes have reported.
+    if (end.status === 'awaiting_approval') yield makeEvent({ type: 'plan.awaiting_approval', steps: end.steps });
+    if (finished) yield finished;
   } catch (thrown) {
     if (isAbortError(thrown, config.signal)) {
       yield makeEvent({ type: 'session.cancelled' });

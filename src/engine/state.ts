@@ -8,6 +8,7 @@
  */
 import { Annotation } from '@langchain/langgraph';
 import type { TestSpecInput } from '../tuner/input-spec';
+import type { LaunchWork } from '../tuner/speed-of-light';
 import type { Config, ProblemSizeSpec } from '../tuner/types';
 import type { TuneParamLists } from './code';
 import type { GridDivisors } from './finalize';
@@ -22,6 +23,10 @@ export interface KernelAnalysis {
   outputs: string[];
   /** Dynamic shared memory of its launch (a kernel with `extern __shared__`): an expression over the block size and scalars. */
   sharedMemBytes?: string;
+  /** Floating-point operations of one launch, as an expression over its scalar arguments (for speed-of-light figures). */
+  flops?: string;
+  /** Bytes one launch reads from and writes to device memory, as an expression over its scalar arguments. */
+  bytes?: string;
 }
 
 /** A test of the session: generated from a spec, or one the user gave (by its index in EngineContext.userTests). */
@@ -36,6 +41,8 @@ export interface TestRef {
   bytes: number | null;
   /** The original kernel's time on it, when it was measured. */
   timeMs: number | null;
+  /** The work of one launch on it (generated tests), for the achieved bandwidth and FLOP/s of every configuration. */
+  work?: LaunchWork;
 }
 
 export const TuningState = Annotation.Root({

@@ -12,8 +12,10 @@ import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type LangGraphRunnableConfig, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
-import type { DeviceDescription, TuningBackend } from '../tuner/backend';
+import { backendList, type DeviceDescription, type TuningBackend } from '../tuner/backend';
+import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
 import { GpuBackend } from '../tuner/gpu-backend';
+import { checkOneModel, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 import { TunableKernel, type KernelTest } from '../tuner/tunable-kernel';
 import type { Config } from '../tuner/types';
 import { EngineContext, type GraphOptions } from './context';
@@ -61,8 +63,10 @@ export interface LLMKernelTransformerOptions {
   transportRetryPolicy?: NodeRetryPolicy;
   /** CUDA device of the default backend. Default 0. */
   device?: number;
-  /** Where kernels run; default GpuBackend.open({ device }), closed at the end of each run. */
-  backend?: TuningBackend;
+  /** The GPUs of the default backends (one worker each, all of one model): all, a list, or the first N. Default: `device`. */
+  gpus?: GpuSelection;
+  /** Where kernels run: a backend, or one per GPU; default a GpuBackend per GPU of `gpus`, closed at the end of each run. */
+  backend?: TuningBackend | readonly TuningBackend[];
   /** Options for every compile (the seed's clang_args), e.g. ["-use_fast_math"]. */
   compilerOptions?: string[];
   /** Expected compile target ("sm_90"); kernels are compiled for the device they run on, so a mismatch is an error. */
@@ -167,9 +171,10 @@ export class LLMKernelTransformer {
    */
   async *stream(streamOptions: StreamOptions = {}): AsyncGenerator<TuningEvent, SessionEnd> {
     const o = this.options;
-    let backend: TuningBackend;
+    let backends: readonly TuningBackend[];
     try {
-      backend = o.backend ?? (await GpuBackend.open(o.device !== undefined ? { device: o.device } : {}));
+      if (o.gpus && o.device !== undefined) throw new RangeError('give device (one GPU) or gpus, not both');
+      backends = o.backend ? backendList(o.backend) : await GpuBackend.openAll(o.gpus ?? singleGpu(o.device ?? 0));
     } catch (e) {
       return yield* failed(e, o.signal);
     }
@@ -180,11 +185,13 @@ export class LLMKernelTransformer {
         ...(o.filePath !== undefined && { filePath: o.filePath }),
         ...(o.includePaths && { includePaths: o.includePaths }),
       });
-      const device = await backend.describe();
+      const devices = await Promise.all(backends.map((b) => b.describe()));
+      checkOneModel(devices);
+      const device = devices[0]!;
       if (o.gpuArch !== undefined && o.gpuArch !== device.arch) {
         throw new RangeError(`gpuArch is ${o.gpuArch}, but ${device.name} is ${device.arch}: kernels are compiled for the device they run on; leave gpuArch out or pick that device`);
       }
-      const engine = new EngineContext(backend, device, this.tests, {
+      const engine = new EngineContext(backends, device, this.tests, {
         structuredOutputType: o.structuredOutputType ?? 'default',
         compilerOptions: o.compilerOptions ?? [],
         timePerTestS: o.timePerTest ?? 15,
@@ -198,12 +205,15 @@ export class LLMKernelTransformer {
       const snapshot = await graph.getState(config);
       const started = snapshot.values && Object.keys(snapshot.values).length > 0;
       const interrupted = snapshot.tasks.some((t) => t.interrupts.length > 0);
+      yield this.startedEvent(kernel, device, backends.length, started);
+      yield makeEvent({ type: 'graph.described', graphs: await graph.describe() });
+      // The device's limits, for the speed of light of every configuration (not for a session that only reports).
+      const first = backends[0]!;
+      if (first.speedLimits && !(started && snapshot.next.length === 0)) yield await limitsEvent(first.speedLimits.bind(first));
       if (!started && o.branch) {
-        yield this.startedEvent(kernel, device, false);
         yield* this.startBranch(graph, config, o.branch);
         return yield* streamSession(graph, null, config);
       }
-      yield this.startedEvent(kernel, device, started);
       if (streamOptions.approval !== undefined) {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
@@ -216,7 +226,7 @@ export class LLMKernelTransformer {
     } catch (e) {
       return yield* failed(e, o.signal);
     } finally {
-      if (!o.backend) await backend.dispose().catch(() => undefined);
+      if (!o.backend) await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
     }
   }
 
@@ -295,13 +305,13 @@ export class LLMKernelTransformer {
     return this.options.fileName ?? (this.options.filePath ? basename(this.options.filePath) : undefined);
   }
 
-  private startedEvent(kernel: TunableKernel, device: DeviceDescription, resumed: boolean): TuningEvent {
+  private startedEvent(kernel: TunableKernel, device: DeviceDescription, gpus: number, resumed: boolean): TuningEvent {
     return makeEvent({
       type: 'session.started',
       threadId: this.threadId,
       resumed,
       kernel: { name: kernel.name, signature: kernel.signature.signatureText },
-      device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability },
+      device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability, ...(gpus > 1 && { gpus }) },
     });
   }
 
@@ -329,6 +339,15 @@ export class LLMKernelTransformer {
       tracker: new PerformanceTracker().toJSON(),
       startedSteps: [],
     };
+  }
+}
+
+/** The device.limits event, or a warning when they could not be measured (the session goes on without them). */
+async function limitsEvent(measure: () => Promise<DeviceSpeedLimits>): Promise<TuningEvent> {
+  try {
+    return makeEvent({ type: 'device.limits', limits: await measure() });
+  } catch (e) {
+    return makeEvent({ type: 'warning', message: `the device's bandwidth and FLOP/s limits could not be measured, so no speed-of-light figures: ${(e as Error).message.split('\n', 1)[0]}` });
   }
 }
 

@@ -8,6 +8,7 @@ import { defaultTuningSteps } from '../engine/strategies/explicit/steps';
 import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
 import type { SessionSettings } from '../engine/session-settings';
+import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 
 export const SECTION = 'kernelTuner';
 
@@ -32,6 +33,8 @@ export interface EngineConfig {
   /** Corrections the model may make to a failing answer before it is given up. */
   retries: number;
   device: number;
+  /** The GPUs every candidate is tuned on (kernelTuner.gpus; empty: `device` alone). */
+  gpus: GpuSelection;
   /** Timed runs per configuration. */
   iterations: number;
   /** Seconds for one configuration. */
@@ -105,6 +108,21 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     return v as string[];
   };
 
+  const gpusSetting = (device: number): GpuSelection => {
+    const v = get('gpus') ?? '';
+    if (typeof v !== 'string') {
+      problem('gpus', `must be a string such as all, 0,2 or 2 (is ${JSON.stringify(v)})`);
+      return singleGpu(device);
+    }
+    if (v.trim() === '') return singleGpu(device);
+    try {
+      return parseGpuSelection(v, key('gpus'));
+    } catch (e) {
+      problem('gpus', (e as Error).message.replace(`${key('gpus')} `, ''));
+      return singleGpu(device);
+    }
+  };
+
   const provider = oneOf('llm.provider', ['ollama', 'openai'] as const, 'ollama');
   const modelSetting = get('llm.model');
   const model = typeof modelSetting === 'string' ? modelSetting.trim() : '';
@@ -140,7 +158,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     strategy = { kind, steps: known };
   }
 
-  const config: EngineConfig = {
+  const settings: Omit<EngineConfig, 'gpus'> = {
     llm:
       provider === 'openai'
         ? { provider, model, baseUrl, temperature, timeoutMs, ...(apiKey ? { apiKey } : {}) }
@@ -159,6 +177,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     compilerOptions: strings('compilerOptions', []),
     includePaths: strings('includePaths', []),
   };
+  const config: EngineConfig = { ...settings, gpus: gpusSetting(settings.device) };
   const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
   if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };
   return { ok: true, config, endpoint: `${provider === 'ollama' ? 'Ollama' : 'OpenAI-compatible server'} at ${baseUrl}` };

@@ -9,6 +9,7 @@ import type { LlmExchange } from '../engine/llm/exchange';
 import type { SessionSettings } from '../engine/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
 import type { BranchOptions } from '../engine/transformer';
+import type { GpuSelection } from '../tuner/gpu-selection';
 import type { EngineConfig } from './config';
 import type { EditedPlanStep } from './protocol';
 
@@ -30,9 +31,11 @@ export interface DeviceInfo {
   name: string;
   arch: string;
   computeCapability: [number, number];
+  /** How many GPUs of this model the session tunes on, when more than one. */
+  gpus?: number;
 }
 
-/** A GPU backend opened for one session (the worker process owning the GPU, or a test double). */
+/** The GPU backends opened for one session (a worker process per GPU, or a test double). */
 export interface BackendLease {
   readonly device: DeviceInfo;
   dispose(): Promise<void>;
@@ -69,10 +72,10 @@ export interface EngineRuntime {
   /** Throws an EngineFailure (plain object) when the LLM endpoint cannot be used. */
   checkLlm(config: EngineConfig, signal?: AbortSignal): Promise<void>;
   /**
-   * Opens the GPU (worker process) for `device`, or, only when `testBackendModule` is set, the test double that module
-   * exports. Throws an EngineFailure.
+   * Opens the GPUs (a worker process each) of `gpus`, or, only when `testBackendModule` is set, the test double that
+   * module exports (one, on the first GPU chosen). Throws an EngineFailure.
    */
-  openBackend(options: { device: number; testBackendModule?: string }): Promise<BackendLease>;
+  openBackend(options: { gpus: GpuSelection; testBackendModule?: string }): Promise<BackendLease>;
   startSession(request: SessionRequest, backend: BackendLease): SessionRun;
 }
 

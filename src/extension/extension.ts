@@ -12,13 +12,15 @@ import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { HistoryStore, type HistoryEntry } from '../engine/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session-log';
+import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
+import { htmlReportCommands } from './html-report';
 import { InlineDiffController } from './inline-diff';
 import { isCudaDocument, KernelIndex, type KernelTarget } from './kernels';
 import { PanelManager } from './panel';
-import type { FromWebviewMessage } from './protocol';
+import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
 import { reduceAll, stepCode } from './session-view';
 import { SessionManager, type StartRequest } from './sessions';
@@ -85,10 +87,28 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       case 'branch':
         await branchFrom(message.sessionId, message.stepId);
         return;
+      case 'exportChart':
+        await exportChart(message.sessionId, message.format, message.data);
+        return;
       case 'ready':
       case 'rendered':
         return;
     }
+  }
+
+  /** Saves the panel's chart where the user chooses (a bad image from the webview is refused before the dialog). */
+  async function exportChart(sessionId: string, format: ChartImageFormat, data: string): Promise<void> {
+    const bytes = chartImageBytes(format, data);
+    const kernelName = (await sessions.snapshot(sessionId))?.header.kernelName ?? 'kernel';
+    const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
+    const dest = await vscode.window.showSaveDialog({
+      defaultUri: vscode.Uri.joinPath(base, chartFileName(kernelName, format)),
+      filters: format === 'png' ? { 'PNG image': ['png'] } : { 'SVG image': ['svg'] },
+      title: `Save the performance chart as ${format.toUpperCase()}`,
+    });
+    if (!dest) return;
+    await vscode.workspace.fs.writeFile(dest, bytes);
+    void vscode.window.showInformationMessage(`Saved the chart to ${relative(dest)}.`);
   }
 
   /** Opens the inline diff of a session's final kernel (or of one accepted step). Returns the document's uri. */
@@ -162,7 +182,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       }
       const [llm, gpu] = await Promise.allSettled([
         needsModel ? engine.checkLlm(config) : Promise.resolve(),
-        engine.openBackend({ device: config.device, ...(testBackendModule && { testBackendModule }) }),
+        engine.openBackend({ gpus: config.gpus, ...(testBackendModule && { testBackendModule }) }),
       ]);
       const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
       if (llm.status === 'rejected') {
@@ -235,7 +255,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     const ready = await preflight(config, endpoint, !(stored && 'replay' in stored));
     if (!ready) return;
     const doing = !stored ? 'tuning' : 'resume' in stored ? 'resuming' : 'branch' in stored ? `branching ${stored.branch.parent.id} at step ${stored.branch.stepId}:` : `replaying ${stored.replay.id}:`;
-    log.info(`${doing} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.name}`);
+    log.info(`${doing} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
     log.debug(`engine config: ${JSON.stringify(redactConfig(config))}`);
     try {
       const started = await sessions.start({ document: target.document, kernelName: target.kernelName, config, runtime: ready.engine, backend: ready.backend, checkpointDir, ...stored });
@@ -427,6 +447,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
     command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
+    ...htmlReportCommands(command, entryFor, () => vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage)),
     command('kernelTuner.history.delete', async (arg) => {
       const entry = await entryFor(arg);
       if (!entry) return;

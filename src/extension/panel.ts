@@ -192,6 +192,7 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
 <meta http-equiv="Content-Security-Policy" content="${csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1.0">
 <link rel="stylesheet" nonce="${nonce}" href="${asset('media', 'panel.css')}">
+<link rel="stylesheet" nonce="${nonce}" href="${asset('media', 'chart-and-code.css')}">
 <title>Kernel Tuner</title>
 </head>
 <body data-session-id="${escapeAttribute(sessionId)}">

@@ -54,7 +54,14 @@ export interface FromWebviewMap {
   rendered: { sessionId: string; eventCount: number };
   /** Start a branch of the session from one of its steps (the host asks: as it was, or with the kernel edited). */
   branch: { sessionId: string; stepId: string };
+  /** Save the performance chart: `data` is a PNG data URL or the text of an SVG document (see chart-export.ts). */
+  exportChart: { sessionId: string; format: ChartImageFormat; data: string };
 }
+
+export type ChartImageFormat = 'png' | 'svg';
+
+/** A chart image is a few hundred KB; this bounds what a webview can make the host decode and write. */
+export const MAX_CHART_IMAGE_CHARS = 20_000_000;
 
 export type MessageOf<M> = { [K in keyof M]: { type: K } & M[K] }[keyof M];
 export type ToWebviewMessage = MessageOf<ToWebviewMap>;
@@ -90,6 +97,12 @@ const count: Checker = (v, path) => {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) fail(path, 'a non-negative integer', v);
 };
 
+const oneOf =
+  (values: readonly string[]): Checker =>
+  (v, path) => {
+    if (typeof v !== 'string' || !values.includes(v)) fail(path, `one of ${values.join(', ')}`, v);
+  };
+
 const MAX_PLAN_STEPS = 100;
 
 const planSteps: Checker = (v, path) => {
@@ -112,6 +125,7 @@ const FROM_WEBVIEW: { [K in keyof FromWebviewMap]: Record<keyof FromWebviewMap[K
   openSideBySide: { sessionId: id, stepId: nullable(id) },
   rendered: { sessionId: id, eventCount: count },
   branch: { sessionId: id, stepId: id },
+  exportChart: { sessionId: id, format: oneOf(['png', 'svg']), data: text(MAX_CHART_IMAGE_CHARS) },
 };
 
 /** Checks a message from the webview; throws ProtocolError naming the first bad field. Unknown fields are dropped. */

@@ -18,6 +18,7 @@ import { LLMKernelTransformer } from '../engine/transformer';
 import { CudaUnavailableError } from '../gpu/errors';
 import type { TuningBackend } from '../tuner/backend';
 import { GpuBackend } from '../tuner/gpu-backend';
+import { checkOneModel, type GpuSelection } from '../tuner/gpu-selection';
 import type { BackendLease, EngineFailure, EngineRuntime, SessionRequest, SessionRun } from './engine-api';
 import type { EditedPlanStep } from './protocol';
 
@@ -43,35 +44,38 @@ class Lease implements BackendLease {
   private disposed = false;
 
   constructor(
-    readonly backend: TuningBackend,
+    /** One backend per GPU, all of one model. */
+    readonly backends: readonly TuningBackend[],
     readonly device: BackendLease['device'],
   ) {}
 
   async dispose(): Promise<void> {
     if (this.disposed) return;
     this.disposed = true;
-    await this.backend.dispose();
+    await Promise.all(this.backends.map((b) => b.dispose()));
   }
 }
 
-async function openBackend(options: { device: number; testBackendModule?: string }): Promise<BackendLease> {
-  let backend: TuningBackend;
+async function openBackend(options: { gpus: GpuSelection; testBackendModule?: string }): Promise<BackendLease> {
+  let backends: readonly TuningBackend[];
   try {
     if (options.testBackendModule) {
       const mod = require(options.testBackendModule) as Partial<TestBackendModule>;
       if (typeof mod.createTuningBackend !== 'function') throw new Error(`${options.testBackendModule} exports no createTuningBackend()`);
-      backend = await mod.createTuningBackend({ device: options.device });
+      backends = [await mod.createTuningBackend({ device: options.gpus.kind === 'list' ? options.gpus.ordinals[0]! : 0 })];
     } else {
-      backend = await GpuBackend.open({ device: options.device });
+      backends = await GpuBackend.openAll(options.gpus);
     }
   } catch (error) {
     throw toFailure(error);
   }
   try {
-    const d = await backend.describe();
-    return new Lease(backend, { name: d.name, arch: d.arch, computeCapability: d.computeCapability });
+    const devices = await Promise.all(backends.map((b) => b.describe()));
+    checkOneModel(devices);
+    const d = devices[0]!;
+    return new Lease(backends, { name: d.name, arch: d.arch, computeCapability: d.computeCapability, ...(backends.length > 1 && { gpus: backends.length }) });
   } catch (error) {
-    await backend.dispose().catch(() => undefined);
+    await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
     throw toFailure(error);
   }
 }
@@ -112,7 +116,7 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
     try {
       const built = transformerOptionsFrom(request.settings, {
         llm: replay ?? createChatModel(request.config.llm),
-        backend: (lease as Lease).backend,
+        backend: (lease as Lease).backends,
         checkpointer: new FileCheckpointSaver(request.checkpointDir),
         threadId: request.threadId,
         signal: request.signal,

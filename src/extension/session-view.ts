@@ -64,7 +64,8 @@ export interface SessionView {
   status: SessionStatus;
   threadId?: string;
   kernel?: { name: string; signature: string };
-  device?: { name: string; arch: string; computeCapability: [number, number] };
+  /** gpus: how many GPUs of this model the session tunes on, when more than one. */
+  device?: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
   analysis?: { description: string; problemSize: string[]; outputs: string[] };
   tests: EventOf<'tests.ready'>['tests'];
   baseline?: { timeMs: number; params: Config; testId: string };

@@ -431,6 +431,26 @@ export class Gpu {
     return computeStats(samplesMs);
   }
 
+  /**
+   * The driver's own device → device copy (cuMemcpyDtoD) of all of `source` into `destination` (two buffers of the
+   * same byte length), timed like `benchmark`: the yardstick of the device's memory bandwidth.
+   */
+  async benchmarkCopy(destination: DeviceBuffer, source: DeviceBuffer, options: { warmup?: number; iterations?: number } & RequestOptions = {}): Promise<TimingStats> {
+    for (const [name, b] of [['destination', destination], ['source', source]] as const) {
+      if (!(b instanceof DeviceBuffer) || b.gpu !== this || b.freed) throw argumentError(name, 'a DeviceBuffer of this Gpu that is not freed', b);
+    }
+    if (destination === source || destination.byteLength !== source.byteLength) throw argumentError('source', `another DeviceBuffer of ${destination.byteLength} bytes`, source);
+    const warmup = options.warmup === undefined ? 3 : checkNonNegativeInteger('warmup', options.warmup);
+    const iterations = options.iterations === undefined ? 20 : checkPositiveInteger('iterations', options.iterations);
+    if (iterations > 1000) throw argumentError('iterations', 'at most 1000', iterations);
+    const { samplesMs } = await this.worker.request(
+      'memCopyBenchmark',
+      async (generation: number) => ({ dst: await destination[BIND](generation), src: await source[BIND](generation), bytes: source.byteLength, warmup, iterations }),
+      options,
+    );
+    return computeStats(samplesMs);
+  }
+
   /** Stops the worker. Handles of this Gpu cannot be used afterwards. */
   dispose(): Promise<void> {
     return this.worker.dispose();

@@ -183,6 +183,9 @@ export interface NativeAddon {
   memFill(ptr: bigint, elementBytes: 1 | 2 | 4 | 8, pattern: bigint, count: number): void;
   /** Device → device copy. */
   memCopy(dst: bigint, src: bigint, bytes: number): void;
+  /** Warm-up copies, then `iterations` (1..1000) device → device copies of `bytes`, each timed between CUDA events; returns
+   *  each timed copy's milliseconds. The ranges must not overlap. */
+  memCopyBenchmark(dst: bigint, src: bigint, bytes: number, options: { warmup: number; iterations: number }): number[];
 
   /**
    * Launch once on the stream and wait for it (cuStreamSynchronize). Throws with the CUDA error of the launch or of the kernel.

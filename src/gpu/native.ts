@@ -34,6 +34,7 @@ const EXPORTS: readonly (keyof NativeAddon)[] = [
   'memDownload',
   'memFill',
   'memCopy',
+  'memCopyBenchmark',
   'launch',
   'benchmark',
 ];

@@ -44,6 +44,7 @@ export interface WorkerMethods {
   memFill: [{ buffer: HandleId; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }, void];
   fillRandom: [{ buffer: HandleId; dtype: DType; count: number; spec: NormalizedRandomSpec }, void];
   memCopy: [{ dst: HandleId; src: HandleId; bytes: number }, void];
+  memCopyBenchmark: [{ dst: HandleId; src: HandleId; bytes: number; warmup: number; iterations: number }, { samplesMs: number[] }];
   launch: [WireLaunch, void];
   benchmark: [WireLaunch & { warmup: number; iterations: number; flushL2: boolean }, { samplesMs: number[] }];
 }
@@ -77,6 +78,7 @@ export const METHOD_TRAITS: Record<MethodName, MethodTraits> = {
   memFill: SYNC,
   fillRandom: SYNC,
   memCopy: SYNC,
+  memCopyBenchmark: SYNC,
   launch: SYNC,
   benchmark: SYNC,
 };

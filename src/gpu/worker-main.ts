@@ -256,6 +256,13 @@ class WorkerState {
       this.checkRange(src, 0, p.bytes, 'bytes');
       this.context().memCopy(dst.ptr, src.ptr, p.bytes);
     },
+    memCopyBenchmark: (p) => {
+      const dst = this.buffer(p.dst, 'dst');
+      const src = this.buffer(p.src, 'src');
+      this.checkRange(dst, 0, p.bytes, 'bytes');
+      this.checkRange(src, 0, p.bytes, 'bytes');
+      return { samplesMs: this.context().memCopyBenchmark(dst.ptr, src.ptr, p.bytes, { warmup: p.warmup, iterations: p.iterations }) };
+    },
     launch: (p) => {
       const launch = this.nativeLaunch(p);
       this.addon.launch(launch);

@@ -7,9 +7,14 @@ import type { Dim3 } from './types';
 import type { DeviceLimits } from './geometry';
 import type { ResolvedTest } from './input-spec';
 import type { SampleStats, ResourceUsage } from './types';
+import type { DeviceSpeedLimits } from './speed-of-light';
 
 export interface DeviceDescription extends DeviceLimits {
   name: string;
+  /** The CUDA ordinal of the device in this process (as CUDA_VISIBLE_DEVICES leaves them). */
+  ordinal: number;
+  /** Its PCI address, e.g. "0000:1b:00.0", when the backend knows it: tells GPUs apart across processes and hosts. */
+  pciBusId?: string;
   computeCapability: [number, number];
   multiprocessors: number;
   globalMemoryBytes: number;
@@ -57,13 +62,20 @@ export function programOf(request: BuildRequest): ProgramInit {
   };
 }
 
-/** A compiled and loaded kernel, ready to launch. */
-export interface BuiltKernel {
-  readonly resources: ResourceUsage & { maxThreadsPerBlock: number };
+/**
+ * A compiled kernel variant, not yet on any device: it loads on every backend of the same device model (the same
+ * compute capability, so the same binary), which is how several GPUs share the compiles run ahead of them.
+ */
+export interface CompiledKernel {
   readonly compileMs: number;
-  readonly loadMs: number;
   /** The compiler's warnings (empty when clean). */
   readonly log: string;
+}
+
+/** A kernel loaded on a device, ready to launch. */
+export interface BuiltKernel {
+  readonly resources: ResourceUsage & { maxThreadsPerBlock: number };
+  readonly loadMs: number;
   release(): Promise<void>;
 }
 
@@ -128,11 +140,10 @@ export interface PreparedTest {
   release(): Promise<void>;
 }
 
-export interface TimingOptions {
+export interface TimingOptions extends DeviceRunOptions {
   warmup: number;
   iterations: number;
   flushL2: boolean;
-  timeoutMs: number;
   /** Time a few launches first and stop there when their median is already longer than this (it cannot win). */
   stopAboveMs?: number;
 }
@@ -145,15 +156,38 @@ export interface TimingOutcome {
   stoppedEarly: boolean;
 }
 
+/** Aborting stops what the device is running (a GPU worker is killed: a kernel cannot be stopped otherwise). */
+export interface DeviceRunOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** One device: a tuning run on several GPUs has one backend per GPU, all of the same model. */
 export interface TuningBackend {
   describe(): Promise<DeviceDescription>;
-  /** Compiles and loads; rejects with CompileError (log and diagnostics) when the source does not compile. */
-  build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel>;
+  /** Compiles a variant (for this device model); rejects with CompileError (log and diagnostics) when it does not compile. */
+  compile(request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel>;
+  /** Loads a kernel compiled by this backend or another of the same device model. */
+  load(kernel: CompiledKernel): Promise<BuiltKernel>;
   /** Puts a test's inputs on the device and runs the oracle on every input set to produce the expected outputs. */
   prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest>;
   /** Runs the kernel on one input set with fresh (poisoned) outputs and compares every output with the expected one. */
-  check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: { timeoutMs: number }): Promise<CheckOutcome>;
+  check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome>;
   /** Times the kernel on input set 0; afterwards its outputs are compared again when the kernel does not read them. */
   time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome>;
+  /** The device's bandwidth and FP32 limits, measured on it (speed-of-light.ts); absent where nothing can be measured. */
+  speedLimits?(): Promise<DeviceSpeedLimits>;
   dispose(): Promise<void>;
+}
+
+/** A backend or one per GPU, as a list (RangeError for an empty one). */
+export function backendList(backend: TuningBackend | readonly TuningBackend[]): readonly TuningBackend[] {
+  const list: readonly TuningBackend[] = Array.isArray(backend) ? backend : [backend as TuningBackend];
+  if (list.length === 0) throw new RangeError('the list of backends is empty: give at least one (one per GPU)');
+  return list;
+}
+
+/** Compiles and loads a variant on one backend. */
+export async function buildKernel(backend: TuningBackend, request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
+  return backend.load(await backend.compile(request, signal));
 }

@@ -8,11 +8,14 @@
 // strategy_time, framework_time, timestamp last); what Kernel Tuner has no field for is stored under lkt_* names, so our
 // results round-trip without loss and Kernel Tuner ignores the extras. "time" holds our statistic, the median (recorded
 // in lkt_reproduce.statistic); a failure holds the ErrorConfig string Kernel Tuner uses.
+// A shard of a search (tune --shard I/N) writes its own cache with "lkt_shard" in the header; mergeCaches combines the
+// shards' caches into one with the layout of a single run's.
 
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { computeStats } from '../gpu/stats';
 import type { SearchSpace } from './search-space';
-import type { Clock, Evaluate } from './strategies/search';
+import type { Clock, Shard } from './strategies/search';
 import {
   configKey,
   pythonFloatRepr,
@@ -59,6 +62,8 @@ export interface CacheHeader {
   tune_params_keys: string[];
   tune_params: TuneParams;
   objective: string;
+  /** Written by a shard of a search: which share of the space this cache holds (merged caches have none). */
+  lkt_shard?: Shard;
 }
 
 /** What a cache is for: results are only reused for the same device, kernel, problem size and parameter names. */
@@ -67,6 +72,8 @@ export interface CacheIdentity {
   kernelName: string;
   problemSize: ProblemSizeSpec;
   tuneParams: TuneParams;
+  /** The share of the space this run evaluates, when it is a shard of a search. */
+  shard?: Shard;
 }
 
 const MISMATCH_WHAT = {
@@ -74,6 +81,8 @@ const MISMATCH_WHAT = {
   kernel_name: 'another kernel',
   problem_size: 'another problem size',
   tune_params_keys: 'other tunable parameters',
+  tune_params: 'other values of the tunable parameters',
+  lkt_shard: 'another share of the search',
 } as const;
 
 export class CacheMismatchError extends Error {
@@ -184,6 +193,7 @@ function toEntry(result: ConfigResult, paramNames: readonly string[]): Entry {
   if (t?.frameworkMs !== undefined) entry['framework_time'] = new PyFloat(t.frameworkMs);
   entry['lkt_status'] = result.status;
   if (t) entry['lkt_load_time'] = t.loadMs;
+  if (result.gpu) entry['lkt_gpu'] = { host: result.gpu.host, ordinal: result.gpu.ordinal, pci_bus_id: result.gpu.pciBusId };
   if (result.error) entry['lkt_error'] = result.error;
   if (result.note !== undefined) entry['lkt_note'] = result.note;
   if (result.resources) {
@@ -238,6 +248,10 @@ function fromEntry(entry: Entry, config: Config, key: string): ConfigResult {
     };
     if (isNumber(entry['strategy_time'])) result.timings.strategyMs = entry['strategy_time'];
     if (isNumber(entry['framework_time'])) result.timings.frameworkMs = entry['framework_time'];
+  }
+  const gpu = entry['lkt_gpu'] as Record<string, unknown> | undefined;
+  if (gpu && typeof gpu['host'] === 'string' && isNumber(gpu['ordinal'])) {
+    result.gpu = { host: gpu['host'], ordinal: gpu['ordinal'], ...(typeof gpu['pci_bus_id'] === 'string' && { pciBusId: gpu['pci_bus_id'] }) };
   }
   if (typeof entry['lkt_note'] === 'string') result.note = entry['lkt_note'];
   const res = entry['lkt_resources'] as Record<string, number> | undefined;
@@ -395,6 +409,7 @@ export class CacheFile {
         tune_params_keys: keys,
         tune_params: identity.tuneParams,
         objective: 'time',
+        ...(identity.shard && { lkt_shard: { index: identity.shard.index, count: identity.shard.count } }),
       };
       // Kernel Tuner writes json.dumps(header + "cache": {}, indent="") without its last 3 characters, "}\n}".
       writeFileSync(path, pyJsonIndentEmpty({ ...header, cache: {} }).slice(0, -3));
@@ -413,6 +428,7 @@ export class CacheFile {
       const detail = sameSet ? ' (the same names in another order; the order defines the keys)' : '';
       throw new CacheMismatchError(path, 'tune_params_keys', h.tune_params_keys, keys, detail);
     }
+    if (shardText(h.lkt_shard) !== shardText(identity.shard)) throw new CacheMismatchError(path, 'lkt_shard', shardText(h.lkt_shard), shardText(identity.shard));
     if (parsed.openText !== text) {
       // Written aside and renamed, so a crash here cannot lose the results already in the file.
       writeFileSync(`${path}.tmp`, parsed.openText);
@@ -438,6 +454,11 @@ export class CacheFile {
   get(key: string): ConfigResult | undefined {
     const e = this.byKey.get(key);
     return e && fromEntry(e.entry, { ...e.config }, key);
+  }
+
+  /** Every entry as the file holds it, by our key of its values, in file order. */
+  rawEntries(): IterableIterator<[string, { entry: Entry; config: Config }]> {
+    return this.byKey.entries();
   }
 
   /** Every cached result, in file order. */
@@ -480,8 +501,8 @@ export class CacheFile {
 // ---------------------------------------------------------------- simulation
 
 export interface Replay {
-  /** Returns the cached result of a configuration; SimulationMissError when it was never measured. */
-  evaluate: Evaluate;
+  /** Returns the cached result of a configuration (on any worker); SimulationMissError when it was never measured. */
+  evaluate: (config: Config) => Promise<ConfigResult>;
   /** Simulated time: advances by each replayed result's compile, load, verification and benchmark time. */
   clock: Clock;
 }
@@ -514,3 +535,120 @@ export function replay(cache: CacheFile, options: { space?: SearchSpace } = {}):
   };
 }
 
+
+// ---------------------------------------------------------------- merging shards
+
+/** Caches that cannot be merged: the reason names the files and the values that differ. */
+export class CacheMergeError extends Error {
+  override name = 'CacheMergeError';
+}
+
+/** "2/4" for shard 2 of 4, "the whole space" for a cache that is no shard. */
+function shardText(shard: Shard | undefined): string {
+  return shard ? `${shard.index}/${shard.count}` : 'the whole space';
+}
+
+/** Entry fields Kernel Tuner writes as floats (Python's json writes 4.0, never 4): kept so when a merge rewrites them. */
+const FLOAT_FIELDS = ['time', 'compile_time', 'verification_time', 'benchmark_time', 'strategy_time', 'framework_time'];
+
+function pyEntry(entry: Entry): Entry {
+  const out: Entry = { ...entry };
+  for (const f of FLOAT_FIELDS) if (isNumber(out[f])) out[f] = new PyFloat(out[f]);
+  if (Array.isArray(out['times']) && out['times'].every(isNumber)) out['times'] = out['times'].map((x) => new PyFloat(x));
+  return out;
+}
+
+export interface MergeSummary {
+  /** Configurations in the merged cache. */
+  entries: number;
+  /** Configurations found in more than one input (the first input's entry is kept, as Kernel Tuner keeps the first). */
+  duplicates: number;
+  /** The shards merged ("0/4", ...), empty when the inputs are no shards. */
+  shards: string[];
+}
+
+/**
+ * Combines caches of one search (the shards of `tune --shard`, or any caches of the same kernel, device, problem size
+ * and parameters) into `out`, in the layout of a single run's cache with its entries in search-space order. Refuses
+ * (CacheMergeError, with the reason) caches of another device, kernel, problem size or parameters, shards of different
+ * splits, and a missing shard unless `partial`. `out` is written whole and renamed into place; it may be one of the
+ * inputs, but no other existing file is overwritten.
+ */
+export function mergeCaches(inputs: readonly string[], out: string, options: { partial?: boolean } = {}): MergeSummary {
+  if (inputs.length === 0) throw new CacheMergeError('no cache files to merge');
+  if (existsSync(out) && !inputs.some((p) => resolve(p) === resolve(out))) {
+    throw new CacheMergeError(`${out} exists and is not one of the caches merged: choose another output file, or delete it first`);
+  }
+  const caches = inputs.map((p) => CacheFile.load(p));
+  const [first, ...others] = caches as [CacheFile, ...CacheFile[]];
+  const h0 = first.header;
+  const same: [keyof typeof MISMATCH_WHAT, (h: CacheHeader) => unknown, (a: unknown, b: unknown) => boolean][] = [
+    ['device_name', (h) => h.device_name, (a, b) => a === b],
+    ['kernel_name', (h) => h.kernel_name, (a, b) => a === b],
+    ['problem_size', (h) => h.problem_size, sameProblemSize],
+    ['tune_params_keys', (h) => h.tune_params_keys, (a, b) => JSON.stringify(a) === JSON.stringify(b)],
+    ['tune_params', (h) => h.tune_params, (a, b) => JSON.stringify(a) === JSON.stringify(b)],
+  ];
+  for (const c of others) {
+    for (const [field, get, equal] of same) {
+      if (!equal(get(h0), get(c.header))) {
+        throw new CacheMergeError(
+          `${c.path} holds results for ${MISMATCH_WHAT[field]} than ${first.path} (${field}: ${JSON.stringify(get(c.header))} against ${JSON.stringify(get(h0))}): ` +
+            'only caches of one search merge',
+        );
+      }
+    }
+  }
+  const shards = checkShards(caches, options.partial ?? false);
+
+  const paramNames = h0.tune_params_keys;
+  const merged = new Map<string, Entry>();
+  let duplicates = 0;
+  for (const c of caches) {
+    for (const [key, { entry }] of c.rawEntries()) {
+      if (merged.has(key)) duplicates++;
+      else merged.set(key, entry);
+    }
+  }
+  // Search-space order: the parameters' values in the order the header lists them, the last parameter fastest.
+  const rank = (entry: Entry) => paramNames.map((name) => h0.tune_params[name]?.findIndex((v) => v === entry[name]) ?? -1);
+  const ordered = [...merged].sort(([, a], [, b]) => {
+    const ra = rank(a);
+    const rb = rank(b);
+    for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return ra[i]! - rb[i]!;
+    return 0;
+  });
+  const { lkt_shard: _shard, ...header } = h0;
+  const lines = ordered.map(([key, entry]) => `\n${JSON.stringify(key)}: ${pyJson(pyEntry(entry))}`);
+  const text = `${pyJsonIndentEmpty({ ...header, cache: {} }).slice(0, -3)}${lines.join(',')}}\n}`;
+  writeFileSync(`${out}.tmp`, text);
+  renameSync(`${out}.tmp`, out);
+  return { entries: ordered.length, duplicates, shards };
+}
+
+/** Shards must all be shards of one split, each once; all of them unless a partial merge is asked for. */
+function checkShards(caches: readonly CacheFile[], partial: boolean): string[] {
+  const sharded = caches.filter((c) => c.header.lkt_shard);
+  if (sharded.length === 0) return [];
+  if (sharded.length !== caches.length) {
+    const whole = caches.find((c) => !c.header.lkt_shard)!;
+    throw new CacheMergeError(`${whole.path} is no shard, but ${sharded[0]!.path} is shard ${shardText(sharded[0]!.header.lkt_shard)}: merge the shards of one search`);
+  }
+  const count = sharded[0]!.header.lkt_shard!.count;
+  const other = sharded.find((c) => c.header.lkt_shard!.count !== count);
+  if (other) throw new CacheMergeError(`${other.path} is shard ${shardText(other.header.lkt_shard)} but ${sharded[0]!.path} is shard ${shardText(sharded[0]!.header.lkt_shard)}: the shards of one search have one count`);
+  const seen = new Map<number, string>();
+  for (const c of sharded) {
+    const index = c.header.lkt_shard!.index;
+    if (seen.has(index)) throw new CacheMergeError(`${c.path} and ${seen.get(index)} are both shard ${index}/${count}`);
+    seen.set(index, c.path);
+  }
+  const missing = Array.from({ length: count }, (_, i) => i).filter((i) => !seen.has(i));
+  if (missing.length > 0 && !partial) {
+    throw new CacheMergeError(
+      `shard${missing.length > 1 ? 's' : ''} ${missing.map((i) => `${i}/${count}`).join(', ')} ${missing.length > 1 ? 'are' : 'is'} missing ` +
+        `(given: ${[...seen.keys()].sort((a, b) => a - b).map((i) => `${i}/${count}`).join(', ')}): run ${missing.length > 1 ? 'them' : 'it'}, or merge what is there with --partial`,
+    );
+  }
+  return [...seen.keys()].sort((a, b) => a - b).map((i) => `${i}/${count}`);
+}

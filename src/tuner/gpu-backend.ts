@@ -28,11 +28,15 @@ import {
   type KernelArg,
   type Module,
 } from '../gpu/client';
+import { measureBandwidth } from '../gpu/bandwidth';
+import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
 import {
   programOf,
   type BuildRequest,
   type BuiltKernel,
   type CheckOutcome,
+  type CompiledKernel,
+  type DeviceRunOptions,
   type DeviceDescription,
   type HostArgument,
   type Launch,
@@ -55,6 +59,7 @@ import {
   helperNameExpressions,
   scaleKernelName,
 } from './helper-kernels';
+import { resolveGpuSelection, type GpuSelection } from './gpu-selection';
 import type { BufferInit, Distribution } from './input-spec';
 import type { SampleStats } from './types';
 
@@ -129,22 +134,29 @@ interface InputSet {
   buffers: BufferSlot[];
 }
 
+/** A cubin and the kernel to take from it: loads on any GPU of the arch it was compiled for. */
+class GpuCompiledKernel implements CompiledKernel {
+  constructor(
+    readonly compiled: CompiledProgram,
+    readonly nameExpression: string,
+    readonly compileMs: number,
+  ) {}
+
+  get log(): string {
+    return this.compiled.log;
+  }
+}
+
 class GpuBuiltKernel implements BuiltKernel {
   constructor(
     readonly module: Module,
     readonly kernel: Kernel,
-    readonly compiled: CompiledProgram,
-    readonly compileMs: number,
     readonly loadMs: number,
   ) {}
 
   get resources() {
     const a = this.kernel.attributes;
     return { registers: a.registers, sharedBytes: a.staticSharedBytes, localBytes: a.localBytes, maxThreadsPerBlock: a.maxThreadsPerBlock };
-  }
-
-  get log(): string {
-    return this.compiled.log;
   }
 
   release(): Promise<void> {
@@ -193,6 +205,7 @@ export interface GpuBackendOptions extends GpuOptions {
 export class GpuBackend implements TuningBackend {
   private helpers: { module: Module; kernels: Map<string, Kernel>; dtypes: Set<DType> } | undefined;
   private scratch: DeviceBuffer<'uint64'> | undefined;
+  private limits: Promise<DeviceSpeedLimits> | undefined;
 
   private constructor(
     readonly gpu: Gpu,
@@ -216,6 +229,27 @@ export class GpuBackend implements TuningBackend {
     }
   }
 
+  /**
+   * Opens one GpuBackend (one worker process) per selected GPU. The first is opened on its own and lists the host's
+   * GPUs (a single GPU needs no listing); the others start in parallel. Either all open, or none is left running.
+   */
+  static async openAll(selection: GpuSelection, options: Omit<GpuBackendOptions, 'device'> = {}): Promise<GpuBackend[]> {
+    const first = selection.kind === 'list' ? selection.ordinals[0]! : 0;
+    const opened = [await GpuBackend.open({ ...options, device: first })];
+    try {
+      if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
+      const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
+      const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...options, device })));
+      for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
+      const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (failed) throw failed.reason;
+      return opened;
+    } catch (e) {
+      await Promise.allSettled(opened.map((b) => b.dispose()));
+      throw e;
+    }
+  }
+
   /** The preferred compiler: NVRTC when loaded (in-process, fast), else nvcc. */
   private get defaultCompiler() {
     return (this.compilers.nvrtc ?? this.compilers.nvcc)!;
@@ -226,6 +260,8 @@ export class GpuBackend implements TuningBackend {
     const d = runtime.device;
     return {
       name: d.name,
+      ordinal: d.ordinal,
+      pciBusId: d.pciBusId,
       computeCapability: d.computeCapability,
       multiprocessors: d.multiprocessors,
       globalMemoryBytes: d.globalMemoryBytes,
@@ -243,21 +279,46 @@ export class GpuBackend implements TuningBackend {
     };
   }
 
-  async build(request: BuildRequest, signal?: AbortSignal): Promise<GpuBuiltKernel> {
+  /**
+   * The device's limits for speed-of-light figures: the bandwidth measured by the copy kernel (gpu/bandwidth.ts), the
+   * FP32 peak by the formula of speed-of-light.ts. Measured once per backend (about a second).
+   */
+  speedLimits(): Promise<DeviceSpeedLimits> {
+    return (this.limits ??= this.measureLimits());
+  }
+
+  private async measureLimits(): Promise<DeviceSpeedLimits> {
+    const m = await measureBandwidth(this.gpu, { compiler: this.defaultCompiler });
+    const peak = fp32PeakFlops(this.gpu.device);
+    const gb = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
+    return {
+      bandwidthGBps: m.kernel.GBps,
+      bandwidthMethod: `copy kernel (uint4, ${m.kernel.unroll} in flight per thread, block ${m.kernel.block}, grid ${m.kernel.grid}) over ${gb(m.bufferBytes)}: ${m.kernel.GBps.toFixed(0)} GB/s read + write, ${(100 * m.ratio).toFixed(1)}% of cuMemcpyDtoD's ${m.memcpy.GBps.toFixed(0)} GB/s`,
+      memcpyGBps: m.memcpy.GBps,
+      fp32GFlops: peak ? peak.flops / 1e9 : null,
+      fp32Formula: peak?.formula ?? `unknown: the driver reports no clock rate for ${this.gpu.device.name}`,
+    };
+  }
+
+  async compile(request: BuildRequest, signal?: AbortSignal): Promise<GpuCompiledKernel> {
     const compiler = this.compilers[request.compiler];
     if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
     const t0 = performance.now();
     const compiled = await compiler.compile(programOf(request), signal ? { signal } : {});
-    const t1 = performance.now();
-    return this.load(compiled, request.nameExpression, t1 - t0);
+    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0);
   }
 
-  private async load(compiled: CompiledProgram, nameExpression: string, compileMs: number): Promise<GpuBuiltKernel> {
+  async load(kernel: CompiledKernel): Promise<GpuBuiltKernel> {
+    if (!(kernel instanceof GpuCompiledKernel)) throw new TypeError('a kernel compiled by another kind of backend was passed to GpuBackend');
+    const { compiled, nameExpression } = kernel;
+    if (compiled.arch !== this.gpu.arch) {
+      throw new TypeError(`internal: a kernel compiled for ${compiled.arch} cannot load on GPU ${this.gpu.device.ordinal} (${this.gpu.device.name}, ${this.gpu.arch})`);
+    }
     const t0 = performance.now();
     const module = await this.gpu.loadModule(compiled);
     try {
-      const kernel = await module.getKernel(nameExpression);
-      return new GpuBuiltKernel(module, kernel, compiled, compileMs, performance.now() - t0);
+      const loaded = await module.getKernel(nameExpression);
+      return new GpuBuiltKernel(module, loaded, performance.now() - t0);
     } catch (e) {
       await module.unload();
       throw e;
@@ -270,11 +331,11 @@ export class GpuBackend implements TuningBackend {
     return test;
   }
 
-  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: { timeoutMs: number }): Promise<CheckOutcome> {
+  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome> {
     const test = await this.current(prepared);
     const set = test.sets[inputSet]!;
     await this.resetOutputs(set);
-    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs });
+    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs, ...(options.signal && { signal: options.signal }) });
     return this.compare(test, inputSet, false);
   }
 

@@ -8,6 +8,8 @@ import { DTYPES, dtypeBytes, floatLimits, integerRange, isFloatDType } from '../
 import { compileExpression, evaluateNumber, type Env } from './expressions';
 import type { KernelParameter, KernelSignature } from './kernel-source';
 import type { ProblemSizeSpec } from './types';
+import { formatBytes } from './units';
+import { likelyMeant, unknownKeysMessage, withoutMistypedKeys } from './unknown-keys';
 
 /** Default cap on the bytes of all buffers of one test (inputs + outputs; the verifier keeps copies of each). */
 export const DEFAULT_MAX_TEST_BYTES = 2 * 1024 ** 3;
@@ -32,12 +34,15 @@ const distributionSchema = z.discriminatedUnion(
 
 const SCALAR_KEYS = ['dtype', 'value'];
 const BUFFER_KEYS = ['dtype', 'length', 'output', 'fill', 'random'];
+const ARGUMENT_KEY_NAMES = [...new Set([...SCALAR_KEYS, ...BUFFER_KEYS])];
 const ARGUMENT_KEYS = `an argument has ${SCALAR_KEYS.join(' and ')}, or ${BUFFER_KEYS.join(', ')}`;
 
-const unknownKeys = (keys: string[]): string => `unknown key ${keys.map((k) => JSON.stringify(k)).join(', ')} (${ARGUMENT_KEYS})`;
-/** Error map of the strict argument objects: a key they do not know is named, with the keys they do know. */
-const argumentObjectError = (issue: { code?: string; keys?: string[] }): string | undefined =>
-  issue.code === 'unrecognized_keys' ? unknownKeys(issue.keys!) : undefined;
+const unknownKeys = (keys: readonly string[], known: readonly string[]): string => unknownKeysMessage(keys, known, ARGUMENT_KEYS);
+/** Error map of a strict argument object: a key it does not know is named, with the key it was likely meant to be. */
+const argumentObjectError =
+  (known: readonly string[]) =>
+  (issue: { code?: string; keys?: string[] }): string | undefined =>
+    issue.code === 'unrecognized_keys' ? unknownKeys(issue.keys!, known) : undefined;
 
 export const bufferSpecSchema = z
   .strictObject(
@@ -54,7 +59,7 @@ export const bufferSpecSchema = z
       fill: z.number().finite().optional(),
       random: distributionSchema.optional(),
     },
-    { error: argumentObjectError },
+    { error: argumentObjectError(BUFFER_KEYS) },
   )
   .refine((b) => !(b.fill !== undefined && b.random !== undefined), { message: 'give either fill or random, not both' });
 
@@ -64,7 +69,7 @@ export const scalarSpecSchema = z.strictObject(
     /** A number, or an expression over the other scalar arguments ("n / 2"). */
     value: numberOrExpression,
   },
-  { error: argumentObjectError },
+  { error: argumentObjectError(SCALAR_KEYS) },
 );
 
 /**
@@ -86,28 +91,32 @@ export const argumentSpecSchema = z
       return z.NEVER;
     }
     if (!('value' in input) && !('length' in input)) {
-      const unknown = keys.filter((k) => !BUFFER_KEYS.includes(k));
-      problem(unknown.length > 0 ? unknownKeys(unknown) : `give a value (for a scalar) or a length (for a buffer): ${ARGUMENT_KEYS}`);
+      const unknown = keys.filter((k) => !ARGUMENT_KEY_NAMES.includes(k));
+      problem(unknown.length > 0 ? unknownKeys(unknown, ARGUMENT_KEY_NAMES) : `give a value (for a scalar) or a length (for a buffer): ${ARGUMENT_KEYS}`);
       const dtype = dtypeSchema.safeParse((input as { dtype?: unknown }).dtype);
-      if (!dtype.success) problem(dtype.error.issues[0]!.message, ['dtype']);
+      if (!dtype.success && !unknown.some((k) => likelyMeant(k, ARGUMENT_KEY_NAMES) === 'dtype')) problem(dtype.error.issues[0]!.message, ['dtype']);
       return z.NEVER;
     }
-    const result = ('value' in input ? scalarSpecSchema : bufferSpecSchema).safeParse(input);
+    const [schema, known] = 'value' in input ? [scalarSpecSchema, SCALAR_KEYS] : [bufferSpecSchema, BUFFER_KEYS];
+    const result = schema.safeParse(input);
     if (result.success) return result.data;
-    for (const issue of result.error.issues) problem(issue.message, issue.path);
+    for (const issue of withoutMistypedKeys(result.error.issues, input, known)) problem(issue.message, issue.path);
     return z.NEVER;
   });
 
-export const testSpecSchema = z
-  .object({
+const TEST_SPEC_KEYS = ['arguments', 'problemSize', 'seed'];
+
+export const testSpecSchema = z.strictObject(
+  {
     /** Argument name → its spec; every kernel parameter needs one. */
     arguments: z.record(z.string(), argumentSpecSchema),
     /** Numbers or expressions over scalar arguments (and tunable parameters, evaluated per configuration). */
     problemSize: z.union([numberOrExpression, z.array(numberOrExpression).min(1).max(3)]),
     /** Seed of the first input set; the second set, drawn to catch cached or constant results, uses seed + 1. */
     seed: z.number().int().nonnegative().default(1),
-  })
-  .strict();
+  },
+  { error: (issue) => (issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, TEST_SPEC_KEYS) : undefined) },
+);
 
 export type BufferSpec = z.infer<typeof bufferSpecSchema>;
 export type ScalarSpec = z.infer<typeof scalarSpecSchema>;
@@ -258,7 +267,7 @@ export function dtypeOfCType(parameter: KernelParameter, templateTypeNames: Read
 export function resolveTestSpec(input: unknown, kernel: KernelSignature, options: { maxBytes?: number } = {}): ResolvedTest {
   const parsed = testSpecSchema.safeParse(input);
   if (!parsed.success) {
-    const problems = parsed.error.issues.map((i) => `${i.path.length ? i.path.join('.') : 'spec'}: ${i.message}`);
+    const problems = withoutMistypedKeys(parsed.error.issues, input, TEST_SPEC_KEYS).map((i) => `${i.path.length ? i.path.join('.') : 'spec'}: ${i.message}`);
     throw new InvalidTestSpecError(`invalid test spec: ${problems.join('; ')}`, problems);
   }
   const spec = parsed.data;
@@ -413,15 +422,4 @@ function checkContents(name: string, spec: BufferSpec, problems: string[]): void
   const { exactIntegers } = floatLimits(dtype);
   if (Math.max(Math.abs(random.min), Math.abs(random.max)) > exactIntegers)
     problems.push(`${name}: integers ${random.min}..${random.max} are not all exact in ${dtype}: keep them within |x| <= ${exactIntegers}`);
-}
-
-export function formatBytes(bytes: number): string {
-  const units = ['B', 'KiB', 'MiB', 'GiB', 'TiB'];
-  let v = bytes;
-  let u = 0;
-  while (v >= 1024 && u < units.length - 1) {
-    v /= 1024;
-    u++;
-  }
-  return `${u === 0 ? v : v.toFixed(v >= 100 ? 0 : 1)} ${units[u]}`;
 }

@@ -82,6 +82,8 @@ export class SearchSpace {
   readonly rawSize: number;
   /** Configurations that satisfy the restrictions but not the device limits, in space order. */
   readonly excluded: readonly ExcludedConfig[];
+  /** Their raw indices (the place of each in the cartesian product). */
+  private readonly excludedRaw: readonly number[];
 
   private readonly values: readonly (readonly ParamValue[])[];
   /** Mixed-radix place values of the raw index: the last parameter varies fastest. */
@@ -111,11 +113,12 @@ export class SearchSpace {
     if (raw > Number.MAX_SAFE_INTEGER) throw new SearchSpaceError(`The search space has ${raw} raw combinations; at most 2^53 can be indexed`);
     this.rawSize = raw;
 
-    const { indices, raws, excluded } = this.enumerate(this.restrictions.restrictions, options.deviceLimits);
+    const { indices, raws, excluded, excludedRaw } = this.enumerate(this.restrictions.restrictions, options.deviceLimits);
     this.valueIndices = Int32Array.from(indices);
     this.rawIndex = Float64Array.from(raws);
     raws.forEach((r, i) => this.positionOfRaw.set(r, i));
     this.excluded = Object.freeze(excluded);
+    this.excludedRaw = excludedRaw;
   }
 
   private enumerate(restrictions: readonly CompiledRestriction[], limits: SearchSpaceOptions['deviceLimits']) {
@@ -123,21 +126,24 @@ export class SearchSpace {
     const indices: number[] = [];
     const raws: number[] = [];
     const excluded: ExcludedConfig[] = [];
+    const excludedRaw: number[] = [];
     // Each restriction is checked at the level of the last parameter it reads; one that reads none is a constant.
     const buckets: CompiledRestriction[][] = Array.from({ length: P }, () => []);
     for (const r of restrictions) {
       const level = Math.max(...r.names.map((n) => this.paramNames.indexOf(n)));
       if (level < 0) {
-        if (!r.test({})) return { indices, raws, excluded };
+        if (!r.test({})) return { indices, raws, excluded, excludedRaw };
       } else buckets[level]!.push(r);
     }
     const blockPositions = this.blockSizeNames.map((n) => this.paramNames.indexOf(n));
     // No tunable parameters: the one configuration {} (testing or timing a kernel as it is).
     if (P === 0) {
       const reason = limits && this.deviceLimitReason(new Int32Array(0), blockPositions, limits);
-      if (reason) excluded.push({ config: {}, key: '', reason });
-      else raws.push(0);
-      return { indices, raws, excluded };
+      if (reason) {
+        excluded.push({ config: {}, key: '', reason });
+        excludedRaw.push(0);
+      } else raws.push(0);
+      return { indices, raws, excluded, excludedRaw };
     }
     const idx = new Int32Array(P);
     const env: Config = {};
@@ -156,13 +162,14 @@ export class SearchSpace {
         if (reason) {
           const config = this.configFromIndices(idx);
           excluded.push({ config, key: this.key(config), reason });
+          excludedRaw.push(raw);
         } else {
           raws.push(raw);
           for (let p = 0; p < P; p++) indices.push(idx[p]!);
         }
       }
       while (++idx[level]! === this.values[level]!.length) {
-        if (level === 0) return { indices, raws, excluded };
+        if (level === 0) return { indices, raws, excluded, excludedRaw };
         level--;
       }
     }
@@ -180,6 +187,30 @@ export class SearchSpace {
     const config: Config = {};
     this.paramNames.forEach((name, p) => (config[name] = this.values[p]![idx[p]!]!));
     return config;
+  }
+
+  /**
+   * A deterministic share of the space: the k-th configuration that satisfies the restrictions (in Kernel Tuner's
+   * order, whether or not it fits the device) belongs to shard k mod count. Shards do not depend on the device's limits,
+   * so a shard is the same share on any GPU and in a replay. Returns the shard's valid positions and exclusions.
+   */
+  shard(index: number, count: number): { positions: Int32Array; excluded: ExcludedConfig[] } {
+    const positions: number[] = [];
+    const excluded: ExcludedConfig[] = [];
+    let i = 0;
+    let j = 0;
+    for (let k = 0; i < this.size || j < this.excludedRaw.length; k++) {
+      const takeValid = j >= this.excludedRaw.length || (i < this.size && this.rawIndex[i]! < this.excludedRaw[j]!);
+      const mine = k % count === index;
+      if (takeValid) {
+        if (mine) positions.push(i);
+        i++;
+      } else {
+        if (mine) excluded.push(this.excluded[j]!);
+        j++;
+      }
+    }
+    return { positions: Int32Array.from(positions), excluded };
   }
 
   /** Number of valid configurations. */

@@ -2,21 +2,23 @@
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
 import { readFileSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
-import type { BuiltKernel, DeviceDescription, HostArgument, KernelProgram, Launch, PreparedTest, TestData, Tolerance, TuningBackend } from './backend';
+import { backendList, type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './backend';
 import { CacheFile } from './cache';
 import { describeCheckFailure, Evaluator } from './evaluator';
 import { defines, Geometry, type GridDivisor } from './geometry';
 import { GpuBackend } from './gpu-backend';
+import { checkOneModel, singleGpu, type GpuSelection } from './gpu-selection';
 import { buildWithFallback, candidatePrograms, compileSources, withCollisionHint, type CompileSources } from './compile-sources';
 import { resolveTestSpec, type ResolvedTest } from './input-spec';
 import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
 import { SearchSpace } from './search-space';
 import { typeAliases } from './type-aliases';
-import { resolveStrategy, type SearchProgress, type Strategy } from './strategies';
+import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
 /** A configuration produced wrong outputs; the message says which, how many, how wrong and where. */
@@ -167,9 +169,14 @@ export interface LaunchOptions {
 }
 
 export interface RunOptions extends LaunchOptions {
-  /** Where to run; default a GpuBackend on `device` (opened and closed by this call). */
-  backend?: TuningBackend;
+  /**
+   * Where to run: a backend, or one per GPU (all of one model; a search spreads its configurations over them). Default:
+   * a GpuBackend per GPU of `gpus`, else on `device` (opened and closed by this call).
+   */
+  backend?: TuningBackend | readonly TuningBackend[];
   device?: number;
+  /** The GPUs to open when no backend is given: all, a list of ordinals, or the first N (see gpu-selection.ts). */
+  gpus?: GpuSelection;
   compilerOptions?: readonly string[];
   /**
    * The reference implementation whose outputs are the truth, launched with its own geometry (`launch`, default Kernel
@@ -204,11 +211,13 @@ export interface TuneOptions extends RunOptions {
    * cannot win; its time is their median and its status 'stopped_early'); default 1.5, false: time every one fully.
    */
   earlyStop?: number | false;
-  /** Compiles running ahead of the GPU; default 4. */
+  /** Compiles running ahead of the GPUs; default 4 per GPU (8 with nvcc), at most one per CPU core beyond that. */
   compileConcurrency?: number;
+  /** Evaluate only this share of the space (brute force), for a search split over hosts and merged afterwards. */
+  shard?: Shard;
   /** A Kernel Tuner cache file: results are appended as they come, and a rerun resumes from it. */
   cache?: string;
-  onResult?: (result: ConfigResult, progress: SearchProgress & { total: number }) => void;
+  onResult?: (result: ConfigResult, progress: SearchProgress) => void;
 }
 
 export class TunableKernel {
@@ -221,14 +230,16 @@ export class TunableKernel {
   /** Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed). */
   static async create(code: string, info: TunableKernelInfo = {}): Promise<TunableKernel> {
     const kernels = await parseKernels(code, info.fileName ?? 'kernel.cu');
+    const source = info.fileName ?? 'the source';
+    if (kernels.length === 0) {
+      throw new Error(`${source} has no __global__ kernel, so there is nothing to tune: a kernel is a function declared \`__global__ void name(...)\``);
+    }
     let kernel: KernelSignature | null;
     if (info.kernelName !== undefined) {
       kernel = findKernel(kernels, info.kernelName);
-      if (!kernel) throw new Error(`no __global__ kernel named '${info.kernelName}' in ${info.fileName ?? 'the source'}; found: ${kernels.map((k) => k.name).join(', ') || 'none'}`);
+      if (!kernel) throw new Error(`no __global__ kernel named '${info.kernelName}' in ${source}; found: ${kernels.map((k) => k.name).join(', ')}`);
     } else {
-      if (kernels.length !== 1) {
-        throw new Error(`${info.fileName ?? 'the source'} has ${kernels.length} __global__ kernels${kernels.length ? ` (${kernels.map((k) => k.name).join(', ')})` : ''}: name the one to tune`);
-      }
+      if (kernels.length > 1) throw new Error(`${source} has ${kernels.length} __global__ kernels (${kernels.map((k) => k.name).join(', ')}): name the one to tune`);
       kernel = kernels[0]!;
     }
     return new TunableKernel(code, await withTypeAliases(code, kernel, info), info);
@@ -259,7 +270,9 @@ export class TunableKernel {
   async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
     if (!test.hasExpectedOutputs && !options.oracle && !options.referenceConfig) {
       // The default oracle would be this very configuration: it would only catch unwritten outputs and cached results.
-      throw new TypeError('test() needs the right answers: a KernelTest with expected outputs, or options.oracle / options.referenceConfig');
+      throw new TypeError(
+        'test() needs the right answers, and this KernelTest has no expected outputs: pass options.referenceConfig (this kernel at a configuration known to be right, e.g. its default) or options.oracle (a reference kernel)',
+      );
     }
     const tuneParams = Object.fromEntries(Object.entries(params).map(([k, v]) => [k, [v]]));
     const result = await this.run(test, tuneParams, [], { ...options, iterations: 7, earlyStop: false, strategy: 'brute_force' });
@@ -275,11 +288,12 @@ export class TunableKernel {
 
   private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
     const { data, problemSize } = test.resolve(this.signature);
-    const backend = options.backend ?? (await GpuBackend.open(options.device !== undefined ? { device: options.device } : {}));
     const cleanups: (() => Promise<unknown> | void)[] = [];
-    if (!options.backend) cleanups.push(() => backend.dispose());
     try {
-      const device = await backend.describe();
+      const backends = await backendsFor(options, cleanups);
+      const descriptions = await Promise.all(backends.map((b) => b.describe()));
+      checkOneModel(descriptions);
+      const device = descriptions[0]!;
       const space = new SearchSpace(tuneParams, restrictions, { deviceLimits: device, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }) });
       const scalars = scalarsOf(data);
       const paramNames = Object.keys(tuneParams);
@@ -287,20 +301,28 @@ export class TunableKernel {
       const compilerOptions = options.compilerOptions ?? [];
       const initialTimeoutMs = options.launchTimeoutMs ?? UNMEASURED_LAUNCH_TIMEOUT_MS;
 
-      const oracle = await this.buildOracle(backend, device, space, paramNames, problemSize, scalars, options, compilerOptions);
-      cleanups.push(() => oracle.release());
-      const prepared = await backend.prepare(data, oracle, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
-      cleanups.push(() => prepared.release());
-      // The launch time limit scales with the reference kernel, timed when the first configuration needs the limit.
+      const oracle = await this.buildOracle(backends[0]!, device, space, paramNames, problemSize, scalars, options, compilerOptions);
+      // Every GPU loads the oracle, generates the same inputs from the same seeds and runs the oracle on them itself:
+      // each configuration is compared with the oracle's outputs on the GPU that ran it.
+      const devices = await Promise.all(
+        backends.map(async (backend, i) => {
+          const kernel = await backend.load(oracle.compiled);
+          cleanups.push(() => kernel.release());
+          const prepared = await backend.prepare(data, { kernel, launch: oracle.launch }, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
+          cleanups.push(() => prepared.release());
+          return { backend, device: descriptions[i]!, test: prepared, oracle: kernel };
+        }),
+      );
+      // The launch time limit scales with the reference kernel, timed (on the first GPU) when the first configuration needs the limit.
       let referenceMs: number | undefined;
       let launchLimit: Promise<number> | undefined;
       const launchTimeoutMs = () =>
         (launchLimit ??=
           options.launchTimeoutMs !== undefined
             ? Promise.resolve(options.launchTimeoutMs)
-            : this.timeReference(backend, oracle, prepared, initialTimeoutMs).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
+            : this.timeReference(devices[0]!, oracle.launch, initialTimeoutMs).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
 
-      const evaluator = new Evaluator(backend, device, prepared, {
+      const evaluator = new Evaluator(devices, {
         program: oracle.candidateProgram,
         nameExpression: this.nameExpression,
         compilerOptions,
@@ -311,20 +333,22 @@ export class TunableKernel {
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
-        compileConcurrency: options.compileConcurrency ?? (oracle.candidateProgram.compiler === 'nvcc' ? NVCC_CONCURRENCY : 4),
+        compileConcurrency: options.compileConcurrency ?? defaultCompileConcurrency(oracle.candidateProgram.compiler, devices.length),
       });
       cleanups.push(() => evaluator.dispose());
 
-      const cache = options.cache ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams }) : undefined;
+      const cache = options.cache
+        ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams, ...(options.shard && { shard: options.shard }) })
+        : undefined;
       if (cache) cleanups.push(() => cache.close());
 
       const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
       const result = await strategy.run(
         space,
-        async (config) => {
+        async (config, worker) => {
           const cached = cache?.get(space.key(config));
           if (cached) return cached;
-          const r = await evaluator.evaluate(config, options.signal);
+          const r = await evaluator.evaluate(config, worker, options.signal);
           cache?.append(r);
           return r;
         },
@@ -333,11 +357,13 @@ export class TunableKernel {
           ...(options.timeLimitMs !== undefined && { timeLimitMs: options.timeLimitMs }),
           ...(options.seed !== undefined && { seed: options.seed }),
           ...(options.signal && { signal: options.signal }),
+          ...(options.shard && { shard: options.shard }),
+          workers: devices.length,
           onUpcoming: (configs: readonly Config[]) => evaluator.prefetch(configs.filter((c) => !cache?.has(space.key(c)))),
           onResult: (r: ConfigResult, p: SearchProgress) => {
             // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
             if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
-            options.onResult?.(r, { ...p, total: space.size });
+            options.onResult?.(r, p);
           },
         },
       );
@@ -345,6 +371,7 @@ export class TunableKernel {
         ...result,
         compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
         reference: { config: oracle.config, ...(referenceMs !== undefined && { timeMs: referenceMs }) },
+        gpus: [...evaluator.gpuIds],
       };
     } finally {
       for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
@@ -353,8 +380,9 @@ export class TunableKernel {
 
   /**
    * The oracle (the given reference code, or this kernel at its reference configuration: the file's own values of
-   * the tunable parameters it #defines, else the first valid configuration), compiled once, and the program every
-   * configuration of this kernel compiles: NVRTC's device unit, or the whole file with nvcc where NVRTC cannot take it.
+   * the tunable parameters it #defines, else the first valid configuration), compiled once for every GPU, and the
+   * program every configuration of this kernel compiles: NVRTC's device unit, or the whole file with nvcc where NVRTC
+   * cannot take it.
    */
   private async buildOracle(
     backend: TuningBackend,
@@ -365,7 +393,7 @@ export class TunableKernel {
     scalars: Record<string, number>,
     options: RunOptions,
     compilerOptions: readonly string[],
-  ): Promise<BuiltOracle> {
+  ): Promise<CompiledOracle> {
     const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
     const sources = await this.compileSources(paramNames, toolkit);
     const reference = options.oracle;
@@ -380,20 +408,19 @@ export class TunableKernel {
       const g = geometry.launch(config, scalars);
       const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
       const request = { nameExpression: kernel.nameExpression, defines: defines(config, g, geometry.blockSizeNames), compilerOptions };
-      const build = (program: KernelProgram) =>
-        backend.build({ ...program, ...request }).catch((e: unknown) => {
+      const compile = (program: KernelProgram) =>
+        backend.compile({ ...program, ...request }).catch((e: unknown) => {
           throw e instanceof CompileError ? withCollisionHint(e, request.defines) : e;
         });
-      return { launch, build };
+      return { launch, compile };
     };
     const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
     const own = buildAt(this, ownConfig, options);
-    const chosen = await buildWithFallback(candidates, own.build);
+    const chosen = await buildWithFallback(candidates, own.compile);
     if (!reference) {
-      return { kernel: chosen.built, launch: own.launch, config: ownConfig, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }), release: () => chosen.built.release() };
+      return { compiled: chosen.built, launch: own.launch, config: ownConfig, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
     }
-    // A separate reference implementation: the candidate's program was chosen above; the reference is built on its own.
-    await chosen.built.release();
+    // A separate reference implementation: the candidate's program was chosen above; the reference is compiled on its own.
     const config = reference.config ?? ownConfig;
     const oracleKernel = await TunableKernel.create(reference.code, {
       kernelName: reference.kernelName ?? this.name,
@@ -404,8 +431,8 @@ export class TunableKernel {
     const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
     const at = buildAt(oracleKernel, config, reference.launch ?? {});
     try {
-      const built = await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.build);
-      return { kernel: built.built, launch: at.launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }), release: () => built.built.release() };
+      const built = await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.compile);
+      return { compiled: built.built, launch: at.launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
     } catch (e) {
       if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
       throw e;
@@ -423,22 +450,31 @@ export class TunableKernel {
     });
   }
 
-  /** The reference kernel's median time on the test (a few launches): what the launch time limit scales with. */
-  private async timeReference(backend: TuningBackend, oracle: BuiltOracle, prepared: PreparedTest, timeoutMs: number): Promise<number> {
-    const timed = await backend.time(oracle.kernel, oracle.launch, prepared, { warmup: 1, iterations: REFERENCE_LAUNCHES, flushL2: false, timeoutMs: timeoutMs * (REFERENCE_LAUNCHES + 2) });
+  /** The reference kernel's median time on the test (a few launches) on one GPU: what the launch time limit scales with. */
+  private async timeReference(on: { backend: TuningBackend; test: PreparedTest; oracle: BuiltKernel }, launch: Launch, timeoutMs: number): Promise<number> {
+    const timed = await on.backend.time(on.oracle, launch, on.test, { warmup: 1, iterations: REFERENCE_LAUNCHES, flushL2: false, timeoutMs: timeoutMs * (REFERENCE_LAUNCHES + 2) });
     return timed.stats.medianMs;
   }
 }
 
-interface BuiltOracle {
-  kernel: BuiltKernel;
+interface CompiledOracle {
+  compiled: CompiledKernel;
   launch: Launch;
   config: Config;
   /** The program the configurations of the kernel under test compile. */
   candidateProgram: KernelProgram;
   compilerNote?: string;
-  release(): Promise<void>;
 }
+
+/** The backends a run uses: the caller's, or one GpuBackend per selected GPU (closed by the run's clean-up). */
+async function backendsFor(options: RunOptions, cleanups: (() => Promise<unknown> | void)[]): Promise<readonly TuningBackend[]> {
+  if (options.backend) return backendList(options.backend);
+  if (options.gpus && options.device !== undefined) throw new RangeError('give options.device (one GPU) or options.gpus, not both');
+  const opened = await GpuBackend.openAll(options.gpus ?? singleGpu(options.device ?? 0));
+  cleanups.push(() => Promise.all(opened.map((b) => b.dispose())));
+  return opened;
+}
+
 
 /** Limit of one launch before the reference kernel has been timed (the reference itself, on the test data). */
 const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;
@@ -446,6 +482,15 @@ const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;
 const REFERENCE_LAUNCHES = 5;
 /** nvcc compiles run as processes: more of them run ahead than NVRTC's in-process compiles. */
 const NVCC_CONCURRENCY = 8;
+
+/**
+ * Compiles run ahead by default: 4 per GPU with NVRTC (8 with nvcc, whose compiles are processes), and with several
+ * GPUs no more than the CPU has cores, unless one GPU's share alone is more.
+ */
+export function defaultCompileConcurrency(compiler: 'nvrtc' | 'nvcc', gpus: number): number {
+  const perGpu = compiler === 'nvcc' ? NVCC_CONCURRENCY : 4;
+  return Math.min(perGpu * gpus, Math.max(perGpu, availableParallelism()));
+}
 
 /**
  * The time limit of one launch of a configuration: a hundred times the reference kernel's time, and at least a second

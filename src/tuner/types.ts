@@ -37,6 +37,27 @@ export type FailureKind =
 
 export type ConfigStatus = 'ok' | FailureKind;
 
+/**
+ * How a configuration ended, as progress counts it: a configuration stopped early ran and was correct (only too slow
+ * to finish timing), so it is no failure; one over the device's limits (or restricted, in a cache from elsewhere) was
+ * never compiled nor run.
+ */
+export type Outcome = 'ok' | 'stoppedEarly' | 'failed' | 'skipped';
+
+export function outcomeOf(status: ConfigStatus): Outcome {
+  switch (status) {
+    case 'ok':
+      return 'ok';
+    case 'stopped_early':
+      return 'stoppedEarly';
+    case 'exceeds_device_limits':
+    case 'restricted':
+      return 'skipped';
+    default:
+      return 'failed';
+  }
+}
+
 /** Timing statistics, computed by the GPU layer's computeStats (median, mean, min, max, sample standard deviation). */
 export type SampleStats = TimingStats;
 
@@ -74,6 +95,13 @@ export interface Reproduction {
   statistic: 'median' | 'mean';
 }
 
+/** Which GPU ran a configuration: the host, its CUDA ordinal there, and its PCI address when known. */
+export interface GpuId {
+  host: string;
+  ordinal: number;
+  pciBusId?: string;
+}
+
 export interface ConfigResult {
   config: Config;
   /** Kernel Tuner's cache key: the values in tune_params_keys order, formatted as Python's str() would, joined by ",". */
@@ -87,6 +115,8 @@ export interface ConfigResult {
   geometry?: { grid: Dim3; block: Dim3 };
   timings?: EvaluationTimings;
   reproduce?: Reproduction;
+  /** The GPU that loaded, verified and timed it (absent for results that never reached one). */
+  gpu?: GpuId;
   /** Anything the reader should know about how this result came about, e.g. why it stopped early. */
   note?: string;
   /** When the evaluation finished, ISO 8601 UTC. */
@@ -114,6 +144,8 @@ export interface TuneResult {
    * it unless a limit was given; a run answered wholly from a cache times nothing).
    */
   reference?: { config: Config; timeMs?: number };
+  /** The GPUs the search ran on (one worker each), when it ran on GPUs; each result names its own. */
+  gpus?: GpuId[];
 }
 
 /**

@@ -4,7 +4,7 @@
  * as an inline diff in the editor; "Accept All" applies it. Screenshots of every stage go to test-results/.
  * Runs in the test script's Node process (scripts/test-extension.mjs), with the mini runner's describe/it.
  */
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { BrowserContext, Frame, Page } from 'playwright-core';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
@@ -15,6 +15,8 @@ export interface UiTestOptions {
   workspace: string;
   fixtures: string;
   shots: string;
+  /** Screenshots committed for the README (media/screenshots). */
+  readmeShots: string;
   launchBrowser(): Promise<BrowserContext>;
   log(...args: unknown[]): void;
 }
@@ -120,8 +122,9 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       check(steps[1]![1]!.startsWith('rejected: too little gain'), `step 2 rejected for too little gain, got ${steps[1]![1]}`);
       check(steps[2]![1]!.startsWith('accepted'), `step 3 accepted, got ${steps[2]![1]}`);
       check((await frame.locator('#speedup').innerText()).includes('1.67× faster'), 'the speed-up is shown');
-      check((await frame.locator('#chart svg circle.point').count()) === 2, 'the chart has the baseline and one accepted step');
-      check((await frame.locator('#chart svg circle.config').count()) === 3, 'the chart has the three configurations of the last step');
+      const chartSummary = await frame.locator('#chart .chart-summary').innerText();
+      check(/1 accepted step\(s\), now .* \(1\.67×\); 3 configuration\(s\) of ".+": 3 timed, 0 without a time, fastest .* with block_size_x=512\./.test(chartSummary), `the chart shows the accepted step and the three configurations, got ${chartSummary}`);
+      check((await frame.locator('#chart canvas').getAttribute('aria-label'))!.includes(chartSummary), 'the chart canvas is labelled with its summary');
       // The accepted step is open by default: its diff and its configurations table.
       const accepted = frame.locator('#plan vscode-collapsible').nth(2);
       check((await accepted.locator('table.diff tr.add').count()) > 0, 'the accepted step shows added lines');
@@ -135,6 +138,51 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await accepted.locator('table.diff-split').scrollIntoViewIfNeeded();
       await shot('05-panel-step-diff');
     }), 120_000);
+
+    it('hovering a point of the chart shows its tooltip; the chart exports as SVG and PNG', step('chart', async () => {
+      const frame = await panelFrame(page);
+      const canvas = frame.locator('#chart canvas');
+      const tooltip = frame.locator('#chart .chart-tooltip');
+      await canvas.scrollIntoViewIfNeeded();
+      // Where the fastest configuration is drawn: the keyboard walk puts the tooltip at the point it reads.
+      await canvas.focus();
+      for (let i = 0; i < 8 && !(await tooltip.innerText()).includes('block_size_x=512'); i++) await page.keyboard.press('ArrowRight');
+      const spot = await tooltip.evaluate((e) => ({ left: Number.parseFloat(e.style.left), top: Number.parseFloat(e.style.top) }));
+      await page.keyboard.press('Escape');
+      check(await tooltip.isHidden(), 'Escape hides the tooltip');
+      const plot = (await frame.locator('#chart .chart-canvas').boundingBox())!;
+      await page.mouse.move(plot.x + spot.left, plot.y + spot.top);
+      await tooltip.waitFor({ state: 'visible', timeout: 5_000 });
+      const text = await tooltip.innerText();
+      const stepTitle = (await frame.locator('#plan vscode-collapsible').nth(2).getAttribute('heading'))!.replace(/^\d+\.\s*/, '');
+      for (const part of ['block_size_x=512', 'Time: ', 'Speed-up: 1.67× vs baseline', `Step: ${stepTitle}`, 'Result: ok']) check(text.includes(part), `the tooltip says ${part}, got ${JSON.stringify(text)}`);
+      await clearNotifications();
+      await page.mouse.move(plot.x + spot.left, plot.y + spot.top + 1);
+      await tooltip.waitFor({ state: 'visible', timeout: 5_000 });
+      await frame.locator('#performance').screenshot({ path: join(o.readmeShots, 'chart-tooltip.png') });
+      // Export: the host asks where to save (code-server's own file dialog, the workspace folder by default).
+      for (const format of ['svg', 'png'] as const) {
+        await frame.locator(`#export-${format}`).click();
+        const dialog = page.locator('.quick-input-widget input');
+        await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+        // The dialog fills its path in after it opens.
+        let proposed = '';
+        for (let i = 0; i < 25; i++) {
+          proposed = await dialog.inputValue();
+          if (proposed.endsWith(`/saxpy-performance.${format}`)) break;
+          await page.waitForTimeout(200);
+        }
+        check(proposed.endsWith(`/saxpy-performance.${format}`), `the dialog proposes saxpy-performance.${format}, got ${proposed}`);
+        await page.keyboard.press('Enter');
+        const file = join(o.workspace, `saxpy-performance.${format}`);
+        for (let i = 0; i < 50 && !existsSync(file); i++) await page.waitForTimeout(200);
+        const bytes = readFileSync(file);
+        if (format === 'svg') {
+          const svg = bytes.toString('utf8');
+          check(svg.startsWith('<?xml') && svg.includes('<svg') && svg.trimEnd().endsWith('</svg>') && svg.includes('Configurations'), "an SVG document with the chart's text");
+        } else check(bytes.subarray(1, 4).toString('latin1') === 'PNG' && bytes.readUInt32BE(16) === 1920, 'a PNG of 1920 pixels wide');
+      }
+    }), 90_000);
 
     it('the tuned kernel is an inline diff in the editor; Accept All applies it', step('accept', async () => {
       const acceptAll = page.locator('.codelens-decoration a', { hasText: 'Accept All' }).first();

@@ -3,7 +3,9 @@
 //  - a file NVRTC cannot take (a host-only library's device type) is compiled by nvcc with the same defines, and tunes;
 //  - a file neither compiler takes fails with the compiler's log, in the user's file and line;
 //  - a configuration that hangs is stopped by a watchdog scaled to the reference kernel, and the next one runs;
-//  - dynamic shared memory over 48 KiB opts in, and over the device's limit a configuration is skipped.
+//  - dynamic shared memory over 48 KiB opts in, and over the device's limit a configuration is skipped;
+//  - a file of CCCL headers (cub, cuda::std), a template kernel in a namespace, __constant__ data and INFINITY/M_PI
+//    tunes through NVRTC, its template instantiated with the tunable values.
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -11,7 +13,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CompileError } from '../../src/gpu/errors';
 import { GpuBackend } from '../../src/tuner/gpu-backend';
-import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
+import { KernelTest, TunableKernel, type TunableKernelInfo } from '../../src/tuner/tunable-kernel';
 import type { TuneResult } from '../../src/tuner/types';
 import { gpuSkipReason } from '../support/gpu-available';
 
@@ -41,11 +43,11 @@ describe('compile paths and limits on the device', () => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  async function kernelFile(name: string, code: string, headers: Record<string, string> = {}): Promise<TunableKernel> {
+  async function kernelFile(name: string, code: string, headers: Record<string, string> = {}, info: Partial<TunableKernelInfo> = {}): Promise<TunableKernel> {
     for (const [file, text] of Object.entries(headers)) writeFileSync(path.join(dir, file), text);
     const filePath = path.join(dir, name);
     writeFileSync(filePath, code);
-    return TunableKernel.create(code, { fileName: name, filePath });
+    return TunableKernel.create(code, { fileName: name, filePath, ...info });
   }
 
   test('a file whose device code NVRTC cannot take is compiled by nvcc with the same defines, and tunes', async () => {
@@ -103,6 +105,68 @@ int main() { doubled<<<1, 256>>>(nullptr, nullptr, 0); std::printf("ok\\n"); }
     for (const key of ['256,0,0', '256,0,1']) assert.equal(byKey[key]?.status, 'ok', summary(result));
     const referenceMs = result.reference?.timeMs;
     assert.ok(referenceMs !== undefined && referenceMs < 10, `reference ${referenceMs} ms`);
+  });
+
+  test('CCCL headers, a namespaced template kernel, __constant__ data and INFINITY/M_PI compile with NVRTC and tune', async () => {
+    const kernel = await kernelFile(
+      'cub_scale.cu',
+      `#include <cstdio>
+#include <cmath>
+#include <cuda_runtime.h>
+#include <cub/block/block_load.cuh>
+#include <cub/block/block_store.cuh>
+#include <cuda/std/limits>
+
+#ifndef block_size_x
+#define block_size_x 128
+#endif
+#ifndef items_per_thread
+#define items_per_thread 4
+#endif
+
+__constant__ float kScale = 2.0f;
+
+namespace ops {
+// Loads a block's tile through shared memory (cub's warp transpose), scales it and stores it back the same way.
+template <int BLOCK, int ITEMS>
+__global__ void scale_tile(float *y, const float *x, int n) {
+  using Load = cub::BlockLoad<float, BLOCK, ITEMS, cub::BLOCK_LOAD_WARP_TRANSPOSE>;
+  using Store = cub::BlockStore<float, BLOCK, ITEMS, cub::BLOCK_STORE_WARP_TRANSPOSE>;
+  __shared__ union { typename Load::TempStorage load; typename Store::TempStorage store; } tmp;
+  const int offset = blockIdx.x * BLOCK * ITEMS;
+  const int valid = min(n - offset, BLOCK * ITEMS);
+  float v[ITEMS];
+  Load(tmp.load).Load(x + offset, v, valid, 0.0f);
+  __syncthreads();
+  for (int k = 0; k < ITEMS; ++k) {
+    const float s = v[k] * kScale + 0.0f * (float)M_PI;
+    v[k] = s < cuda::std::numeric_limits<float>::infinity() ? s : INFINITY;
+  }
+  Store(tmp.store).Store(y + offset, v, valid);
+}
+}  // namespace ops
+
+int main() {
+  int n = 1 << 20;
+  float *x, *y;
+  cudaMalloc(&x, n * sizeof(float));
+  cudaMalloc(&y, n * sizeof(float));
+  ops::scale_tile<block_size_x, items_per_thread><<<(n + block_size_x * items_per_thread - 1) / (block_size_x * items_per_thread), block_size_x>>>(y, x, n);
+  std::printf("%s\\n", cudaGetErrorString(cudaDeviceSynchronize()));
+}
+`,
+      {},
+      { kernelName: 'ops::scale_tile', templateArgs: ['block_size_x', 'items_per_thread'] },
+    );
+    const result = await kernel.tune(doubling, { block_size_x: [64, 128, 256], items_per_thread: [1, 4, 7] }, [], {
+      backend: gpu,
+      iterations: 5,
+      gridDivX: ['block_size_x', 'items_per_thread'],
+      earlyStop: false,
+    });
+    assert.equal(result.compiler?.backend, 'nvrtc', `${result.compiler?.note}\n${summary(result)}`);
+    assert.equal(result.results.length, 9, summary(result));
+    for (const r of result.results) assert.equal(r.status, 'ok', summary(result));
   });
 
   test('dynamic shared memory over 48 KiB opts in, and a configuration over the device limit is skipped', async () => {

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
 import { PROBE_LAUNCHES } from '../../src/tuner/gpu-backend';
 import { gpuSkipReason } from '../support/gpu-available';
-import type { BuildRequest, BuiltKernel, CheckOutcome, DeviceDescription, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../../src/tuner/backend';
+import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../../src/tuner/backend';
 import { CacheFile } from '../../src/tuner/cache';
 import { GpuBackend } from '../../src/tuner/gpu-backend';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
@@ -38,20 +38,24 @@ function summary(result: TuneResult): string {
 
 /** Forwards to another backend and counts the calls that do GPU work, to show what a tuning run really did. */
 class CountingBackend implements TuningBackend {
-  readonly calls = { build: 0, prepare: 0, check: 0, time: 0 };
+  readonly calls = { compile: 0, load: 0, prepare: 0, check: 0, time: 0 };
   constructor(private readonly inner: TuningBackend) {}
   describe(): Promise<DeviceDescription> {
     return this.inner.describe();
   }
-  build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
-    this.calls.build++;
-    return this.inner.build(request, signal);
+  compile(request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel> {
+    this.calls.compile++;
+    return this.inner.compile(request, signal);
+  }
+  load(kernel: CompiledKernel): Promise<BuiltKernel> {
+    this.calls.load++;
+    return this.inner.load(kernel);
   }
   prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest> {
     this.calls.prepare++;
     return this.inner.prepare(data, oracle, options);
   }
-  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: { timeoutMs: number }): Promise<CheckOutcome> {
+  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome> {
     this.calls.check++;
     return this.inner.check(kernel, launch, prepared, inputSet, options);
   }
@@ -224,7 +228,7 @@ describe('tuner on the device', () => {
       const second = await tune(ex, { iterations: 7, cache, backend: counting, onResult: (r) => replayed.push(r) });
       // The oracle is compiled and the test data prepared (the run could need them), but no configuration is compiled,
       // checked or timed again.
-      assert.deepEqual(counting.calls, { build: 1, prepare: 1, check: 0, time: 0 });
+      assert.deepEqual(counting.calls, { compile: 1, load: 1, prepare: 1, check: 0, time: 0 });
       assert.equal(replayed.length, 5);
       const project = (r: ConfigResult) => ({ key: r.key, status: r.status, timeMs: r.timeMs, samples: r.stats?.samplesMs, timestamp: r.timestamp });
       assert.deepEqual(replayed.map(project), first.results.map(project));

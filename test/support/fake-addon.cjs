@@ -8,10 +8,13 @@
 //   fault                   throws CUDA_ERROR_ILLEGAL_ADDRESS and poisons the fake context: every later call throws it
 //   exit                    process.exit(3) (a worker that dies mid-request)
 //   sleep(ms)               blocks the worker's thread for ms milliseconds, then returns
-//   anything else           does nothing
+//   anything else           does nothing, unless its program was compiled with -Dfake_behaviour=N: 1 faults and 2
+//                           hangs as the kernels above, 3 sleeps 3 s per launch, 0 does nothing (a tunable parameter
+//                           named fake_behaviour scripts what each configuration does)
 // Compile: "// fake-delay-ms: N" in the source delays the answer by N ms; a line containing "#error" fails with an
 // NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4.
-// Env: LKT_FAKE_NO_NVRTC=1 reports NVRTC as not loaded; LKT_FAKE_DEVICE_COUNT=N sets the device count (default 1).
+// Env: LKT_FAKE_NO_NVRTC=1 reports NVRTC as not loaded; LKT_FAKE_DEVICE_COUNT=N sets the device count (default 1);
+// LKT_FAKE_DEVICE_NAMES="A,A,B" names the devices by ordinal (default every device is a "Fake H100 (test double)").
 'use strict';
 
 const TOTAL_MEMORY = 80 * 2 ** 30;
@@ -45,11 +48,16 @@ function deviceCount() {
   return Number(process.env.LKT_FAKE_DEVICE_COUNT ?? 1);
 }
 
+function deviceName(ordinal) {
+  const names = (process.env.LKT_FAKE_DEVICE_NAMES ?? '').split(',').filter(Boolean);
+  return names[ordinal] ?? 'Fake H100 (test double)';
+}
+
 const deviceInfo = (ordinal) => {
   if (ordinal >= deviceCount()) throw nativeError('CUDA_ERROR_INVALID_DEVICE', 'cuDeviceGet', 'invalid device ordinal');
   return {
     ordinal,
-    name: 'Fake H100 (test double)',
+    name: deviceName(ordinal),
     computeCapability: [9, 0],
     multiprocessors: 132,
     globalMemoryBytes: TOTAL_MEMORY,
@@ -64,9 +72,15 @@ const deviceInfo = (ordinal) => {
     clockRateKHz: 1980000,
     memoryClockRateKHz: 2619000,
     memoryBusWidthBits: 5120,
-    pciBusId: '0000:00:00.0',
+    pciBusId: `0000:${(0x10 + ordinal).toString(16)}:00.0`,
   };
 };
+
+const SCRIPTED_BEHAVIOUR = { 1: 'fault', 2: 'spin_forever', 3: 'slow' };
+
+function sleepFor(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
 
 function runKernel(launch) {
   const f = functions.get(launch.fn);
@@ -74,7 +88,7 @@ function runKernel(launch) {
   const threads = launch.block[0] * launch.block[1] * launch.block[2];
   if (threads > 1024 || launch.sharedMemBytes > f.dynamicSharedLimit)
     throw nativeError('CUDA_ERROR_INVALID_VALUE', 'cuLaunchKernel', 'invalid argument');
-  switch (f.name) {
+  switch (SCRIPTED_BEHAVIOUR[f.behaviour] ?? f.name) {
     case 'spin_forever':
       for (;;);
     case 'fault':
@@ -83,7 +97,10 @@ function runKernel(launch) {
     case 'exit':
       process.exit(3);
     case 'sleep':
-      Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(launch.args[0].value));
+      sleepFor(Number(launch.args[0].value));
+      return;
+    case 'slow':
+      sleepFor(3000);
       return;
     case 'vector_add': {
       const [a, b, c] = launch.args.slice(0, 3).map((arg) => {
@@ -123,7 +140,8 @@ module.exports = {
           return;
         }
         const loweredNames = Object.fromEntries(request.nameExpressions.map((e) => [e, e]));
-        const cubin = Buffer.from(JSON.stringify({ kernels: request.nameExpressions, options: request.options, source: request.source }));
+        const behaviour = request.options.map((o) => /^-Dfake_behaviour=(\d+)$/.exec(o)?.[1]).find(Boolean);
+        const cubin = Buffer.from(JSON.stringify({ kernels: request.nameExpressions, options: request.options, source: request.source, behaviour }));
         resolve({ cubin, log: '', loweredNames, ...(request.wantPtx ? { ptx: '// fake ptx' } : {}) });
       }, delay);
     }),
@@ -148,9 +166,9 @@ module.exports = {
 
   moduleLoad: (cubin) => {
     needContext('cuModuleLoadData');
-    const { kernels } = JSON.parse(Buffer.from(cubin).toString('utf8'));
+    const { kernels, behaviour } = JSON.parse(Buffer.from(cubin).toString('utf8'));
     const handle = nextHandle++;
-    modules.set(handle, { kernels });
+    modules.set(handle, { kernels, behaviour });
     return handle;
   },
   moduleUnload: (module) => {
@@ -162,7 +180,7 @@ module.exports = {
     const m = modules.get(module);
     if (!m || !m.kernels.includes(name)) throw nativeError('CUDA_ERROR_NOT_FOUND', 'cuModuleGetFunction', 'named symbol not found');
     const fn = nextHandle++;
-    functions.set(fn, { name, dynamicSharedLimit: DEFAULT_DYNAMIC_SHARED });
+    functions.set(fn, { name, behaviour: m.behaviour, dynamicSharedLimit: DEFAULT_DYNAMIC_SHARED });
     return fn;
   },
   functionAttributes: (fn) => {
@@ -219,6 +237,12 @@ module.exports = {
   memCopy: (dst, src, bytes) => {
     needContext('cuMemcpyDtoD');
     mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+  },
+
+  memCopyBenchmark: (dst, src, bytes, options) => {
+    needContext('cuMemcpyDtoD');
+    for (let i = 0; i < options.warmup + options.iterations; i++) mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+    return Array.from({ length: options.iterations }, () => 1);
   },
 
   launch: (launch) => {

@@ -4,18 +4,22 @@
  * scripted.
  *
  * Contract:
- * - `build()` compiles with the real nvcc when `compile: 'nvcc'` (so a compile error is nvcc's CompileError with its real
- *   log and diagnostics) and otherwise accepts any source. Compiles are cached per source + defines for the whole test
- *   file, so repeated sessions do not pay for nvcc again.
+ * - `compile()` compiles with the real nvcc when `compile: 'nvcc'` (so a compile error is nvcc's CompileError with its
+ *   real log and diagnostics) and otherwise accepts any source. Compiles are cached per source + defines for the whole
+ *   test file, so repeated sessions do not pay for nvcc again. `load()` takes a kernel compiled by any FakeBackend (as
+ *   GPUs of one model share compiled kernels).
  * - `check()` and `time()` ask the test's model about the variant being run (its source without the injected defines,
  *   the defines, the launch, the test data): `model.correct(variant)` is true or a reason; a reason becomes a wrong
  *   result on the first output, as the real backend reports one. `model.timeMs(variant)` is the time of every timed
  *   launch. Default correctness: right unless the source contains WRONG_MARKER (a scripted answer puts it there).
  * - The oracle (the kernel passed to `prepare`) is never judged: it defines the expected outputs.
- * - `timeDelayMs` makes each `time()` take that long (for cancelling mid-step); `log` records every build and timing;
- *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once (the engine must keep it at 1).
+ * - `timeDelayMs` makes each `time()` take that long (for cancelling mid-step); aborting its signal ends it at once
+ *   with the GPU layer's AbortError, as a killed worker does. `log` records every compile and timing;
+ *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once on this backend (its GPU runs one
+ *   at a time).
  */
-import { CompileError } from '../../src/gpu/errors';
+import type { DeviceSpeedLimits } from '../../src/tuner/speed-of-light';
+import { AbortError, CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import {
@@ -23,6 +27,7 @@ import {
   type BuildRequest,
   type BuiltKernel,
   type CheckOutcome,
+  type CompiledKernel,
   type DeviceDescription,
   type Launch,
   type PreparedTest,
@@ -59,10 +64,13 @@ export interface FakeBackendOptions {
   nvrtcRejects?: RegExp;
   timeDelayMs?: number;
   device?: Partial<DeviceDescription>;
+  /** The device limits the fake states (as if measured); without them it has none, like a backend that cannot measure. */
+  limits?: DeviceSpeedLimits;
 }
 
 export const FAKE_DEVICE: DeviceDescription = {
   name: 'Fake GPU (test double)',
+  ordinal: 0,
   computeCapability: [9, 0],
   multiprocessors: 132,
   globalMemoryBytes: 80 * 1024 ** 3,
@@ -81,14 +89,18 @@ export const FAKE_DEVICE: DeviceDescription = {
 const compiles = new Map<string, Promise<string>>();
 const nvcc = new NvccCompiler({ defaultArch: 'sm_90' });
 
-class FakeKernel implements BuiltKernel {
-  readonly resources = { registers: 32, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
+class FakeCompiled implements CompiledKernel {
   readonly compileMs = 1;
-  readonly loadMs = 0;
   constructor(
     readonly request: BuildRequest,
     readonly log: string,
   ) {}
+}
+
+class FakeKernel implements BuiltKernel {
+  readonly resources = { registers: 32, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
+  readonly loadMs = 0;
+  constructor(readonly request: BuildRequest) {}
   async release(): Promise<void> {}
 }
 
@@ -103,7 +115,7 @@ class FakePrepared implements PreparedTest {
 }
 
 export interface FakeLogEntry {
-  kind: 'build' | 'time';
+  kind: 'compile' | 'time';
   source: string;
   compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
@@ -119,22 +131,27 @@ export class FakeBackend implements TuningBackend {
   maxConcurrentTimings = 0;
   private timingsInFlight = 0;
 
-  constructor(private readonly options: FakeBackendOptions) {}
+  readonly speedLimits?: () => Promise<DeviceSpeedLimits>;
+
+  constructor(private readonly options: FakeBackendOptions) {
+    const { limits } = options;
+    if (limits) this.speedLimits = async () => limits;
+  }
 
   async describe(): Promise<DeviceDescription> {
     return { ...FAKE_DEVICE, ...(this.options.compilers && { compilers: this.options.compilers }), ...this.options.device };
   }
 
-  async build(request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
-    this.log.push({ kind: 'build', source: request.source, defines: request.defines, compiler: request.compiler });
+  async compile(request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel> {
+    this.log.push({ kind: 'compile', source: request.source, defines: request.defines, compiler: request.compiler });
     if (request.compiler === 'nvrtc') {
       if (this.options.nvrtcRejects?.test(request.source)) {
         const log = `${request.fileName}(1): error: the fake NVRTC rejects this program\n`;
         throw new CompileError('NVRTC compilation failed (fake)', { code: 'NVRTC_ERROR_COMPILATION', explanation: 'fake', log });
       }
-      return new FakeKernel(request, '');
+      return new FakeCompiled(request, '');
     }
-    if (this.options.compile !== 'nvcc') return new FakeKernel(request, '');
+    if (this.options.compile !== 'nvcc') return new FakeCompiled(request, '');
     const key = JSON.stringify([request.source, request.headers, request.includePaths, request.defines, request.nameExpression, request.compilerOptions]);
     let compiled = compiles.get(key);
     if (!compiled) {
@@ -147,7 +164,12 @@ export class FakeBackend implements TuningBackend {
         if (!(e instanceof CompileError)) compiles.delete(key);
       });
     }
-    return new FakeKernel(request, await compiled);
+    return new FakeCompiled(request, await compiled);
+  }
+
+  async load(kernel: CompiledKernel): Promise<BuiltKernel> {
+    if (!(kernel instanceof FakeCompiled)) throw new TypeError('a kernel compiled by another kind of backend was passed to FakeBackend');
+    return new FakeKernel(kernel.request);
   }
 
   async prepare(data: TestData): Promise<PreparedTest> {
@@ -188,7 +210,7 @@ export class FakeBackend implements TuningBackend {
     const k = kernel as FakeKernel;
     this.maxConcurrentTimings = Math.max(this.maxConcurrentTimings, ++this.timingsInFlight);
     try {
-      if (this.options.timeDelayMs) await new Promise((resolve) => setTimeout(resolve, this.options.timeDelayMs));
+      if (this.options.timeDelayMs) await delay(this.options.timeDelayMs, options.signal);
     } finally {
       this.timingsInFlight--;
     }
@@ -210,6 +232,22 @@ export class FakeBackend implements TuningBackend {
     if (this.options.model.correct) return this.options.model.correct(variant);
     return variant.source.includes(WRONG_MARKER) ? `the source contains ${WRONG_MARKER}` : true;
   }
+}
+
+/** Waits `ms`; an abort ends the wait at once with the GPU layer's AbortError (what a killed worker answers). */
+function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const aborted = () => {
+      clearTimeout(timer);
+      reject(new AbortError('time was aborted', { code: 'ABORTED', explanation: 'The caller aborted the request (fake backend).' }));
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', aborted);
+      resolve();
+    }, ms);
+    if (signal?.aborted) aborted();
+    else signal?.addEventListener('abort', aborted, { once: true });
+  });
 }
 
 /** Elements of the largest buffer of a test: a problem-size measure for time models. */

@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/auto';
+import { reportDataOf } from '../../src/report/html';
 import { loadNativeAddon } from '../../src/gpu/native';
 import { SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { sink } from '../support/streams';
@@ -45,9 +46,10 @@ describe('llm-kernel-tuner auto', () => {
     server = await serve('autonomous-session');
     const file = kernelFile('full');
     const [stdout, stderr] = [sink(), sink()];
-    const backend = new FakeBackend({ model: { timeMs: saxpyTime } });
+    const limits = { bandwidthGBps: 4000, bandwidthMethod: 'stated by the test double', memcpyGBps: 4100, fp32GFlops: 60_000, fp32Formula: 'stated by the test double' };
+    const backend = new FakeBackend({ model: { timeMs: saxpyTime }, limits });
     const code = await run(['saxpy.cu', '--kernel', 'saxpy', '--provider', 'openai', '--model', 'scripted-model', '--base-url', `${server.url}/v1`, '--json', '--threshold', '1', '--retries', '1'].map((a) => (a === 'saxpy.cu' ? file : a)), {
-      openBackend: async () => backend,
+      openBackends: async () => [backend],
       stdout,
       stderr,
     });
@@ -81,6 +83,27 @@ describe('llm-kernel-tuner auto', () => {
     expect(report).toMatchObject({ version: 1, model: { provider: 'openai', model: 'scripted-model' }, result: { bestParams: { block_size_x: 512 } } });
     expect(report.events.length).toBe(events.length);
     expect(backend.disposed).toBe(true);
+
+    // The HTML report: each step with its diff and configurations, each configuration's speed of light over the
+    // measured limits and the test's work (x read, y read and written; 2n flops as the analysis said).
+    const html = reportDataOf(readFileSync(join(out, 'report.html'), 'utf8'));
+    expect(html).toMatchObject({ kind: 'session', kernel: 'saxpy', limits, device: { name: 'Fake GPU (test double)', arch: 'sm_90' } });
+    expect(html.work).toMatchObject({ bytes: 3 * 1048576 * 4, flops: 2 * 1048576 });
+    expect(html.steps.map((s) => [s.title, s.status])).toEqual([
+      ['Several elements per thread', 'rejected'],
+      ['Fused multiply-add', 'rejected'],
+      ['Tune the block size', 'accepted'],
+    ]);
+    const accepted = html.steps[2]!;
+    expect(accepted.diff).toContain('+');
+    const best = accepted.configs.find((c) => c.key === accepted.best!.key)!;
+    expect(best).toMatchObject({ config: { block_size_x: 512 }, timeMs: 0.6291456 });
+    expect(best.GBps).toBeCloseTo((3 * 1048576 * 4) / 0.6291456e-3 / 1e9, 9);
+    expect(best.bandwidthPct).toBeCloseTo((100 * best.GBps!) / 4000, 9);
+    expect(best.flopsPct).toBeCloseTo((100 * best.GFlops!) / 60_000, 9);
+    expect(html.summary).toMatchObject({ baselineTimeMs: 1.048576, bestTimeMs: 0.6291456, bestConfig: { block_size_x: 512 } });
+    expect(html.reproduce).toMatchObject({ file, command: expect.stringMatching(/^llm-kernel-tuner auto .*saxpy\.cu --kernel saxpy --provider openai/) });
+    expect(stderr.text()).toContain(join(out, 'report.html'));
   });
 
   it('asks which steps to carry out with --approve-plan', async () => {
@@ -89,7 +112,7 @@ describe('llm-kernel-tuner auto', () => {
     const stdin = new PassThrough();
     const [stdout, stderr] = [sink(), sink()];
     const running = run([file, '--provider', 'ollama', '--model', 'scripted-model', '--base-url', server.url, '--approve-plan', '--out', join(scratch, 'approval-out')], {
-      openBackend: async () => new FakeBackend({ model: { timeMs: saxpyTime } }),
+      openBackends: async () => [new FakeBackend({ model: { timeMs: saxpyTime } })],
       stdin,
       stdout,
       stderr,
@@ -105,6 +128,28 @@ describe('llm-kernel-tuner auto', () => {
     expect(readFileSync(join(scratch, 'approval-out', 'saxpy.cu'), 'utf8')).toContain('#define block_size_x 512');
   });
 
+  it('tunes every candidate on several GPUs with --gpus', async () => {
+    server = await serve('autonomous-session');
+    const file = kernelFile('gpus');
+    const stderr = sink();
+    const gpus = [0, 1].map((ordinal) => new FakeBackend({ model: { timeMs: saxpyTime }, timeDelayMs: 2, device: { ordinal } }));
+    const asked: unknown[] = [];
+    const code = await run([file, '--kernel', 'saxpy', '--provider', 'openai', '--model', 'scripted-model', '--base-url', `${server.url}/v1`, '--retries', '1', '--gpus', '0,1'], {
+      openBackends: async (selection) => (asked.push(selection), gpus),
+      stdout: sink(),
+      stderr,
+    });
+    expect(code).toBe(0);
+    expect(asked).toEqual([{ kind: 'list', ordinals: [0, 1] }]);
+    expect(stderr.text()).toContain('tuning saxpy on 2 x Fake GPU (test double) (sm_90)');
+    expect(stderr.text()).toContain('step 3 accepted: 1.049 ms -> 0.6291 ms (40.0%)');
+    // Both GPUs timed configurations, and both were closed at the end.
+    for (const g of gpus) {
+      expect(g.log.filter((e) => e.kind === 'time').length).toBeGreaterThan(0);
+      expect(g.disposed).toBe(true);
+    }
+  });
+
   it('reports usage errors with exit code 2', async () => {
     const stderr = sink();
     expect(await run(['k.cu', '--provider', 'ollama'], { stderr })).toBe(2);
@@ -112,6 +157,33 @@ describe('llm-kernel-tuner auto', () => {
     const again = sink();
     expect(await run(['k.cu', '--provider', 'claude', '--model', 'm'], { stderr: again })).toBe(2);
     expect(again.text()).toContain('--provider must be ollama or openai, got claude');
+    const both = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', 'all', '--device', '1'], { stderr: both })).toBe(2);
+    expect(both.text()).toContain('give --device N (one GPU) or --gpus, not both');
+    const bad = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', '0,0'], { stderr: bad })).toBe(2);
+    expect(bad.text()).toContain('--gpus lists GPU 0 twice: one worker per GPU');
+  });
+
+  it('checks the file before the GPU: a missing file, a file without a kernel, a kernel name it lacks', async () => {
+    // The GPU would be opened after the file checks: a backend that records being asked shows they came first.
+    let opened = false;
+    const openBackends = async () => {
+      opened = true;
+      return [new FakeBackend({ model: { timeMs: saxpyTime } })];
+    };
+    const args = (file: string, ...more: string[]) => [file, '--provider', 'ollama', '--model', 'm', '--base-url', 'http://127.0.0.1:9', ...more];
+    const missing = join(scratch, 'nowhere', 'gone.cu');
+    await expect(run(args(missing), { openBackends, stderr: sink() })).rejects.toThrow(`cannot read the kernel file ${missing}: there is no such file`);
+    await expect(run(args(scratch), { openBackends, stderr: sink() })).rejects.toThrow(`cannot read the kernel file ${scratch}: it is a folder, not a file`);
+    const host = join(scratch, 'host-only.cu');
+    writeFileSync(host, 'int main() { return 0; }\n');
+    await expect(run(args(host), { openBackends, stderr: sink() })).rejects.toThrow(
+      'host-only.cu has no __global__ kernel, so there is nothing to tune: a kernel is a function declared `__global__ void name(...)`',
+    );
+    const file = kernelFile('misnamed');
+    await expect(run(args(file, '--kernel', 'sgemm'), { openBackends, stderr: sink() })).rejects.toThrow("no __global__ kernel named 'sgemm' in saxpy.cu; found: saxpy");
+    expect(opened).toBe(false);
   });
 
   it.skipIf(hasGpu)('without a GPU fails with the CUDA error before asking the model anything', async () => {

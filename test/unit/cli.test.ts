@@ -1,7 +1,7 @@
 // The command line end to end, as a user runs it: the bundled dist/cli.js in a child process (the vitest global setup
 // builds it). CI has no GPU, so the GPU commands must fail cleanly and `tune` replays the examples' real GPU caches.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -39,9 +39,11 @@ describe('llm-kernel-tuner without a GPU', () => {
     }
   });
 
-  it.runIf(noGpu)('tune --simulate-if-no-gpu replays the shipped cache', () => {
+  it.runIf(noGpu)('tune --simulate-if-no-gpu (npm start) says first why it replays, naming the missing library, then replays the shipped cache', () => {
     const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate-if-no-gpu', example('vector_add', 'cache.json'));
     expect(r.code).toBe(0);
+    expect(r.stderr).toMatch(/^No GPU to tune on: CUDA is not available: libcuda\.so\.1 .*Install the NVIDIA driver/);
+    expect(r.stderr.split('\n')[1]).toBe('Replaying examples/vector_add/cache.json instead: the recorded results of a real GPU run, searched as the spec says.');
     expect(r.stdout).toContain('replayed from examples/vector_add/cache.json');
   });
 });
@@ -54,10 +56,36 @@ describe('llm-kernel-tuner tune --simulate', () => {
     const best = bestOf(cache);
     const expected = Object.entries(best.config).map(([k, v]) => `${k}=${v}`).join(' ');
     expect(r.stdout).toContain(`best: ${expected}  ${best.timeMs!.toPrecision(4)} ms`);
-    // Every configuration of the space appears once, failures included, with their kind.
+    // Every configuration of the space appears once, failures included, with their kind; the counts add up to 44.
     expect(r.stdout).toMatch(/44 configurations replayed from examples\/matmul_tiled\/cache\.json \(measured on NVIDIA H200; simulation: no GPU used\)/);
-    expect(r.stdout).toMatch(/4 compile_error, 4 exceeds_device_limits/);
-    expect(r.stderr).toMatch(/\[#+\] 44\/44/);
+    expect(r.stdout).toMatch(/: 17 ok, 19 stopped early, 4 did not compile, 4 over the device's limits \(not compiled\); the search completed\n/);
+    // Stderr is no terminal here: plain progress lines, stopped-early configurations not counted as failed.
+    const progress = r.stderr.trimEnd().split('\n');
+    expect(progress.at(-1)).toBe(`44/44 configurations: 17 ok, 19 stopped early, 4 failed, 4 skipped; best ${best.timeMs!.toPrecision(4)} ms`);
+    expect(progress.slice(0, -1).every((l) => /^\d+\/44 configurations: .*; ETA \d+s$/.test(l))).toBe(true);
+  });
+
+  it('is described with the counts and words it prints in the README (npm start) and BENCHMARKS.md', () => {
+    const r = run('tune', example('matmul_tiled', 'tune.yaml'), '--simulate', example('matmul_tiled', 'cache.json'));
+    const [, count, outcomes] = /: (\d+) configurations replayed .*: (.*) \(not compiled\);/.exec(r.stdout)!;
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const npmStart = readme.slice(readme.indexOf('## What `npm start` does'), readme.indexOf('## The command line'));
+    expect(npmStart).toContain(`${count} configurations of`);
+    for (const words of outcomes!.split(', ')) expect(npmStart.replace(/\s+/g, ' ')).toContain(words);
+    expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toContain(`### (2) tiled matrix multiply, 4096², ${count} configurations`);
+  });
+
+  it('--quiet leaves the progress out and the results as they are; --json keeps stdout JSON with progress on stderr', () => {
+    const args = ['tune', example('matmul_tiled', 'tune.yaml'), '--simulate', example('matmul_tiled', 'cache.json')];
+    const plain = run(...args);
+    const quiet = run(...args, '--quiet');
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).toBe('');
+    expect(quiet.stdout).toBe(plain.stdout);
+    const json = run(...args, '--json');
+    expect(JSON.parse(json.stdout).results).toHaveLength(44);
+    expect(json.stderr).toMatch(/^44\/44 configurations: /m);
+    expect(run(...args, '--json', '-q').stderr).toBe('');
   });
 
   it('--json gives every result; a seeded optimiser repeats its search exactly', () => {
@@ -103,5 +131,43 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toMatch(/c: the kernel declares .* which is float32, but the spec says float64/);
     expect(r.stderr).toMatch(/a: missing/);
+  });
+});
+
+describe('llm-kernel-tuner on bad files (before any GPU or model is needed)', () => {
+  it('auto and tune say in words that a file is missing, with no stack trace', () => {
+    const missing = join(root, 'examples', 'nowhere.cu');
+    const auto = run('auto', 'examples/nowhere.cu', '--provider', 'ollama', '--model', 'm');
+    expect(auto.code).toBe(1);
+    expect(auto.stderr).toBe(`error: cannot read the kernel file ${missing}: there is no such file\n`);
+    const tune = run('tune', 'examples/nowhere.yaml');
+    expect(tune.code).toBe(1);
+    expect(tune.stderr).toBe('error: cannot read the tuning spec examples/nowhere.yaml: there is no such file\n');
+  });
+
+  it('auto on a .cu without a kernel says so, not that the GPU is missing', () => {
+    const file = join(scratch, 'host.cu');
+    writeFileSync(file, '#include <cstdio>\nint main() { std::puts("no kernel here"); }\n');
+    const r = run('auto', file, '--provider', 'ollama', '--model', 'm');
+    expect(r.code).toBe(1);
+    expect(r.stderr).toBe('error: host.cu has no __global__ kernel, so there is nothing to tune: a kernel is a function declared `__global__ void name(...)`\n');
+  });
+});
+
+describe('llm-kernel-tuner loads only what the command needs', () => {
+  /** The bundles of dist/ that `node dist/cli.js ...args` loaded, as their file names. */
+  function bundlesLoaded(...args: string[]): string[] {
+    const preload = join(scratch, 'list-modules.cjs');
+    writeFileSync(preload, "process.on('exit', () => process.stderr.write('\\nLOADED ' + JSON.stringify(Object.keys(require.cache)) + '\\n'));\n");
+    const r = spawnSync(process.execPath, ['--require', preload, cli, ...args], { cwd: root, encoding: 'utf8', timeout: 60_000 });
+    const loaded = JSON.parse(/^LOADED (.*)$/m.exec(r.stderr)![1]!) as string[];
+    return loaded.filter((f) => f.startsWith(join(root, 'dist'))).map((f) => f.slice(join(root, 'dist').length + 1));
+  }
+
+  it('--help and devices never load the engine; auto loads it', () => {
+    expect(bundlesLoaded('--help')).toEqual(['cli.js']);
+    expect(bundlesLoaded('devices')).toEqual(['cli.js', 'cli-devices.js']);
+    expect(bundlesLoaded('tune', '--help')).toEqual(['cli.js', 'cli-tune.js']);
+    expect(bundlesLoaded('auto', '--help')).toEqual(['cli.js', 'cli-auto.js']);
   });
 });

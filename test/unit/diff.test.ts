@@ -13,18 +13,8 @@ import {
   type Hunk,
   type TextChange,
 } from '../../src/engine/diff.js';
+import { rng } from '../support/seeded-random';
 
-/** Deterministic PRNG (mulberry32) so property tests replay exactly. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const pick = <T>(r: () => number, xs: readonly T[]): T => xs[Math.floor(r() * xs.length)]!;
 const int = (r: () => number, lo: number, hi: number): number => lo + Math.floor(r() * (hi - lo + 1));
 
@@ -272,6 +262,19 @@ describe('unifiedDiff', () => {
     const original = base.join('\n') + '\n';
     const proposed = next.join('\n');
     expect(applyWithTools(original, proposed).git).toBe(proposed);
+  });
+
+  it('changes as many lines as computeHunks, both minimal (seeded)', () => {
+    const r = rng(31);
+    for (let iter = 0; iter < 100; iter++) {
+      const make = (): string => Array.from({ length: int(r, 0, 20) }, () => pick(r, ['a', 'b', 'c', '{', '}'])).join('\n') + (r() < 0.7 ? '\n' : '');
+      const a = make();
+      const b = make();
+      const body = unifiedDiff(a, b, { fileName: 'f', context: 2 }).split('\n').slice(2);
+      const hunks = computeHunks(a, b);
+      expect(body.filter((l) => l.startsWith('-')).length).toBe(hunks.reduce((n, h) => n + h.originalLines.length, 0));
+      expect(body.filter((l) => l.startsWith('+')).length).toBe(hunks.reduce((n, h) => n + h.proposedLines.length, 0));
+    }
   });
 
   it('validates context', () => {

@@ -11,6 +11,7 @@ import { LLMKernelTransformer } from '../../src/engine/transformer';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import { collect, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
+import { expectGraphEvents } from '../support/graph-events';
 import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
 let server: ScriptedLlmServer | undefined;
@@ -36,7 +37,7 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
     expect(run.end).toEqual({ status: 'finished' });
 
     // The sequence of event types, with the per-configuration, usage and retry events left out.
-    const coarse = run.types.filter((t) => !['configs.evaluated', 'llm.usage', 'llm.exchange', 'llm.retry', 'candidate'].includes(t));
+    const coarse = run.types.filter((t) => !['configs.evaluated', 'llm.usage', 'llm.exchange', 'llm.retry', 'candidate', 'graph.described', 'graph.node'].includes(t));
     expect(coarse).toEqual([
       'session.started',
       'analysis.done',
@@ -54,12 +55,24 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
       'warning', // the kernel file holds no launch of it to rewrite: the final proposal says how to launch it
       'session.finished',
     ]);
+    // The strategy's graph as it describes itself; three steps ran a candidate each, then one replan.
+    const runs = expectGraphEvents(run.events, {
+      name: 'autonomous_tuning_strategy',
+      nodes: ['init', 'makePlan', 'validate', 'breakdown', 'mergeBreakdowns', 'approve', 'next', 'runCandidate', 'decide', 'replan'],
+    });
+    expect(runs).toEqual({ init: 1, makePlan: 1, validate: 1, approve: 1, next: 4, runCandidate: 3, decide: 3, replan: 1 });
+    expect(run.of('graph.described')[0]!.graphs.find((g) => g.id === 'tune')!.edges).toEqual(
+      expect.arrayContaining([{ source: 'next', target: 'runCandidate', conditional: true }, { source: 'runCandidate', target: 'decide', conditional: false }]),
+    );
     expect(run.of('warning')[0]!.message).toMatch(/^no launch of saxpy was found in this file: launch it with block \(512, 1, 1\)/);
 
-    expect(run.of('analysis.done')[0]).toMatchObject({ problemSize: ['n'], outputs: ['y'] });
+    expect(run.of('analysis.done')[0]).toMatchObject({ problemSize: ['n'], outputs: ['y'], flops: '2*n' });
+    expect(run.of('analysis.done')[0]!.bytes).toBeUndefined();
     const tests = run.of('tests.ready')[0]!.tests;
     expect(tests).toHaveLength(1);
     expect(tests[0]).toMatchObject({ origin: 'generated', problemSize: ['n'], outputs: ['y'], bytes: 2 * 1048576 * 4 });
+    // The work of a launch: the model's flops over the test's n, and the bytes of x read and y read and written.
+    expect(tests[0]!.work).toEqual({ flops: 2 * 1048576, bytes: 3 * 1048576 * 4, source: expect.stringContaining(`flops: "2*n" (the model's analysis)`) });
     expect(run.of('baseline')[0]).toMatchObject({ timeMs: 1.048576, params: { block_size_x: 256 } });
 
     const [wrong, small] = run.of('step.rejected');

@@ -8,6 +8,7 @@ import { stepRequestTail } from '../../src/engine/strategies/prompts';
 import { LLMKernelTransformer } from '../../src/engine/transformer';
 import { collect, openaiModel, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
+import { expectGraphEvents } from '../support/graph-events';
 import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
 class OnePromptStrategy extends BaseTuningStrategy {
@@ -39,4 +40,11 @@ it('runs the README\'s custom strategy', async () => {
   expect(run.end).toEqual({ status: 'finished' });
   expect(run.of('step.accepted')).toEqual([expect.objectContaining({ stepId: 'one-prompt', bestParams: { block_size_x: 512 } })]);
   expect(run.of('session.finished')[0]!.tracker.steps.map((s) => s.description)).toEqual(['Optimize in one go']);
+  // Drawn for free: the strategy's compiled graph describes itself (unnamed, it is called after its node), and its one
+  // node ran once.
+  expect(expectGraphEvents(run.events, { name: 'tune', nodes: ['optimize'] })).toEqual({ optimize: 1 });
+  expect(run.of('graph.described')[0]!.graphs.find((g) => g.id === 'tune')!.edges).toEqual([
+    { source: '__start__', target: 'optimize', conditional: false },
+    { source: 'optimize', target: '__end__', conditional: false },
+  ]);
 });

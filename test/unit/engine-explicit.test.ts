@@ -8,6 +8,7 @@ import { LLMKernelTransformer } from '../../src/engine/transformer';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import { collect, ollamaModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
+import { expectGraphEvents } from '../support/graph-events';
 import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
 let server: ScriptedLlmServer | undefined;
@@ -71,6 +72,11 @@ describe.skipIf(!(await NvccCompiler.available()))('explicit session', () => {
     const finished = run.of('session.finished')[0]!;
     expect(finished.bestParams).toEqual({ block_size_x: 512 });
     expect(finished.tracker.steps.map((s) => s.description)).toEqual(['block_size']);
+
+    // The strategy's graph as it describes itself, and its node runs: every step chosen by next, evaluated unless
+    // skipEvaluation, applied unless judged useless.
+    const runs = expectGraphEvents(run.events, { name: 'explicit_tuning_strategy', nodes: ['init', 'approve', 'next', 'evaluate', 'apply'] });
+    expect(runs).toEqual({ init: 1, approve: 1, next: 5, evaluate: 4, apply: 3 });
   }, 120_000);
 });
 

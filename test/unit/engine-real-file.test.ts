@@ -154,7 +154,7 @@ describe('an LLM session on a whole program', () => {
       ]),
     );
     // The builds compiled the whole program (host code and header included), not a kernel cut out of it.
-    const builds = backend.log.filter((e) => e.kind === 'build');
+    const builds = backend.log.filter((e) => e.kind === 'compile');
     expect(builds.every((b) => b.source.includes('int main()'))).toBe(true);
   });
 });

@@ -94,7 +94,7 @@ describe('resuming from a checkpoint', () => {
 
     // A finished session, opened again, reports its result without running anything.
     const again = await collect(new LLMKernelTransformer(SAXPY, options(secondServer, { checkpointer: new FileCheckpointSaver(dir), threadId: 'session-1' })));
-    expect(again.types).toEqual(['session.started', 'session.finished']);
+    expect(again.types).toEqual(['session.started', 'graph.described', 'session.finished']);
     expect(secondServer.requests.length).toBe(fromStep3.length);
   });
 });

@@ -2,7 +2,7 @@
 // to edit), what a branch inherits of it, and the plan approvals a replay answers with.
 import { describe, expect, it } from 'vitest';
 import { makeEvent, type TuningEventBody } from '../../src/engine/events';
-import { approvalsOf, codeBeforeStep, eventsBeforeStep, exchangesOf, startedStepsOf } from '../../src/engine/session-log';
+import { approvalsOf, codeBeforeStep, eventsBeforeStep, exchangesOf, inheritedEvents, startedStepsOf } from '../../src/engine/session-log';
 
 const ORIGINAL = '__global__ void k(float *y) { y[0] = 0; }\n';
 const candidate = (stepId: string, candidate: number, code: string): TuningEventBody => ({ type: 'candidate', stepId, candidate, attempt: 1, code, diff: '', tuneParams: {}, restrictions: [] });
@@ -40,6 +40,19 @@ describe('the session log', () => {
     expect(eventsBeforeStep(log, '2').map((e) => e.type)).toEqual(['session.started', 'plan', 'step.started', 'candidate', 'candidate', 'candidate', 'step.accepted', 'step.started', 'candidate', 'step.accepted']);
     expect(eventsBeforeStep(log, '1').map((e) => e.type)).toEqual(['session.started', 'plan']);
     expect(exchangesOf(log)).toEqual([exchange]);
+  });
+
+  it("finds in a branch's log what it inherited: everything before the run that branched off", () => {
+    const inherited = eventsBeforeStep(log, '2');
+    const own = [
+      { type: 'session.started', threadId: 'b', resumed: false, kernel: { name: 'k', signature: '' }, device: { name: 'GPU', arch: 'sm_90', computeCapability: [9, 0] } },
+      { type: 'session.branched', parentThreadId: 't', stepId: '2', edited: false },
+      { type: 'step.started', stepId: '2', title: 'B' },
+    ].map((b) => makeEvent(b as TuningEventBody));
+    expect(inheritedEvents([...inherited, ...own])).toEqual(inherited);
+    // Resumed later, the branch's log starts again after it branched: the inheritance stays where it was.
+    expect(inheritedEvents([...inherited, ...own, own[0]!, own[2]!])).toEqual(inherited);
+    expect(inheritedEvents(log)).toEqual([]);
   });
 
   it('turns approved plans into the answers that reproduce them', () => {

@@ -18,6 +18,7 @@ describe('settings → engine config', () => {
       approvePlan: false,
       retries: 3,
       device: 0,
+      gpus: { kind: 'list', ordinals: [0] },
       iterations: 32,
       timePerTestS: 15,
       compilerOptions: [],
@@ -61,6 +62,22 @@ describe('settings → engine config', () => {
       'kernelTuner.timePerTest',
     ]);
     expect(result.problems[0]!.message).toContain('ollama, openai');
+  });
+
+  it('reads the GPUs to tune on: kernelTuner.gpus, else kernelTuner.device alone', () => {
+    const gpus = (values: Record<string, unknown>) => {
+      const r = readEngineConfig(settings({ 'llm.model': 'm', ...values }), undefined);
+      return r.ok ? r.config.gpus : r.problems;
+    };
+    expect(gpus({ device: 3 })).toEqual({ kind: 'list', ordinals: [3] });
+    expect(gpus({ device: 3, gpus: '  ' })).toEqual({ kind: 'list', ordinals: [3] });
+    expect(gpus({ gpus: 'all' })).toEqual({ kind: 'all' });
+    expect(gpus({ gpus: '0,2' })).toEqual({ kind: 'list', ordinals: [0, 2] });
+    expect(gpus({ gpus: '4' })).toEqual({ kind: 'count', count: 4 });
+    expect(gpus({ gpus: 'both' })).toEqual([
+      { setting: 'kernelTuner.gpus', message: "takes all, a list of GPU ordinals such as 0,2, or a number N of GPUs (the first N); received 'both'" },
+    ]);
+    expect(gpus({ gpus: 2 })).toEqual([{ setting: 'kernelTuner.gpus', message: 'must be a string such as all, 0,2 or 2 (is 2)' }]);
   });
 
   it('reads the explicit strategy with its steps, deduplicated, and rejects unknown step ids', () => {

@@ -1,132 +1,264 @@
-// The panel's pure parts: the CUDA tokenizer, the SVG chart, the diff rows and the configurations' sort order.
+// The panel's pure parts: CUDA highlighting, the chart's series and Chart.js configuration, the diff rows and the
+// configurations' sort order. (The chart on the page, its tooltip and its images are tested in the real VS Code:
+// test/e2e/ui.e2e.ts.)
 import { describe, expect, it } from 'vitest';
-import { buildChart, escapeXml, formatTime, niceMax } from '../../webview/chart';
-import { tokenizeLine, tokenizeLines } from '../../webview/cuda-tokens';
+import { chartConfig, chartSeries, chooseScale, DATASET, formatTime, niceMax, type ChartData, type ChartTheme } from '../../webview/chart-series';
 import { parseUnifiedDiff, sideBySide } from '../../webview/diff-rows';
+import { highlightTokens } from '../../webview/highlight';
 import { sortConfigs } from '../../webview/sort';
 import type { ConfigSummary } from '../../src/engine/events';
 
-const kinds = (line: string) => tokenizeLine(line).tokens.filter((t) => t.kind !== 'space').map((t) => [t.kind, t.text]);
+/** [text, innermost class] of the non-blank tokens of each line. */
+const classesOf = (lines: string[]) => highlightTokens(lines).map((line) => line.filter((t) => t.text.trim()).map((t) => [t.text, t.classes.at(-1) ?? '']));
 
-describe('CUDA tokenizer', () => {
-  it('tells CUDA qualifiers, keywords, types, numbers, strings and comments apart', () => {
-    expect(kinds('__global__ void k(const float *x, int n) { // note')).toEqual([
-      ['cuda', '__global__'],
-      ['type', 'void'],
-      ['identifier', 'k'],
-      ['operator', '('],
-      ['keyword', 'const'],
-      ['type', 'float'],
-      ['operator', '*'],
-      ['identifier', 'x'],
-      ['operator', ','],
-      ['type', 'int'],
-      ['identifier', 'n'],
-      ['operator', ')'],
-      ['operator', '{'],
-      ['comment', '// note'],
+describe('CUDA highlighting (highlight.js C++ grammar + CUDA words)', () => {
+  it('tells CUDA qualifiers, built-ins, types, numbers, strings and comments apart', () => {
+    const [signature, body] = classesOf(['__global__ void saxpy(int n, const float *__restrict__ x) { // note', '  float4 v = x[threadIdx.x] * 1.5e-3f + 0x1F; s = "a\\"b"; __syncthreads();']);
+    expect(signature).toEqual(
+      expect.arrayContaining([
+        ['__global__', 'hljs-keyword'],
+        ['void', 'hljs-type'],
+        ['saxpy', 'hljs-title'],
+        ['int', 'hljs-type'],
+        ['__restrict__', 'hljs-keyword'],
+        ['// note', 'hljs-comment'],
+      ]),
+    );
+    expect(body).toEqual(
+      expect.arrayContaining([
+        ['float4', 'hljs-type'],
+        ['threadIdx', 'hljs-built_in'],
+        ['1.5e-3f', 'hljs-number'],
+        ['0x1F', 'hljs-number'],
+        ['"a\\"b"', 'hljs-string'],
+        ['__syncthreads', 'hljs-built_in'],
+      ]),
+    );
+  });
+
+  it('reads a directive as preprocessor and carries a block comment across lines', () => {
+    const lines = classesOf(['#define block_size_x 128', 'int a; /* start', 'still comment', 'end */ blockIdx.x;']);
+    expect(lines[0]).toEqual([
+      ['#', 'hljs-meta'],
+      ['define', 'hljs-keyword'],
+      [' block_size_x 128', 'hljs-meta'],
     ]);
-    expect(kinds('x = 1.5e-3f + 0x1F + 1\'000; s = "a\\"b";')).toEqual([
-      ['identifier', 'x'],
-      ['operator', '='],
-      ['number', '1.5e-3f'],
-      ['operator', '+'],
-      ['number', '0x1F'],
-      ['operator', '+'],
-      ['number', "1'000"],
-      ['operator', ';'],
-      ['identifier', 's'],
-      ['operator', '='],
-      ['string', '"a\\"b"'],
-      ['operator', ';'],
+    expect(lines[2]).toEqual([['still comment', 'hljs-comment']]);
+    expect(lines[3]).toEqual([
+      ['end */', 'hljs-comment'],
+      ['blockIdx', 'hljs-built_in'],
+      ['.x;', ''],
     ]);
   });
 
-  it('reads a directive as one token and carries block comments across lines', () => {
-    expect(kinds('#define block_size_x 128 // default')).toEqual([
-      ['preprocessor', '#define block_size_x 128 '],
-      ['comment', '// default'],
-    ]);
-    const lines = tokenizeLines(['int a; /* start', 'still comment', 'end */ __syncthreads();']);
-    expect(lines[1]).toEqual([{ kind: 'comment', text: 'still comment' }]);
-    expect(lines[2]![0]).toEqual({ kind: 'comment', text: 'end */' });
-    expect(lines[2]!.find((t) => t.text === '__syncthreads')?.kind).toBe('cuda');
-  });
-
-  it('loses no character', () => {
-    const line = '  for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = __ldg(&x[i]) * 2.0f; /* x */ "q';
-    expect(tokenizeLine(line).tokens.map((t) => t.text).join('')).toBe(line);
+  it('loses no character and keeps one token list per line, empty lines included', () => {
+    const lines = ['  for (int i = threadIdx.x; i < n; i += blockDim.x) s[i] = __ldg(&x[i]) * 2.0f; /* x */ "q', '', '<script>&amp;</script>'];
+    const tokens = highlightTokens(lines);
+    expect(tokens.map((line) => line.map((t) => t.text).join(''))).toEqual(lines);
+    expect(highlightTokens([])).toEqual([]);
   });
 });
 
-describe('performance chart', () => {
-  const input = {
+const theme: ChartTheme = { foreground: '#111', muted: '#666', grid: '#ddd', background: '#fff', line: 'blue', baseline: 'red', config: 'green', best: 'gold', failed: 'orange', others: ['purple'], fontFamily: 'sans-serif', fontSize: 13 };
+const config = (block: number, status: ConfigSummary['status'], timeMs?: number, error?: string): ConfigSummary => ({ key: String(block), config: { block_size_x: block }, status, ...(timeMs !== undefined && { timeMs }), ...(error && { error }) });
+
+describe('performance chart series', () => {
+  const data: ChartData = {
     timeline: [
       { label: 'baseline', timeMs: 2 },
-      { label: 'Tile', timeMs: 1 },
+      { label: 'Tile the loop', timeMs: 1.25 },
     ],
-    configs: [
-      { key: '128', timeMs: 1, failed: false },
-      { key: '256', timeMs: 1.5, failed: false },
-      { key: '1024', failed: true },
-    ],
-    stepTitle: 'Tile <shared> & more',
-    width: 800,
-    height: 220,
+    configs: [config(128, 'ok', 1.5), config(256, 'ok', 1.25), config(1024, 'exceeds_device_limits', undefined, 'too many threads'), config(64, 'stopped_early', 3)],
+    stepTitle: 'Tile the loop',
   };
 
-  it('plots the accepted steps against the baseline and every configuration, failures on the axis', () => {
-    const chart = buildChart(input);
-    expect(chart.timelinePoints.map((p) => p.label)).toEqual(['baseline', 'Tile']);
-    // Faster is lower on the chart: the accepted step is below the baseline.
-    expect(chart.timelinePoints[1]!.y).toBeGreaterThan(chart.timelinePoints[0]!.y);
-    expect(chart.configPoints.map((p) => p.key)).toEqual(['128', '256']);
-    expect(chart.configPoints[0]!.y).toBeCloseTo(chart.timelinePoints[1]!.y);
-    expect(chart.failedCount).toBe(1);
-    expect(chart.svg).toContain('<polyline class="line"');
-    expect(chart.svg).toContain('3 tried, 1 failed (×)');
-    expect(chart.svg).toContain('Configurations: Tile &lt;shared&gt; &amp; more');
-    // CSP: colours come from classes, never from style attributes.
-    expect(chart.svg).not.toContain('style=');
+  it('maps the accepted steps and every configuration to points with what their tooltips say', () => {
+    const s = chartSeries(data);
+    expect(s.steps.map((p) => [p.x, p.y, p.info.title])).toEqual([
+      [0, 2, 'Baseline (original kernel)'],
+      [1, 1.25, 'Step 1: Tile the loop'],
+    ]);
+    expect(s.steps[1]!.info.rows).toEqual([
+      ['Time', '1.25 ms'],
+      ['Speed-up', '1.60× vs baseline'],
+    ]);
+    // Timed configurations keep their evaluation order on x; the one without a time sits on the axis floor.
+    expect(s.configs.map((p) => [p.x, p.y])).toEqual([
+      [1, 1.5],
+      [2, 1.25],
+      [4, 3],
+    ]);
+    expect(s.configs[0]!.info).toEqual({
+      title: 'block_size_x=128',
+      rows: [
+        ['Time', '1.5 ms'],
+        ['Speed-up', '1.33× vs baseline'],
+        ['Step', 'Tile the loop'],
+        ['Result', 'ok'],
+      ],
+    });
+    expect(s.configs[2]!.info.rows.at(-1)).toEqual(['Result', 'stopped early (cannot beat the best)']);
+    expect(s.best?.info.title).toBe('block_size_x=256');
+    expect(s.failed).toEqual([
+      {
+        x: 3,
+        y: s.yMin,
+        info: {
+          title: 'block_size_x=1024',
+          rows: [
+            ['Result', 'exceeds device limits'],
+            ['Step', 'Tile the loop'],
+            ['Error', 'too many threads'],
+          ],
+        },
+      },
+    ]);
+    expect(s.baselineMs).toBe(2);
+    expect(s.summary).toBe(
+      'Baseline 2 ms; 1 accepted step(s), now 1.25 ms (1.60×); 4 configuration(s) of "Tile the loop": 3 timed, 1 without a time, fastest 1.25 ms with block_size_x=256.',
+    );
   });
 
-  it('draws related sessions beside it on the same step axis: a branch\'s step 2 above the parent\'s step 2', () => {
+  it('never calls a configuration that stopped early the fastest', () => {
+    const s = chartSeries({ ...data, configs: [config(64, 'stopped_early', 0.5), config(128, 'ok', 1)] });
+    expect(s.best?.info.title).toBe('block_size_x=128');
+  });
+
+  it("puts related sessions on the same step axis, their tooltips naming them: a branch's step 2 above the parent's step 2", () => {
     const parent = { label: 'the session it branched from', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Tile', timeMs: 1 }, { label: 'Unroll', timeMs: 0.5 }] };
-    const chart = buildChart({ ...input, others: [parent, { label: 'branch <b>', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Vectorise', timeMs: 4 }] }] });
-    expect(chart.otherPoints.map((o) => o.label)).toEqual(['the session it branched from', 'branch <b>']);
-    // Three steps on the axis now: the session's own step 1 sits where the parent's step 1 does.
-    expect(chart.otherPoints[0]!.points.map((p) => p.x)).toEqual([chart.timelinePoints[0]!.x, chart.timelinePoints[1]!.x, expect.any(Number)]);
-    expect(chart.otherPoints[0]!.points[2]!.x).toBeGreaterThan(chart.timelinePoints[1]!.x);
-    // The slower branch raises the axis: its 4 ms point is the highest.
-    expect(Math.min(...chart.otherPoints[1]!.points.map((p) => p.y), ...chart.timelinePoints.map((p) => p.y))).toBe(chart.otherPoints[1]!.points[1]!.y);
-    expect(chart.svg).toContain('<polyline class="line other other-0"');
-    expect(chart.svg).toContain('<polyline class="line other other-1"');
-    expect(chart.svg).toContain('○ the session it branched from, branch &lt;b&gt;');
-    expect(chart.svg).not.toContain('style=');
-    expect(buildChart(input).otherPoints).toEqual([]);
+    const branch = { label: 'branch from step 1', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Vectorise', timeMs: 30 }] };
+    const s = chartSeries({ ...data, others: [parent, branch, { label: 'a session with no baseline yet', timeline: [] }] });
+    expect(s.others.map((o) => [o.label, o.points.map((p) => [p.x, p.y])])).toEqual([
+      ['the session it branched from', [[0, 2], [1, 1], [2, 0.5]]],
+      ['branch from step 1', [[0, 2], [1, 30]]],
+    ]);
+    expect(s.others[0]!.points[2]!.info).toEqual({ title: 'Step 2: Unroll — the session it branched from', rows: [['Time', '500 µs'], ['Speed-up', '4.00× vs baseline']] });
+    expect(s.others[1]!.points[0]!.info.title).toBe('Baseline (original kernel) — branch from step 1');
+    // The slower branch spans a decade with the parent's fastest step: the time axis holds both.
+    expect([s.scale, s.yMin, s.yMax]).toEqual(['logarithmic', 0.1, 100]);
+    expect(s.summary).toContain('; beside it, the session it branched from: 2 accepted step(s), now 500 µs; beside it, branch from step 1: 1 accepted step(s), now 30 ms;');
+    expect(chartSeries(data).others).toEqual([]);
   });
 
-  it('shortens a step title that does not fit its half', () => {
-    const chart = buildChart({ ...input, stepTitle: 'A very long step title that goes on and on and on and on', width: 500 });
-    expect(chart.svg).toContain('>Configurations: A very long…</text>');
+  it('says what it waits for when there is nothing to plot yet', () => {
+    const s = chartSeries({ timeline: [], configs: [] });
+    expect(s.steps).toEqual([]);
+    expect(s.summary).toBe('Waiting for the baseline time.');
+    expect([s.scale, s.yMin, s.yMax]).toEqual(['linear', 0, 1]);
+    expect(chartSeries({ timeline: [], configs: [config(1, 'ok', 2)] }).configs[0]!.info.rows[1]).toEqual(['Speed-up', 'n/a (no baseline yet)']);
+  });
+});
+
+describe('time scale', () => {
+  it('is logarithmic as soon as the times span a decade, linear otherwise', () => {
+    expect(chooseScale([1, 2, 9.9])).toBe('linear');
+    expect(chooseScale([0.5, 5])).toBe('logarithmic');
+    expect(chooseScale([0.002, 0.5, 30])).toBe('logarithmic');
+    expect(chooseScale([3])).toBe('linear');
+    expect(chooseScale([0, Number.NaN, 1])).toBe('linear');
   });
 
-  it('says what it waits for when there is nothing to plot', () => {
-    const chart = buildChart({ timeline: [], configs: [], width: 400, height: 200 });
-    expect(chart.svg).toContain('waiting for the baseline');
-    expect(chart.svg).toContain('no configurations yet');
-    expect(chart.timelinePoints).toEqual([]);
+  it('bounds a linear axis from 0 to a round number and a log axis to whole decades', () => {
+    const linear = chartSeries({ timeline: [{ label: 'baseline', timeMs: 2 }], configs: [config(1, 'ok', 1.9)] });
+    expect([linear.scale, linear.yMin, linear.yMax]).toEqual(['linear', 0, 2.5]);
+    const log = chartSeries({ timeline: [{ label: 'baseline', timeMs: 40 }], configs: [config(1, 'ok', 0.3), config(2, 'timeout')] });
+    expect([log.scale, log.yMin, log.yMax]).toEqual(['logarithmic', 0.1, 100]);
+    expect(log.failed[0]!.y).toBe(0.1);
+    expect(log.summary).toMatch(/time on a log scale\.$/);
   });
 
   it('picks round axis maxima and formats times in the right unit', () => {
     expect(niceMax(0.73)).toBeCloseTo(0.8);
-    expect(niceMax(2)).toBe(2);
     expect(niceMax(2.1)).toBe(2.5);
     expect(niceMax(0)).toBe(1);
     expect(formatTime(0.0021)).toBe('2.1 µs');
     expect(formatTime(1.5)).toBe('1.5 ms');
     expect(formatTime(1500)).toBe('1.5 s');
-    expect(escapeXml(`<a href="x">'&'</a>`)).toBe('&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;');
+  });
+});
+
+describe('Chart.js configuration', () => {
+  const series = chartSeries({
+    timeline: [
+      { label: 'baseline', timeMs: 40 },
+      { label: 'Unroll', timeMs: 2 },
+    ],
+    configs: [config(128, 'ok', 2), config(1024, 'timeout')],
+    stepTitle: 'Unroll',
+  });
+  const c = chartConfig(series, theme);
+  const byLabel = (label: string) => c.data.datasets.filter((d) => d.label === label);
+
+  it('plots steps and configurations on two x axes side by side over one time axis, in the theme', () => {
+    const scales = c.options!.scales as Record<string, Record<string, unknown>>;
+    expect(scales.y).toMatchObject({ type: 'logarithmic', min: 1, max: 100 });
+    expect(scales.steps).toMatchObject({ position: 'bottom', stack: 'x' });
+    expect(scales.configs).toMatchObject({ position: 'bottom', stack: 'x', title: { text: 'Configurations: Unroll', color: '#666' } });
+    expect(byLabel(DATASET.steps)[0]).toMatchObject({ xAxisID: 'steps', showLine: true, borderColor: 'blue', data: series.steps });
+    expect(byLabel(DATASET.configs)[0]).toMatchObject({ xAxisID: 'configs', pointBackgroundColor: 'green', data: series.configs });
+    expect(byLabel(DATASET.failed)[0]).toMatchObject({ pointStyle: 'crossRot', pointBorderColor: 'orange', data: series.failed });
+    expect(byLabel(DATASET.best)[0]!.data).toEqual([series.best]);
+    // The baseline runs across both halves, dashed, in the theme's red.
+    expect(byLabel(DATASET.baseline).map((d) => [d.xAxisID, d.data.map((p) => p.y), d.borderColor])).toEqual([
+      ['steps', [40, 40], 'red'],
+      ['configs', [40, 40], 'red'],
+    ]);
+    expect(c.options!.animation).toBe(false);
+  });
+
+  it('labels the step axis and the time ticks for people', () => {
+    const scales = c.options!.scales as Record<string, { ticks: { callback: (v: number) => string } }>;
+    expect([0, 1].map((v) => scales.steps!.ticks.callback(v))).toEqual(['baseline', 'step 1']);
+    // Log axis: the powers of ten are labelled, the lines between them are not.
+    expect([0.01, 1, 3, 100].map((v) => scales.y!.ticks.callback(v))).toEqual(['10 µs', '1 ms', '', '100 ms']);
+    const linear = chartConfig(chartSeries({ timeline: [{ label: 'baseline', timeMs: 2 }], configs: [] }), theme).options!.scales as typeof scales;
+    expect(linear.y!.ticks.callback(1.5)).toBe('1.5 ms');
+  });
+
+  it('numbers the configurations axis in whole steps, at most about a dozen labels', () => {
+    const ticksOf = (n: number) => {
+      const many = chartSeries({ timeline: [], configs: Array.from({ length: n }, (_, i) => config(i, 'ok', 1)) });
+      const axis = { ticks: [] as { value: number }[] };
+      ((chartConfig(many, theme).options!.scales as Record<string, { afterBuildTicks: (a: typeof axis) => void }>).configs!.afterBuildTicks)(axis);
+      return axis.ticks.map((t) => t.value);
+    };
+    expect(ticksOf(3)).toEqual([1, 2, 3]);
+    expect(ticksOf(40)).toEqual([4, 8, 12, 16, 20, 24, 28, 32, 36, 40]);
+  });
+
+  it("draws each related session's steps as a dashed line in the theme's colours in turn, under the session's own", () => {
+    const related = (label: string, ms: number[]) => ({ label, timeline: ms.map((timeMs, i) => ({ label: i === 0 ? 'baseline' : `step ${i}`, timeMs })) });
+    const others = [related('the session it branched from', [40, 2, 1.5, 1]), related('branch from step 1', [40, 3]), related('branch from step 1', [40, 5]), related('branch from step 2', [40, 2, 4])];
+    const withOthers = chartConfig(chartSeries({ timeline: [{ label: 'baseline', timeMs: 40 }, { label: 'Unroll', timeMs: 2 }], others, configs: [] }), { ...theme, others: ['purple', 'teal', 'olive'] });
+    const lines = withOthers.data.datasets.filter((d) => d.xAxisID === 'steps' && d.label !== DATASET.steps && d.label !== DATASET.baseline);
+    expect(lines.map((d) => [d.label, d.borderColor, d.pointBorderColor, d.data.length])).toEqual([
+      ['the session it branched from', 'purple', 'purple', 4],
+      ['branch from step 1', 'teal', 'teal', 2],
+      ['branch from step 1', 'olive', 'olive', 2],
+      ['branch from step 2', 'purple', 'purple', 3],
+    ]);
+    expect(lines[0]).toMatchObject({ showLine: true, borderDash: [5, 3], pointBackgroundColor: '#fff', order: 1 });
+    // The step axis reaches the longest series (the parent's step 3), a tick on every step.
+    const scales = withOthers.options!.scales as Record<string, { max: number; afterBuildTicks: (a: { ticks: { value: number }[] }) => void }>;
+    const axis = { ticks: [] as { value: number }[] };
+    scales.steps!.afterBuildTicks(axis);
+    expect(axis.ticks.map((t) => t.value)).toEqual([0, 1, 2, 3]);
+    expect(scales.steps!.max).toBeCloseTo(3.3);
+    // The legend names every related session, even two with the same label, and the baseline once.
+    const legend = withOthers.options!.plugins!.legend!.labels!.filter as (item: { text: string; datasetIndex: number }, data: typeof withOthers.data) => boolean;
+    const shown = withOthers.data.datasets.filter((d, datasetIndex) => legend({ text: d.label!, datasetIndex }, withOthers.data)).map((d) => d.label);
+    expect(shown.filter((l) => l === 'branch from step 1')).toHaveLength(2);
+    expect(shown.filter((l) => l === DATASET.baseline)).toHaveLength(1);
+  });
+
+  it('draws tooltips through the given renderer only, never for the baseline line', () => {
+    const external = () => undefined;
+    const tooltip = chartConfig(series, theme, external).options!.plugins!.tooltip!;
+    expect(tooltip).toMatchObject({ enabled: false, external });
+    const filter = tooltip.filter as (item: { dataset: { label: string } }) => boolean;
+    expect(filter({ dataset: { label: DATASET.baseline } })).toBe(false);
+    expect(filter({ dataset: { label: DATASET.configs } })).toBe(true);
+    expect(chartConfig(series, theme).options!.plugins!.tooltip!.external).toBeUndefined();
   });
 });
 
@@ -144,6 +276,13 @@ describe('diff rows', () => {
       ['add', 'D', undefined, 4],
       ['context', 'e', 4, 5],
     ]);
+  });
+
+  it('drops the CR of a CRLF file from the shown lines and refuses a malformed diff', () => {
+    const [hunk] = parseUnifiedDiff('--- a/f\n+++ b/f\n@@ -1,2 +1,2 @@\n a\r\n-b\r\n+B\r\n');
+    expect(hunk!.header).toBe('@@ -1,2 +1,2 @@');
+    expect(hunk!.lines.map((l) => l.text)).toEqual(['a', 'b', 'B']);
+    expect(() => parseUnifiedDiff('--- a/f\n+++ b/f\n@@ -1,3 +1,3 @@\n a\n')).toThrow();
   });
 
   it('pairs removed and added runs side by side', () => {

@@ -1,7 +1,10 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidTestSpecError, resolveTestSpec } from '../../src/tuner/input-spec';
 import { parseKernels } from '../../src/tuner/kernel-source';
-import { tuningSpecSchema } from '../../src/tuner/tuning-spec';
+import { loadTuningSpec } from '../../src/tuner/tuning-spec';
 
 const SOURCE = `
 template <typename T>
@@ -217,16 +220,21 @@ describe('test spec messages name the field at fault', () => {
     ]);
   });
 
-  it('names a misspelt key and the keys an argument has', async () => {
-    expect(problemsOf(spec({ dtyp: 'uint32', length: 256, output: true }), await k())).toEqual([
-      expect.stringMatching(/^arguments\.bins\.dtype: required; supported: /),
-      'arguments.bins: unknown key "dtyp" (an argument has dtype and value, or dtype, length, output, fill, random)',
-    ]);
-    expect(problemsOf(spec({ dtype: 'uint32', lenght: 256, output: true }), await k())).toEqual([
-      'arguments.bins: unknown key "lenght" (an argument has dtype and value, or dtype, length, output, fill, random)',
+  it('names a misspelt key with the key it was meant to be, and says nothing more about that key', async () => {
+    expect(problemsOf(spec({ dtyp: 'uint32', length: 256, output: true }), await k())).toEqual(['arguments.bins: unknown key "dtyp": did you mean "dtype"?']);
+    expect(problemsOf(spec({ dtype: 'uint32', lenght: 256, output: true }), await k())).toEqual(['arguments.bins: unknown key "lenght": did you mean "length"?']);
+    expect(problemsOf(spec({ dtype: 'uint32', valeu: 3 }), await k())).toEqual(['arguments.bins: unknown key "valeu": did you mean "value"?']);
+    expect(problemsOf(spec({ dtyp: 'uint32', value: 3 }), await k())).toEqual(['arguments.bins: unknown key "dtyp": did you mean "dtype"?']);
+    // A key like none of them: the keys an argument has.
+    expect(problemsOf(spec({ dtype: 'uint32', length: 256, colour: 'red' }), await k())).toEqual([
+      'arguments.bins: unknown key "colour" (an argument has dtype and value, or dtype, length, output, fill, random)',
     ]);
     expect(problemsOf(spec({ dtype: 'uint32' }), await k())).toEqual([
       'arguments.bins: give a value (for a scalar) or a length (for a buffer): an argument has dtype and value, or dtype, length, output, fill, random',
+    ]);
+    // A misspelt key of the spec itself.
+    expect(problemsOf({ problemSiz: 'n', arguments: spec({ dtype: 'uint32', length: 256, output: true }).arguments }, await k())).toEqual([
+      'spec: unknown key "problemSiz": did you mean "problemSize"?',
     ]);
   });
 
@@ -246,11 +254,13 @@ describe('test spec messages name the field at fault', () => {
     ]);
   });
 
-  it('reads the same through the tuning spec schema', () => {
-    const parsed = tuningSpecSchema.safeParse({ arguments: { c: { dtyp: 'float32', length: 4 } }, problemSize: 4, tuneParams: { block_size_x: [32] } });
-    expect(parsed.success).toBe(false);
-    expect(parsed.error!.issues.map((i) => `${i.path.join('.')}: ${i.message}`)).toContain(
-      'arguments.c: unknown key "dtyp" (an argument has dtype and value, or dtype, length, output, fill, random)',
+  it('reads the same through a tuning spec file, whose own keys are checked the same way', () => {
+    const file = join(mkdtempSync(join(tmpdir(), 'lkt-spec-')), 'spec.yaml');
+    writeFileSync(file, 'arguments:\n  c: { dtyp: float32, length: 4 }\nproblemSize: 4\ntuneParam: { block_size_x: [32] }\nrestriction: []\n');
+    expect(() => loadTuningSpec(file)).toThrow(
+      `the tuning spec ${file} is not valid:\n` +
+        '  arguments.c: unknown key "dtyp": did you mean "dtype"?\n' +
+        '  (top level): unknown key "tuneParam": did you mean "tuneParams"?; unknown key "restriction": did you mean "restrictions"?',
     );
   });
 });

@@ -27,7 +27,7 @@ describe('tuning a file as it is', () => {
     const kernel = await TunableKernel.create(FILE, { fileName: 'scale.cu' });
     const result = await kernel.tune(test, { BLOCK_SIZE: [64, 128] }, [], { backend, blockSizeNames: ['BLOCK_SIZE'], sharedMemBytes: 'BLOCK_SIZE * 4' });
     expect(result.reference?.config).toEqual({ BLOCK_SIZE: 256 });
-    const builds = backend.log.filter((e) => e.kind === 'build');
+    const builds = backend.log.filter((e) => e.kind === 'compile');
     expect(builds[0]!.defines.BLOCK_SIZE).toBe('256'); // the oracle first; the others compile ahead, in any order
     expect(builds.slice(1).map((b) => b.defines.BLOCK_SIZE).sort()).toEqual(['128', '64']);
     for (const b of builds) expect(b.source).not.toMatch(/#define BLOCK_SIZE/);
@@ -49,7 +49,7 @@ describe('tuning a file as it is', () => {
     const byBlock = Object.fromEntries(result.results.map((r) => [r.config.BLOCK_SIZE, r]));
     expect(byBlock[512]!.status).toBe('ok');
     expect(byBlock[1024]).toMatchObject({ status: 'exceeds_device_limits', error: { message: '4096 bytes of shared memory per block exceed the device\'s limit of 3000' } });
-    expect(backend.log.filter((e) => e.kind === 'build').map((b) => b.defines.BLOCK_SIZE)).not.toContain('1024');
+    expect(backend.log.filter((e) => e.kind === 'compile').map((b) => b.defines.BLOCK_SIZE)).not.toContain('1024');
     expect(launches).toHaveLength(2);
   });
 
@@ -58,9 +58,9 @@ describe('tuning a file as it is', () => {
     const kernel = await TunableKernel.create(FILE, { fileName: 'scale.cu' });
     const result = await kernel.tune(test, { BLOCK_SIZE: [128] }, [], { backend, blockSizeNames: ['BLOCK_SIZE'] });
     expect(result.compiler).toEqual({ backend: 'nvcc', note: 'compiled with nvcc: NVRTC could not compile the device unit: scale.cu:1: the fake NVRTC rejects this program' });
-    expect(backend.log.filter((e) => e.kind === 'build').map((b) => b.compiler)).toEqual(['nvrtc', 'nvcc', 'nvcc']);
+    expect(backend.log.filter((e) => e.kind === 'compile').map((b) => b.compiler)).toEqual(['nvrtc', 'nvcc', 'nvcc']);
     // NVRTC's program is the device unit (main blanked); nvcc's is the whole file.
-    const [nvrtc, nvcc] = backend.log.filter((e) => e.kind === 'build');
+    const [nvrtc, nvcc] = backend.log.filter((e) => e.kind === 'compile');
     expect(nvrtc!.source).not.toMatch(/int main/);
     expect(nvcc!.source).toMatch(/int main/);
   });

@@ -20,7 +20,7 @@ const space = syntheticMatmulSpace();
 const fastest = cache.results().filter((r) => r.status === 'ok').sort((a, b) => a.timeMs! - b.timeMs!)[0]!;
 
 /** A replay evaluator that also records every configuration it was asked for. */
-function recorded(): { evaluate: Evaluate; calls: string[]; clock: { now(): number } } {
+function recorded(): { evaluate: (config: Config) => Promise<ConfigResult>; calls: string[]; clock: { now(): number } } {
   const sim = replay(cache, { space });
   const calls: string[] = [];
   return {

@@ -24,9 +24,9 @@ export function problemSizePrompt(code: string | KernelView, kernel: KernelSigna
         'The kernel declares `extern __shared__` memory: also give sharedMemBytes, the bytes of dynamic shared memory its launch',
         'needs per block, as an expression over block_size_x, block_size_y, block_size_z and the scalar arguments',
         '(e.g. "block_size_x * 4" for one float per thread).',
-        'Answer with JSON: {"problemSize": ["..."], "sharedMemBytes": "..."}',
+        'Answer with JSON: {"problemSize": ["..."], "sharedMemBytes": "...", "flops": "...", "bytes": "..."}',
       ]
-    : ['Answer with JSON: {"problemSize": ["..."]}'];
+    : ['Answer with JSON: {"problemSize": ["..."], "flops": "...", "bytes": "..."}'];
   return [
     `The kernel \`${kernel.name}\`:`,
     kernelBlock(code),
@@ -37,6 +37,10 @@ export function problemSizePrompt(code: string | KernelView, kernel: KernelSigna
     'dimension, so the x entry must match the index the kernel derives from blockIdx.x and threadIdx.x, and so on.',
     `Each entry is an expression over the kernel's scalar arguments: ${scalarList(kernel)}; it may use + - * // % min max`,
     'and integer constants. Example for a kernel over a rows x cols matrix with x along the columns: ["cols", "rows"].',
+    'If you can, also give the work of one launch, each an expression over the same scalar arguments (leave a field out',
+    'when unsure): flops, its floating-point operations (a multiply-add counts 2; e.g. "2*n*n*n" for an n x n matrix',
+    'multiply), and bytes, the bytes it must read and write in device memory at least (each input read once, each output',
+    'written once; e.g. "3*n*n*4" for that multiply over floats).',
     ...sharedMemory,
   ].join('\n');
 }

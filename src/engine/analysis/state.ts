@@ -13,6 +13,8 @@ export const AnalysisState = Annotation.Root({
   problemSize: Annotation<string[]>,
   /** The validated dynamic shared memory expression, for a kernel with `extern __shared__`. */
   launchSharedMemBytes: Annotation<string | null>,
+  /** The validated work expressions of one launch (flops, bytes), when the model gave them. */
+  launchWork: Annotation<{ flops?: string; bytes?: string } | null>,
 });
 
 export type AnalysisStateValue = typeof AnalysisState.State;

@@ -6,6 +6,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import { CompiledStateGraph, END, START, StateGraph, type BaseCheckpointSaver, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import { createAnalysisGraph } from '../analysis';
 import type { GraphOptions } from '../context';
+import { describeSessionGraphs } from '../graph-view';
 import type { Attempt } from '../feedback';
 import type { RetryPolicy } from '../retry';
 import { TuningState, type TuningStateValue } from '../state';
@@ -38,23 +39,33 @@ function subgraphNode(graph: { invoke(state: TuningStateValue, config?: LangGrap
   };
 }
 
+/**
+ * The compiled session graph; `describe()` is its own description and that of every subgraph its nodes run (for
+ * the `graph.described` event).
+ */
 export function createSessionGraph(parts: SessionGraphParts) {
   const { llm, graphOptions } = parts;
   const testNodes = parts.testingStrategies.map((_, i) => `tests_${i}`);
-  // Declared as the node's subgraph, so that its checkpoint history can be read and updated (time travel, branch.ts).
-  const tuning = parts.tuningStrategy.createGraph(llm, graphOptions);
+  // The tuning strategy is declared as the node's subgraph, so that its checkpoint history can be read and updated
+  // (time travel, branch.ts).
+  const hosted: Record<string, TuningGraph | TestingGraph> = {
+    analyze: createAnalysisGraph(llm, parts.analysisRetryPolicy, graphOptions),
+    tune: parts.tuningStrategy.createGraph(llm, graphOptions),
+  };
+  parts.testingStrategies.forEach((strategy, i) => (hosted[testNodes[i]!] = strategy.createGraph(llm, graphOptions)));
   const builder = new StateGraph(TuningState)
-    .addNode('analyze', subgraphNode(createAnalysisGraph(llm, parts.analysisRetryPolicy, graphOptions)))
+    .addNode('analyze', subgraphNode(hosted.analyze!))
     .addNode('testsReady', testsReadyNode)
     .addNode('baseline', baselineNode)
-    .addNode('tune', subgraphNode(tuning), { subgraphs: isPregel(tuning) ? [tuning] : [] })
+    .addNode('tune', subgraphNode(hosted.tune!), { subgraphs: isPregel(hosted.tune) ? [hosted.tune] : [] })
     .addNode('finish', finishNode);
-  parts.testingStrategies.forEach((strategy, i) => builder.addNode(testNodes[i]!, subgraphNode(strategy.createGraph(llm, graphOptions))));
+  testNodes.forEach((node) => builder.addNode(node, subgraphNode(hosted[node]!)));
   // Node names of the testing strategies are only known at run time, so the edges are added by name.
   const chain = ['analyze', ...testNodes, 'testsReady', 'baseline', 'tune', 'finish'] as const;
   const edges = builder as unknown as { addEdge(from: string, to: string): unknown };
   edges.addEdge(START, chain[0]);
   for (let i = 1; i < chain.length; i++) edges.addEdge(chain[i - 1]!, chain[i]!);
   edges.addEdge('finish', END);
-  return builder.compile({ checkpointer: parts.checkpointer, name: 'llm_kernel_tuner' });
+  const graph = builder.compile({ checkpointer: parts.checkpointer, name: 'llm_kernel_tuner' });
+  return Object.assign(graph, { describe: () => describeSessionGraphs(graph, hosted) });
 }

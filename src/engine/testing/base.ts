@@ -6,7 +6,8 @@
  */
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
-import { DEFAULT_MAX_TEST_BYTES, resolveTestSpec, type TestSpecInput } from '../../tuner/input-spec';
+import { DEFAULT_MAX_TEST_BYTES, resolveTestSpec, type ResolvedTest, type TestSpecInput } from '../../tuner/input-spec';
+import { launchWorkOf, type LaunchWork } from '../../tuner/speed-of-light';
 import { KernelTest } from '../../tuner/tunable-kernel';
 import { engineContext, type GraphOptions } from '../context';
 import { KernelTimeoutError } from '../../gpu/errors';
@@ -66,7 +67,18 @@ export abstract class BaseTestingStrategy {
     }
     if (timeMs < MIN_TEST_MS || timeMs > maxMs) throw sizeError(timeMs, maxMs);
     const outputs = resolved.arguments.filter((a) => a.kind === 'buffer' && a.output).map((a) => a.name);
-    return { id, origin: 'generated', spec, problemSize: resolved.problemSize, outputs, bytes: resolved.totalBytes, timeMs };
+    return { id, origin: 'generated', spec, problemSize: resolved.problemSize, outputs, bytes: resolved.totalBytes, timeMs, work: workOf(resolved, state) };
+  }
+}
+
+/** The work of one launch on the test: the analysis's expressions where it gave some (checked names), else the buffers'. */
+function workOf(resolved: ResolvedTest, state: TuningStateValue): LaunchWork {
+  const given = { flops: state.analysis?.flops, bytes: state.analysis?.bytes };
+  try {
+    return launchWorkOf(resolved, given, "the model's analysis");
+  } catch {
+    // An expression over a scalar the test does not set (a value that makes no sense): the buffers' sizes instead.
+    return launchWorkOf(resolved, {}, "the model's analysis");
   }
 }
 

@@ -1,13 +1,13 @@
-// Every valid configuration, in the search space's order (Kernel Tuner's brute_force).
+// Every valid configuration, in the search space's order (Kernel Tuner's brute_force). Every configuration is
+// independent of the others, so they are spread over all workers (GPUs), and a search splits into shards.
 
-import { checkOptionNames, defineStrategy, range, type Strategy } from './search';
+import { checkOptionNames, defineStrategy, type Strategy } from './search';
 
 export function bruteForce(options: Record<string, never> = {}): Strategy {
   checkOptionNames('brute_force', options, []);
-  return defineStrategy('brute_force', async (ctx) => {
-    for (let i = 0; i < ctx.space.size; i++) {
-      ctx.announce(range(i + 1, ctx.space.size));
-      await ctx.evaluate(i);
-    }
-  });
+  return defineStrategy(
+    'brute_force',
+    { parallelism: 'every configuration is independent: each GPU takes the next one in order', shardable: true },
+    (ctx) => ctx.evaluateAll(ctx.positions),
+  );
 }

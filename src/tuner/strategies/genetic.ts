@@ -2,9 +2,10 @@
 // another value of the same parameter, and repair of every child to the closest valid configuration. The best
 // individual survives each generation (elitism). When a generation brings no new evaluation (the population has
 // converged onto known configurations), the worse half is replaced by random unvisited configurations, so the search
-// always progresses and ends once every configuration is known.
+// always progresses and ends once every configuration is known. A generation is a batch: its children are chosen from
+// the previous generation's results only, so they are evaluated in parallel, spread over all workers (GPUs).
 
-import { checkOptionNames, defineStrategy, following, type SearchContext, type Strategy } from './search';
+import { checkOptionNames, defineStrategy, type SearchContext, type Strategy } from './search';
 
 export interface GeneticOptions {
   /** Default 10: small populations spend a tuning budget of tens of evaluations on more generations. */
@@ -35,7 +36,7 @@ export function genetic(options: GeneticOptions = {}): Strategy {
   checkProbability('crossoverRate', crossoverRate);
   checkProbability('mutationRate', options.mutationRate);
 
-  return defineStrategy('genetic_algorithm', async (ctx) => {
+  return defineStrategy('genetic_algorithm', { parallelism: 'each generation is one batch: its children are evaluated in parallel' }, async (ctx) => {
     const { space, rng } = ctx;
     const counts = space.valueCounts;
     const mutationRate = options.mutationRate ?? 1 / counts.length;
@@ -73,24 +74,17 @@ export function genetic(options: GeneticOptions = {}): Strategy {
       return index;
     };
 
-    const evaluateAll = async (population: number[]): Promise<void> => {
-      for (let k = 0; k < population.length; k++) {
-        ctx.announce(following(population, k + 1));
-        await ctx.evaluate(population[k]!);
-      }
-    };
-
     let population = space.sample(populationSize, rng);
-    await evaluateAll(population);
+    await ctx.evaluateAll(population);
     while (!ctx.exhausted) {
       const before = ctx.evaluations;
       const elite = population.reduce((best, i) => (fitness(i) < fitness(best) ? i : best));
       const next = [elite];
       while (next.length < populationSize) next.push(child(population));
-      await evaluateAll(next);
+      await ctx.evaluateAll(next);
       if (ctx.evaluations === before) {
         immigrate(ctx, next, fitness);
-        await evaluateAll(next); // at least one immigrant is new, so every generation makes progress
+        await ctx.evaluateAll(next); // at least one immigrant is new, so every generation makes progress
       }
       population = next;
     }

@@ -17,7 +17,9 @@ export {
   wallClock,
   type Clock,
   type Evaluate,
+  type Positions,
   type SearchProgress,
+  type Shard,
   type Strategy,
   type StrategyOptions,
 } from './search';

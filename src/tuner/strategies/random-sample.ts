@@ -1,7 +1,8 @@
 // A uniform random sample without replacement (Kernel Tuner's random_sample). With neither `fraction` nor `count` it
-// walks the whole space in random order, so that maxFevals or timeLimitMs alone sets the sample size.
+// walks the whole space in random order, so that maxFevals or timeLimitMs alone sets the sample size. The sample is
+// drawn before anything is evaluated, so it is spread over all workers (GPUs) like brute force.
 
-import { checkOptionNames, defineStrategy, following, type Strategy } from './search';
+import { checkOptionNames, defineStrategy, type Strategy } from './search';
 
 export interface RandomSampleOptions {
   /** Fraction of the space to sample, in (0, 1]. */
@@ -20,12 +21,8 @@ export function randomSample(options: RandomSampleOptions = {}): Strategy {
   if (count !== undefined && !(Number.isInteger(count) && count >= 1)) {
     throw new RangeError(`Expected a positive integer count for random_sample but received ${count}`);
   }
-  return defineStrategy('random_sample', async (ctx) => {
+  return defineStrategy('random_sample', { parallelism: 'the sample is drawn first: each GPU takes the next configuration of it' }, async (ctx) => {
     const n = count ?? (fraction !== undefined ? Math.ceil(fraction * ctx.space.size) : ctx.space.size);
-    const order = ctx.space.sample(n, ctx.rng);
-    for (let k = 0; k < order.length; k++) {
-      ctx.announce(following(order, k + 1));
-      await ctx.evaluate(order[k]!);
-    }
+    await ctx.evaluateAll(ctx.space.sample(n, ctx.rng));
   });
 }

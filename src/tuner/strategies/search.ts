@@ -1,13 +1,17 @@
 // What every search strategy shares: the budget (maxFevals, timeLimitMs, an AbortSignal), a memo so that revisiting a
-// configuration costs nothing and does not count as an evaluation, the seeded random source, and the bookkeeping that
-// turns the evaluations into a TuneResult. A strategy only decides which configuration to evaluate next.
+// configuration costs nothing and does not count as an evaluation, the seeded random source, the workers (one per GPU)
+// that evaluations run on, and the bookkeeping that turns the evaluations into a TuneResult. A strategy only decides
+// which configurations to evaluate, one at a time (evaluate) or as a batch (evaluateAll: spread over the workers).
 
 import { freshSeed, Random } from '../random';
 import type { SearchSpace } from '../search-space';
 import { objectiveOf, type Config, type ConfigResult, type StopReason, type TuneResult } from '../types';
 
-/** Evaluates one configuration (compile, verify, time; or replay from a cache). Failures are results, not exceptions. */
-export type Evaluate = (config: Config) => Promise<ConfigResult>;
+/**
+ * Evaluates one configuration (compile, verify, time; or replay from a cache) on a worker (0 ≤ worker < workers: the GPU
+ * it runs on). Failures are results, not exceptions. At most one evaluation runs on a worker at a time.
+ */
+export type Evaluate = (config: Config, worker: number) => Promise<ConfigResult>;
 
 /** Milliseconds from an arbitrary origin; replaceable so a replayed run can count simulated time. */
 export interface Clock {
@@ -22,6 +26,18 @@ export interface SearchProgress {
   evaluations: number;
   best: ConfigResult | undefined;
   elapsedMs: number;
+  /**
+   * The results the run will have reported when it completes: the configurations over the device's limits and the
+   * evaluations the budget allows (a time limit or a strategy that converges may end it sooner).
+   */
+  total: number;
+}
+
+/** A deterministic share of a search space (see SearchSpace.shard): configuration k belongs to shard k mod count. */
+export interface Shard {
+  /** 0 ≤ index < count, as Slurm numbers the tasks of an array job. */
+  index: number;
+  count: number;
 }
 
 export interface StrategyOptions {
@@ -29,26 +45,37 @@ export interface StrategyOptions {
   maxFevals?: number;
   /** No new evaluation starts after this many milliseconds (measured with `clock`). */
   timeLimitMs?: number;
-  /** Seed of every random choice; the same seed, space and results give the same sequence of evaluations. */
+  /** Seed of every random choice; the same seed, space and results give the same sequence of evaluations (with one worker). */
   seed?: number;
-  /** Aborting stops the search after the evaluation in flight; the result so far is returned with stopReason 'aborted'. */
+  /** Aborting stops the search: no evaluation starts, and the result so far is returned with stopReason 'aborted'. */
   signal?: AbortSignal;
   clock?: Clock;
-  /** Called with every new result, in order (device-limit exclusions first). */
+  /** Called with every new result, in the order they finish (device-limit exclusions first). */
   onResult?: (result: ConfigResult, progress: SearchProgress) => void;
   /**
-   * Called before an evaluation with the configurations the strategy will evaluate after it, in order (at most
-   * `lookahead`, none evaluated yet): a hint for compiling ahead while the GPU times the current one. Not all of them need
-   * be evaluated: the budget may end first, or a local search may move elsewhere.
+   * Called when an evaluation starts, with the configurations the strategy will evaluate after it, in order (at most
+   * `lookahead`, none evaluated or started yet): a hint for compiling ahead while the GPUs time the current ones. Not all
+   * of them need be evaluated: the budget may end first, or a local search may move elsewhere.
    */
   onUpcoming?: (configs: readonly Config[]) => void;
   /** How many upcoming configurations onUpcoming is told about; default 8. */
   lookahead?: number;
+  /**
+   * Evaluations that may run at once, each on its own worker (one per GPU); default 1. With more than one the order of
+   * the results depends on how long each evaluation takes, so a seed repeats a search exactly only with one worker.
+   */
+  workers?: number;
+  /** Evaluate only this share of the space (strategies that can be split: brute force). */
+  shard?: Shard;
 }
 
 export interface Strategy {
   readonly name: string;
-  /** Explores the space through ctx.evaluate until it has nothing left to try; the context stops it when the budget is spent. */
+  /** How the strategy uses several workers (GPUs), in a sentence for logs and reports. */
+  readonly parallelism: string;
+  /** Whether a search can be split into shards evaluated independently (on several hosts) and merged. */
+  readonly shardable: boolean;
+  /** Explores the space through ctx.evaluate / ctx.evaluateAll until it has nothing left to try; the context stops it when the budget is spent. */
   search(ctx: SearchContext): Promise<void>;
   /** Runs this strategy: runStrategy(this, ...). */
   run(space: SearchSpace, evaluate: Evaluate, options?: StrategyOptions): Promise<TuneResult>;
@@ -61,10 +88,26 @@ class StopSearch extends Error {
   }
 }
 
+/** Positions to evaluate: an array, or a lazily computed sequence (brute force over millions of configurations). */
+export interface Positions {
+  readonly length: number;
+  at(i: number): number | undefined;
+}
+
 export class SearchContext {
   readonly rng: Random;
   readonly results: ConfigResult[] = [];
+  /** Evaluations that may run at once (one per worker). */
+  readonly workers: number;
   private readonly memo = new Map<number, number>();
+  /** Evaluations asked for and not finished (waiting for a worker or running): a second request shares the first. */
+  private readonly pending = new Map<number, Promise<number>>();
+  /** Evaluations past the budget check and not finished: they count against maxFevals. */
+  private started = 0;
+  private readonly freeWorkers: number[];
+  private readonly waitingForWorker: ((worker: number) => void)[] = [];
+  /** An evaluator error (not a failed configuration): no evaluation starts after it; runStrategy rethrows it. */
+  private failure: { error: unknown } | undefined;
   private readonly start: number;
   private bestResult: ConfigResult | undefined;
   private unvisitedOrder: Int32Array | undefined;
@@ -77,6 +120,8 @@ export class SearchContext {
   ) {
     this.rng = new Random(options.seed);
     this.start = options.clock.now();
+    this.workers = options.workers ?? 1;
+    this.freeWorkers = Array.from({ length: this.workers }, (_, w) => w);
   }
 
   /** Distinct configurations evaluated so far. */
@@ -97,6 +142,14 @@ export class SearchContext {
     return this.options.clock.now() - this.start;
   }
 
+  /** The positions of this run's share of the space, in order (every position without a shard). */
+  get positions(): Positions {
+    const shard = this.options.shard;
+    if (shard) return this.space.shard(shard.index, shard.count).positions;
+    const length = this.space.size;
+    return { length, at: (i) => (i >= 0 && i < length ? i : undefined) };
+  }
+
   /** The objective of an evaluated configuration, or undefined when it has not been evaluated. */
   known(index: number): number | undefined {
     return this.memo.get(index);
@@ -109,59 +162,134 @@ export class SearchContext {
   }
 
   private progress(): SearchProgress {
-    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs };
+    const shard = this.options.shard && this.space.shard(this.options.shard.index, this.options.shard.count);
+    const share = shard ? { size: shard.positions.length, excluded: shard.excluded.length } : { size: this.space.size, excluded: this.space.excluded.length };
+    const evaluations = Math.min(share.size, this.options.maxFevals ?? Infinity);
+    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs, total: share.excluded + evaluations };
   }
 
-  /** Tells onUpcoming which configurations follow the next evaluation (those not evaluated yet, up to the lookahead). */
-  announce(next: Iterable<number>): void {
+  /** Tells onUpcoming which configurations follow the one starting now (those neither evaluated nor started, up to the lookahead). */
+  private announce(next: Iterable<number> | undefined): void {
     const { onUpcoming, lookahead = DEFAULT_LOOKAHEAD, maxFevals = Infinity } = this.options;
-    // Nothing beyond what the budget still allows after the next evaluation: compiling those would be wasted.
-    const limit = Math.min(lookahead, maxFevals - this.evaluations - 1);
-    if (!onUpcoming || limit <= 0) return;
+    // Nothing beyond what the budget still allows after this evaluation: compiling those would be wasted.
+    const limit = Math.min(lookahead, maxFevals - this.memo.size - this.started);
+    if (!onUpcoming || !next || limit <= 0) return;
     const configs: Config[] = [];
     for (const i of next) {
       if (configs.length >= limit) break;
-      if (!this.memo.has(i)) configs.push(this.space.config(i));
+      if (!this.memo.has(i) && !this.pending.has(i)) configs.push(this.space.config(i));
     }
     if (configs.length > 0) onUpcoming(configs);
   }
 
-  /** Throws StopSearch when the search must not start another evaluation. */
+  /** Throws StopSearch when the search must not start another evaluation (or the evaluator failure that stopped it). */
   private checkBudget(newEvaluation: boolean): void {
+    if (this.failure) throw this.failure.error;
     if (this.options.signal?.aborted) throw new StopSearch('aborted');
     if (this.options.timeLimitMs !== undefined && this.elapsedMs >= this.options.timeLimitMs) throw new StopSearch('time_limit');
-    if (newEvaluation && this.options.maxFevals !== undefined && this.evaluations >= this.options.maxFevals) throw new StopSearch('max_fevals');
+    if (newEvaluation && this.options.maxFevals !== undefined && this.memo.size + this.started >= this.options.maxFevals) throw new StopSearch('max_fevals');
   }
 
-  /** The objective (time in ms, +Infinity for a failure) of the configuration at a position, evaluating it on first use. */
-  async evaluate(index: number): Promise<number> {
+  /**
+   * The objective (time in ms, +Infinity for a failure) of the configuration at a position, evaluating it on first use
+   * on a free worker. `upcoming`: what the strategy will evaluate after it, for compiling ahead.
+   */
+  evaluate(index: number, upcoming?: Iterable<number>): Promise<number> {
     const cached = this.memo.get(index);
-    this.checkBudget(cached === undefined);
-    if (cached !== undefined) return cached;
-    const config = this.space.config(index);
-    let result: ConfigResult;
-    try {
-      result = await this.evaluateConfig(config);
-    } catch (e) {
-      if (this.options.signal?.aborted) throw new StopSearch('aborted');
-      throw e;
+    if (cached !== undefined) {
+      try {
+        this.checkBudget(false);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      return Promise.resolve(cached);
     }
-    const key = this.space.key(config);
-    if (result.key !== key) throw new Error(`the evaluator returned the result of "${result.key}" for configuration "${key}"`);
-    const objective = objectiveOf(result);
-    this.memo.set(index, objective);
-    if (result.status === 'ok' && objective < (this.bestResult ? objectiveOf(this.bestResult) : Infinity)) this.bestResult = result;
-    this.report(result);
-    return objective;
+    const pending = this.pending.get(index);
+    if (pending) return pending;
+    const evaluation = this.evaluateOnWorker(index, upcoming).finally(() => this.pending.delete(index));
+    this.pending.set(index, evaluation);
+    return evaluation;
   }
 
-  /** A configuration not evaluated yet, uniformly at random; undefined when all have been. */
+  private async evaluateOnWorker(index: number, upcoming: Iterable<number> | undefined): Promise<number> {
+    const worker = await this.acquireWorker();
+    try {
+      this.checkBudget(true);
+      this.started++;
+      this.announce(upcoming);
+      const config = this.space.config(index);
+      let result: ConfigResult;
+      try {
+        result = await this.evaluateConfig(config, worker);
+        const key = this.space.key(config);
+        if (result.key !== key) throw new Error(`the evaluator returned the result of "${result.key}" for configuration "${key}"`);
+      } catch (e) {
+        if (this.options.signal?.aborted) throw new StopSearch('aborted');
+        this.failure ??= { error: e };
+        throw e;
+      } finally {
+        this.started--;
+      }
+      const objective = objectiveOf(result);
+      this.memo.set(index, objective);
+      if (result.status === 'ok' && objective < (this.bestResult ? objectiveOf(this.bestResult) : Infinity)) this.bestResult = result;
+      this.report(result);
+      return objective;
+    } finally {
+      this.releaseWorker(worker);
+    }
+  }
+
+  /**
+   * Evaluates every position of a batch, spread over the workers: each free worker takes the next position in order.
+   * Resolves when all are done; when the budget ends first, rejects (as evaluate does) once those started have finished.
+   */
+  async evaluateAll(positions: Positions): Promise<void> {
+    let cursor = 0;
+    const rest = function* (from: number): IterableIterator<number> {
+      for (let i = from; i < positions.length; i++) yield positions.at(i)!;
+    };
+    const lane = async (): Promise<void> => {
+      while (cursor < positions.length) {
+        const k = cursor++;
+        await this.evaluate(positions.at(k)!, rest(k + 1));
+      }
+    };
+    const lanes = Array.from({ length: Math.min(this.workers, positions.length) }, lane);
+    const settled = await Promise.allSettled(lanes);
+    const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+    if (failed) throw failed.reason;
+  }
+
+  /** Waits until no evaluation is running (after the search stopped, so every started one is in the results). */
+  async drain(): Promise<void> {
+    while (this.pending.size > 0) await Promise.allSettled([...this.pending.values()]);
+  }
+
+  /** The evaluator error that stopped the search, if one did. */
+  get evaluatorFailure(): { error: unknown } | undefined {
+    return this.failure;
+  }
+
+  private acquireWorker(): Promise<number> {
+    const free = this.freeWorkers.shift();
+    if (free !== undefined) return Promise.resolve(free);
+    return new Promise((resolve) => this.waitingForWorker.push(resolve));
+  }
+
+  private releaseWorker(worker: number): void {
+    const next = this.waitingForWorker.shift();
+    if (next) next(worker);
+    else this.freeWorkers.push(worker);
+  }
+
+  /** A configuration neither evaluated nor being evaluated, uniformly at random; undefined when none is left. */
   randomUnvisited(): number | undefined {
     // One seeded permutation, walked once: no retry loops however few configurations remain.
     this.unvisitedOrder ??= this.rng.shuffle(Int32Array.from({ length: this.space.size }, (_, i) => i));
     while (this.unvisitedCursor < this.unvisitedOrder.length) {
       const candidate = this.unvisitedOrder[this.unvisitedCursor++]!;
-      if (!this.memo.has(candidate)) return candidate;
+      if (!this.memo.has(candidate) && !this.pending.has(candidate)) return candidate;
     }
     return undefined;
   }
@@ -183,9 +311,13 @@ export async function runStrategy(
   if (lookahead !== undefined && !(Number.isInteger(lookahead) && lookahead >= 0)) {
     throw new RangeError(`Expected a non-negative integer for lookahead but received ${lookahead}`);
   }
+  const { workers, shard } = options;
+  if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1)) throw new RangeError(`Expected a positive integer for workers but received ${workers}`);
+  if (shard !== undefined) checkShard(strategy, shard);
   const seed = options.seed ?? freshSeed();
   const ctx = new SearchContext(space, evaluate, { ...options, seed, clock: options.clock ?? wallClock });
-  for (const e of space.excluded) {
+  // Configurations over the device limits are shared out like the others, so that the shards' caches hold each once.
+  for (const e of shard ? space.shard(shard.index, shard.count).excluded : space.excluded) {
     ctx.report({ config: e.config, key: e.key, status: 'exceeds_device_limits', error: { message: e.reason } });
   }
   let stopReason: StopReason = 'completed';
@@ -193,6 +325,10 @@ export async function runStrategy(
     if (options.signal?.aborted) throw new StopSearch('aborted');
     await strategy.search(ctx);
   } catch (e) {
+    // Evaluations still running on other workers finish and are recorded before the result is returned.
+    await ctx.drain();
+    const failure = ctx.evaluatorFailure;
+    if (failure) throw failure.error;
     if (!(e instanceof StopSearch)) throw e;
     stopReason = e.reason;
   }
@@ -207,20 +343,34 @@ export async function runStrategy(
   };
 }
 
-/** The integers from start (inclusive) to end (exclusive), lazily: strategies announce long sequences this way. */
-export function* range(start: number, end: number): IterableIterator<number> {
-  for (let i = start; i < end; i++) yield i;
-}
-
-/** The items of a list from a position on, lazily (announce reads only the first few). */
+/** The items of a list from a position on, lazily (the announcement of what comes next reads only the first few). */
 export function* following(items: readonly number[], start: number): IterableIterator<number> {
   for (let i = start; i < items.length; i++) yield items[i]!;
 }
 
-/** Builds a Strategy from its search procedure. */
-export function defineStrategy(name: string, search: (ctx: SearchContext) => Promise<void>): Strategy {
+function checkShard(strategy: Strategy, shard: Shard): void {
+  const { index, count } = shard;
+  if (!(Number.isInteger(count) && count >= 1 && Number.isInteger(index) && index >= 0 && index < count)) {
+    throw new RangeError(`Expected a shard index/count with 0 <= index < count but received ${index}/${count}`);
+  }
+  if (!strategy.shardable) {
+    throw new RangeError(
+      `${strategy.name} cannot be split into shards: it chooses each configuration from the results before it, so shards run apart would ` +
+        'each search on their own. Shard brute_force, or run this strategy on one host with several GPUs.',
+    );
+  }
+}
+
+/** Builds a Strategy from its search procedure and how it uses several workers. */
+export function defineStrategy(
+  name: string,
+  traits: { parallelism: string; shardable?: boolean },
+  search: (ctx: SearchContext) => Promise<void>,
+): Strategy {
   const strategy: Strategy = {
     name,
+    parallelism: traits.parallelism,
+    shardable: traits.shardable ?? false,
     search,
     run: (space, evaluate, options) => runStrategy(strategy, space, evaluate, options),
   };

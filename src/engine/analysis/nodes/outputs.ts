@@ -55,7 +55,7 @@ export function outputsNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
       if (problems.length > 0) throw withAnswer(new InvalidAnalysisError(`invalid outputs: ${problems.join('; ')}`, problems), JSON.stringify(answer));
       return names;
     });
-    const analysis = { description: state.description, problemSize: state.problemSize, outputs, ...(state.launchSharedMemBytes && { sharedMemBytes: state.launchSharedMemBytes }) };
+    const analysis = { description: state.description, problemSize: state.problemSize, outputs, ...(state.launchSharedMemBytes && { sharedMemBytes: state.launchSharedMemBytes }), ...state.launchWork };
     emit(config, { type: 'analysis.done', ...analysis });
     const baseline = baselineParamsFor(state.problemSize.length);
     return {

@@ -18,7 +18,24 @@ import { kernelView } from '../../kernel-view';
 const ProblemSizeAnswer = z.object({
   problemSize: z.array(z.string()).describe('one expression per grid dimension, x first, over the scalar arguments'),
   sharedMemBytes: z.string().optional().describe('bytes of dynamic shared memory per block, for a kernel with extern __shared__'),
+  flops: z.string().optional().describe('floating-point operations of one launch, an expression over the scalar arguments'),
+  bytes: z.string().optional().describe('bytes one launch reads and writes in device memory, an expression over the scalar arguments'),
 });
+
+/** The problems of the optional work expressions (each over the scalar arguments). */
+function workProblems(work: { flops?: string | undefined; bytes?: string | undefined }, kernel: KernelSignature): string[] {
+  const scalars = kernel.parameters.filter((p) => !p.isPointer).map((p) => p.name);
+  return (['flops', 'bytes'] as const).flatMap((key) => {
+    const expression = work[key]?.trim();
+    if (!expression) return [];
+    try {
+      compileExpression(expression, { knownNames: scalars });
+      return [];
+    } catch (e) {
+      return [`${key} "${expression}": ${(e as Error).message.split('\n', 1)[0]} (allowed names: ${scalars.join(', ') || 'none, use numbers'})`];
+    }
+  });
+}
 
 const BLOCK_NAMES = ['block_size_x', 'block_size_y', 'block_size_z'];
 
@@ -59,10 +76,11 @@ export function problemSizeNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>
       const prompt = problemSizePrompt(view, kernel, state.description, dynamicSharedMemory);
       const a = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), ProblemSizeAnswer, config, 'problem size');
       const sizes = a.problemSize.map((s) => s.trim());
-      const problems = [...problemSizeProblems(sizes, kernel), ...(dynamicSharedMemory ? sharedMemProblems(a.sharedMemBytes, kernel) : [])];
+      const problems = [...problemSizeProblems(sizes, kernel), ...(dynamicSharedMemory ? sharedMemProblems(a.sharedMemBytes, kernel) : []), ...workProblems(a, kernel)];
       if (problems.length > 0) throw withAnswer(new InvalidAnalysisError(`invalid problem size: ${problems.join('; ')}`, problems), JSON.stringify(a));
-      return { problemSize: sizes, sharedMemBytes: dynamicSharedMemory ? a.sharedMemBytes!.trim() : null };
+      const work = Object.fromEntries((['flops', 'bytes'] as const).flatMap((k) => (a[k]?.trim() ? [[k, a[k]!.trim()]] : [])));
+      return { problemSize: sizes, sharedMemBytes: dynamicSharedMemory ? a.sharedMemBytes!.trim() : null, work };
     });
-    return { problemSize: answer.problemSize, launchSharedMemBytes: answer.sharedMemBytes };
+    return { problemSize: answer.problemSize, launchSharedMemBytes: answer.sharedMemBytes, launchWork: Object.keys(answer.work).length > 0 ? answer.work : null };
   };
 }

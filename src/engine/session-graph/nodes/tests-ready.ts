@@ -15,6 +15,7 @@ export async function testsReadyNode(state: TuningStateValue, config: LangGraphR
       outputs: t.outputs,
       bytes: t.bytes,
       timeMs: t.timeMs,
+      ...(t.work && { work: t.work }),
     })),
   });
   return {};

@@ -1,0 +1,154 @@
+#!/usr/bin/env python3
+"""The Kernel Tuner side of BENCHMARKS.md: the work of bench/gpu-runtime.ts and bench/tuner.ts, done by Kernel Tuner.
+
+Each case runs in a fresh Python process (as `node dist/bench/*.js` does), on the repository's own kernels:
+  probe       a bare driver + NVRTC start: import cupy, create the CUDA context, compile and launch an empty kernel
+  vector_add  examples/vector_add: 2^26 floats, block sizes 64..1024, 32 timed launches each, outputs verified
+  matmul      examples/matmul_tiled: 4096 x 4096 floats, the 44 configurations of block_size_x, block_size_y,
+              tile_size_x, tile_size_y under block_size_x == block_size_y * tile_size_y (4 exceed 1024 threads per
+              block and are skipped), 32 timed launches each, outputs verified against numpy's product
+The tuning cases call kernel_tuner.tune_kernel twice in their process, "first" (cold: CUDA context, first NVRTC
+compiles) and "second" (warm), and report the wall time of each call and the best configuration.
+
+Needs an NVIDIA GPU, kernel_tuner (1.4.0 for the figures in BENCHMARKS.md), cupy built for the installed CUDA
+(cupy-cuda12x or cupy-cuda13x) and numpy; none of them come with this repository, whose machines install from the npm
+registry only.
+
+    python3 bench/kernel_tuner/measure.py [--cases probe,vector_add,matmul] [--out results.json]
+"""
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import time
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+ITERATIONS = 32
+
+
+def read(relative):
+    with open(os.path.join(ROOT, relative)) as f:
+        return f.read()
+
+
+def case_probe():
+    started = time.perf_counter()
+    import cupy as cp
+
+    kernel = cp.RawKernel(r'extern "C" __global__ void empty() {}', "empty", backend="nvrtc")
+    kernel((1,), (1,), ())
+    cp.cuda.Device().synchronize()
+    return {"wall_s": time.perf_counter() - started, "device": cp.cuda.runtime.getDeviceProperties(0)["name"].decode()}
+
+
+def tune_twice(**kwargs):
+    """Two calls of tune_kernel in this process: cold, then warm. The best is the fastest verified configuration."""
+    import kernel_tuner
+
+    runs = []
+    for _ in range(2):
+        started = time.perf_counter()
+        results, env = kernel_tuner.tune_kernel(lang="cupy", iterations=ITERATIONS, quiet=True, **kwargs)
+        wall = time.perf_counter() - started
+        timed = [r for r in results if isinstance(r.get("time"), (int, float))]
+        best = min(timed, key=lambda r: r["time"])
+        names = list(kwargs["tune_params"])
+        runs.append({
+            "wall_s": wall,
+            "configurations": len(results),
+            "timed": len(timed),
+            "best": {name: best[name] for name in names},
+            "best_ms": best["time"],
+        })
+    return {
+        "kernel_tuner": kernel_tuner.__version__,
+        "device": env.get("device_name"),
+        "first": runs[0],
+        "second": runs[1],
+    }
+
+
+def case_vector_add():
+    import numpy as np
+
+    n = 1 << 26
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, n).astype(np.float32)
+    b = rng.uniform(-1, 1, n).astype(np.float32)
+    c = np.zeros_like(a)
+    return tune_twice(
+        kernel_name="vector_add",
+        kernel_source=read("examples/vector_add/vector_add.cu"),
+        problem_size=n,
+        arguments=[c, a, b, np.int32(n)],
+        tune_params={"block_size_x": [64, 128, 256, 512, 1024]},
+        answer=[a + b, None, None, None],
+    )
+
+
+def case_matmul():
+    import numpy as np
+
+    n = 4096
+    rng = np.random.default_rng(1)
+    a = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    b = rng.uniform(-1, 1, (n, n)).astype(np.float32)
+    c = np.zeros_like(a)
+    expected = a @ b  # computed before the timed calls
+    out = tune_twice(
+        kernel_name="matmul_tiled",
+        kernel_source=read("examples/matmul_tiled/matmul_tiled.cu"),
+        problem_size=(n, n),
+        arguments=[c, a, b, np.int32(n)],
+        tune_params={
+            "block_size_x": [16, 32, 64],
+            "block_size_y": [1, 2, 4, 8, 16, 32],
+            "tile_size_x": [1, 2, 4, 8],
+            "tile_size_y": [1, 2, 4, 8],
+        },
+        restrictions=["block_size_x==block_size_y*tile_size_y"],
+        grid_div_x=["block_size_x", "tile_size_x"],
+        grid_div_y=["block_size_y", "tile_size_y"],
+        # Sums of 4096 products of values in [-1, 1] in float32: differences of ~1e-4 are rounding, not errors.
+        answer=[expected, None, None, None],
+        atol=1e-2,
+    )
+    for run in (out["first"], out["second"]):
+        run["best_tflops"] = 2 * n**3 / (run["best_ms"] * 1e-3) / 1e12
+    return out
+
+
+CASES = {"probe": case_probe, "vector_add": case_vector_add, "matmul": case_matmul}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
+    parser.add_argument("--out", help="also write the figures as JSON to this file")
+    parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in the child process
+    args = parser.parse_args()
+    if args.case:
+        print(json.dumps(CASES[args.case]()))
+        return
+    missing = [m for m in ("numpy", "cupy", "kernel_tuner") if importlib.util.find_spec(m) is None]
+    if missing:
+        sys.exit(f"missing Python packages: {', '.join(missing)} (pip install kernel_tuner==1.4.0 numpy and the cupy wheel for your CUDA, e.g. cupy-cuda13x)")
+    figures = {"python": sys.version.split()[0]}
+    for name in args.cases.split(","):
+        if name not in CASES:
+            parser.error(f"unknown case {name!r}; the cases are {', '.join(CASES)}")
+        started = time.perf_counter()
+        child = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
+        if child.returncode != 0:
+            sys.exit(f"{name} failed:\n{child.stderr}")
+        figures[name] = {**json.loads(child.stdout.strip().splitlines()[-1]), "process_wall_s": time.perf_counter() - started}
+        print(f"{name}: {json.dumps(figures[name])}", flush=True)
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(figures, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()

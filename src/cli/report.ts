@@ -1,0 +1,29 @@
+// The HTML report of `tune` and `auto`: where it goes, what reproduces it, and writing it.
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { renderReportHtml } from '../report/html';
+import type { ReportData } from '../report/model';
+
+/** The report's path: `--report FILE` when given, else `fallback`; null with --no-report. */
+export function reportPath(values: { report?: string | undefined; 'no-report'?: boolean | undefined }, fallback: string): string | null {
+  if (values['no-report']) {
+    if (values.report !== undefined) throw new Error('--report and --no-report contradict each other: give one');
+    return null;
+  }
+  return resolve(values.report ?? fallback);
+}
+
+/** A word as a POSIX shell reads it back: plain when it can be, else in single quotes. */
+export function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
+}
+
+/** The command line that reruns this command, as the user called it (the --report flag included). */
+export function commandLine(command: string, args: readonly string[]): string {
+  return ['llm-kernel-tuner', command, ...args].map(shellQuote).join(' ');
+}
+
+export function writeReport(path: string, data: ReportData): void {
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, renderReportHtml(data));
+}

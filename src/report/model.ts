@@ -1,0 +1,227 @@
+/**
+ * The data of the HTML report (html.ts embeds it as JSON; webview/report/ draws it): one model for a `tune` run (a
+ * search over a spec) and for an LLM session (its event log), so both reports look alike. Every number carries what it
+ * came from: the device and its measured limits, the compiler and its options, the work model of a launch, and what
+ * reproduces the run (command, spec, cache, session). Pure; no vscode, no GPU.
+ */
+import type { ConfigSummary, EventOf, TuningEvent } from '../engine/events';
+import { acceptedTimeline, reduceAll, type SessionHeader } from '../extension/session-view';
+import type { DeviceDescription } from '../tuner/backend';
+import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/speed-of-light';
+import { summarizeConfig } from '../engine/events';
+import type { Config, ParamValue, TuneResult } from '../tuner/types';
+
+export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
+
+/** One configuration as the report's table shows it. */
+export interface ReportConfig extends ConfigSummary {
+  /** Achieved bandwidth (GB/s) and FLOP/s (GFLOP/s) of this configuration, with their percentage of the limits. */
+  GBps?: number;
+  bandwidthPct?: number;
+  GFlops?: number;
+  flopsPct?: number;
+}
+
+export interface ReportStep {
+  id: string;
+  title: string;
+  status: 'accepted' | 'rejected' | 'skipped' | 'pending' | 'running' | 'search';
+  /** Why it was rejected or skipped; for a search, how it ended. */
+  reason?: string;
+  /** Unified diff from the kernel before the step to the candidate it tuned. */
+  diff?: string;
+  tuneParams: Record<string, ParamValue[]>;
+  restrictions: string[];
+  configs: ReportConfig[];
+  best?: { key: string; timeMs: number };
+}
+
+export interface ReportDevice {
+  name: string;
+  arch?: string;
+  computeCapability?: [number, number];
+  multiprocessors?: number;
+  /** "13.0", from cuDriverGetVersion. */
+  driver?: string;
+  nvrtc?: string | null;
+}
+
+export interface ReportData {
+  format: typeof REPORT_DATA_FORMAT;
+  kind: 'tune' | 'session';
+  title: string;
+  kernel: string;
+  generatedAt: string;
+  /** How the times were obtained: measured on the GPU, or replayed from a cache. */
+  mode: string;
+  device: ReportDevice | null;
+  limits: DeviceSpeedLimits | null;
+  /** Why there are no limits (a replay has no device to measure). */
+  limitsNote?: string;
+  compiler: { backend?: string; options: string[]; note?: string };
+  /** The work of one launch the speed-of-light figures divide by the time; null when unknown. */
+  work: LaunchWork | null;
+  summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; evaluations: number };
+  /** The chart's line: baseline (or reference) first, then each improvement. */
+  timeline: { label: string; timeMs: number }[];
+  steps: ReportStep[];
+  reproduce: {
+    /** The command that reruns this (the tuner's, as it was called). */
+    command: string;
+    spec?: { path: string; text: string };
+    cache?: string;
+    file?: string;
+    session?: string;
+    seed?: number;
+    notes: string[];
+  };
+}
+
+/** `configs` with their speed of light, for the report's table. */
+export function withSpeedOfLight(configs: readonly ConfigSummary[], work: LaunchWork | null, limits: DeviceSpeedLimits | null): ReportConfig[] {
+  return configs.map((c) => {
+    if (!work || c.timeMs === undefined || !(c.timeMs > 0) || (c.status !== 'ok' && c.status !== 'stopped_early')) return { ...c };
+    return { ...c, ...achieved(c.timeMs, work, limits) };
+  });
+}
+
+function bestOf(configs: readonly ConfigSummary[]): { key: string; timeMs: number } | undefined {
+  const best = configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0];
+  return best ? { key: best.key, timeMs: best.timeMs! } : undefined;
+}
+
+const driverText = (version: number) => `${Math.floor(version / 1000)}.${Math.floor((version % 1000) / 10)}`;
+
+export interface TuneReportInput {
+  kernel: string;
+  result: TuneResult;
+  paramNames: string[];
+  restrictions: string[];
+  tuneParams: Record<string, ParamValue[]>;
+  mode: string;
+  /** The device it ran on; for a replay, the cache's device name only. */
+  device: DeviceDescription | { name: string } | null;
+  limits: DeviceSpeedLimits | null;
+  limitsNote?: string;
+  compilerOptions: string[];
+  work: LaunchWork | null;
+  reproduce: ReportData['reproduce'];
+  generatedAt?: string;
+}
+
+function reportDevice(device: TuneReportInput['device']): ReportDevice | null {
+  if (!device) return null;
+  if (!('arch' in device)) return { name: device.name };
+  return {
+    name: device.name,
+    arch: device.arch,
+    computeCapability: device.computeCapability,
+    multiprocessors: device.multiprocessors,
+    driver: driverText(device.driverVersion),
+    nvrtc: device.nvrtcVersion,
+  };
+}
+
+/** The report of a `tune` run: one search, its configurations, the reference kernel's time as the baseline. */
+export function reportFromTune(input: TuneReportInput): ReportData {
+  const { result } = input;
+  const configs = result.results.map(summarizeConfig);
+  const best = result.best;
+  const reference = result.reference?.timeMs;
+  // The line of the chart starts at the reference kernel; without its time (a replay) there is no line to draw.
+  const timeline = reference !== undefined && best?.timeMs !== undefined ? [{ label: 'reference', timeMs: reference }, { label: 'best', timeMs: best.timeMs }] : [];
+  const step: ReportStep = {
+    id: 'search',
+    title: `${result.strategy}: ${result.evaluations} configurations`,
+    status: 'search',
+    reason: `stopped: ${result.stopReason}`,
+    tuneParams: input.tuneParams,
+    restrictions: input.restrictions,
+    configs: withSpeedOfLight(configs, input.work, input.limits),
+    ...(bestOf(configs) && { best: bestOf(configs)! }),
+  };
+  return {
+    format: REPORT_DATA_FORMAT,
+    kind: 'tune',
+    title: `${input.kernel}: tuning report`,
+    kernel: input.kernel,
+    generatedAt: input.generatedAt ?? new Date().toISOString(),
+    mode: input.mode,
+    device: reportDevice(input.device),
+    limits: input.limits,
+    ...(input.limitsNote && { limitsNote: input.limitsNote }),
+    compiler: { ...(result.compiler && { backend: result.compiler.backend }), options: input.compilerOptions, ...(result.compiler?.note && { note: result.compiler.note }) },
+    work: input.work,
+    summary: {
+      baselineTimeMs: reference ?? null,
+      bestTimeMs: best?.timeMs ?? null,
+      speedup: reference !== undefined && best?.timeMs ? reference / best.timeMs : null,
+      ...(best && { bestConfig: best.config }),
+      evaluations: result.evaluations,
+    },
+    timeline,
+    steps: [step],
+    reproduce: input.reproduce,
+  };
+}
+
+export interface SessionReportInput {
+  header: SessionHeader;
+  events: readonly TuningEvent[];
+  /** Compiler options of the session, when known (the events do not carry them). */
+  compilerOptions?: string[];
+  reproduce: ReportData['reproduce'];
+  generatedAt?: string;
+}
+
+/** The report of an LLM session, from its event log: each step's diff and configurations, the chart of accepted steps. */
+export function reportFromSession(input: SessionReportInput): ReportData {
+  const view = reduceAll(input.header, [...input.events]);
+  const of = <T extends TuningEvent['type']>(type: T) => input.events.filter((e): e is EventOf<T> => e.type === type);
+  const limits = of('device.limits').at(-1)?.limits ?? null;
+  const work = of('tests.ready').at(-1)?.tests[0]?.work ?? null;
+  const steps = view.order.map((id): ReportStep => {
+    const s = view.steps[id]!;
+    // The candidate the step was decided on: the accepted one, else the last tried.
+    const candidate = s.candidates.find((c) => c.candidate === s.accepted?.candidate) ?? s.candidates.at(-1);
+    const configs = candidate?.configs ?? [];
+    return {
+      id,
+      title: s.title,
+      status: s.status,
+      ...(s.reason && { reason: s.reason }),
+      ...(candidate && { diff: candidate.diff }),
+      tuneParams: candidate?.tuneParams ?? {},
+      restrictions: candidate?.restrictions ?? [],
+      configs: withSpeedOfLight(configs, work, limits),
+      ...(bestOf(configs) && { best: bestOf(configs)! }),
+    };
+  });
+  const tracker = view.final?.tracker;
+  const timeline = acceptedTimeline(view);
+  const baseline = view.baseline?.timeMs ?? null;
+  const bestTime = tracker?.finalTimeMs ?? timeline.at(-1)?.timeMs ?? null;
+  return {
+    format: REPORT_DATA_FORMAT,
+    kind: 'session',
+    title: `${input.header.kernelName}: tuning session report`,
+    kernel: input.header.kernelName,
+    generatedAt: input.generatedAt ?? new Date().toISOString(),
+    mode: `LLM session (${input.header.model}, ${input.header.strategy} strategy), ${view.status}; every configuration measured on the GPU`,
+    device: view.device ? { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } : null,
+    limits,
+    ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),
+    compiler: { options: input.compilerOptions ?? [] },
+    work,
+    summary: {
+      baselineTimeMs: baseline,
+      bestTimeMs: bestTime,
+      speedup: baseline !== null && bestTime ? baseline / bestTime : null,
+      ...(view.final && { bestConfig: view.final.bestParams }),
+      evaluations: steps.reduce((n, s) => n + s.configs.length, 0),
+    },
+    timeline,
+    steps,
+    reproduce: input.reproduce,
+  };
+}

@@ -1,0 +1,229 @@
+/**
+ * The HTML report's page (src/report/html.ts inlines this bundle): draws the report from its embedded JSON. DOM is
+ * built with textContent only (step titles, diffs and errors come from a model or a compiler, never parsed as HTML);
+ * the chart's SVG is built from escaped text and parsed as SVG. Tables sort by any column, in place.
+ */
+import type { ReportConfig, ReportData, ReportStep } from '../../src/report/model';
+import { formatTime } from '../chart-series';
+import { parseUnifiedDiff } from '../diff-rows';
+import { sortConfigs, type SortState } from '../sort';
+import { highlightedLines, mountChart } from './adapters';
+
+type Child = Node | string | null | undefined | false;
+
+function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, string | undefined> = {}, ...children: Child[]): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) if (value !== undefined) el.setAttribute(name, value);
+  for (const child of children) if (child !== null && child !== undefined && child !== false) el.append(child);
+  return el;
+}
+
+const num = (v: number | undefined | null, digits = 3) => (v === undefined || v === null ? '' : Number(v.toPrecision(digits)).toLocaleString('en'));
+const pct = (v: number | undefined) => (v === undefined ? '' : `${v.toFixed(1)}%`);
+const time = (ms: number | null | undefined) => (ms === null || ms === undefined ? 'n/a' : formatTime(ms));
+const params = (config: Record<string, unknown>) => Object.entries(config).map(([k, v]) => `${k}=${String(v)}`).join(', ') || '(none)';
+
+function card(label: string, value: string, id?: string): HTMLElement {
+  return h('div', { class: 'card', id }, h('div', { class: 'v' }, value), h('div', { class: 'k' }, label));
+}
+
+function facts(rows: [string, Child][]): HTMLElement {
+  const dl = h('dl', { class: 'facts' });
+  for (const [k, v] of rows) if (v !== undefined && v !== null && v !== '') dl.append(h('dt', {}, k), h('dd', {}, v));
+  return dl;
+}
+
+function bestConfigOf(data: ReportData): ReportConfig | undefined {
+  for (const step of [...data.steps].reverse()) {
+    const best = step.best && step.configs.find((c) => c.key === step.best!.key);
+    if (best && (step.status === 'accepted' || step.status === 'search')) return best;
+  }
+  return undefined;
+}
+
+function summary(data: ReportData): HTMLElement {
+  const s = data.summary;
+  const best = bestConfigOf(data);
+  return h(
+    'section',
+    { id: 'summary' },
+    h('div', { class: 'cards' },
+      card(data.kind === 'tune' ? 'reference kernel' : 'baseline', time(s.baselineTimeMs)),
+      card('best', time(s.bestTimeMs), 'best-time'),
+      s.speedup !== null && card('speed-up', `${s.speedup.toFixed(2)}×`, 'speedup'),
+      best?.GBps !== undefined && card(`achieved bandwidth${best.bandwidthPct !== undefined ? ` (${pct(best.bandwidthPct)} of the limit)` : ''}`, `${num(best.GBps)} GB/s`, 'best-bandwidth'),
+      best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
+      card('configurations evaluated', String(s.evaluations)),
+    ),
+    s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, params(s.bestConfig))),
+  );
+}
+
+function device(data: ReportData): HTMLElement {
+  const d = data.device;
+  const l = data.limits;
+  return h(
+    'section',
+    { id: 'device' },
+    h('h2', {}, 'Device, limits and compiler'),
+    facts([
+      ['Device', d ? `${d.name}${d.arch ? ` (${d.arch}${d.computeCapability ? `, compute capability ${d.computeCapability.join('.')}` : ''})` : ''}` : 'unknown'],
+      ['Multiprocessors', d?.multiprocessors !== undefined ? String(d.multiprocessors) : undefined],
+      ['Driver', d?.driver ? `CUDA ${d.driver}` : undefined],
+      ['NVRTC', d?.nvrtc === undefined ? undefined : (d.nvrtc ?? 'not loaded')],
+      ['Bandwidth limit', l ? `${num(l.bandwidthGBps, 4)} GB/s: ${l.bandwidthMethod}` : (data.limitsNote ?? 'not measured')],
+      ['FP32 peak', l ? (l.fp32GFlops === null ? l.fp32Formula : `${num(l.fp32GFlops / 1000, 3)} TFLOP/s: ${l.fp32Formula}`) : undefined],
+      ['Compiler', data.compiler.backend ? `${data.compiler.backend}${data.compiler.note ? ` (${data.compiler.note})` : ''}` : undefined],
+      ['Compiler options', data.compiler.options.length > 0 ? h('code', {}, data.compiler.options.join(' ')) : '(none)'],
+      ['Work of one launch', data.work ? `${num(data.work.bytes, 4)} bytes${data.work.flops !== undefined ? `, ${num(data.work.flops, 4)} floating-point operations` : ''} (${data.work.source})` : 'unknown: no speed-of-light figures'],
+      ['Times', data.mode],
+    ]),
+  );
+}
+
+function chart(data: ReportData): HTMLElement {
+  // Beside the line of improvements: the configurations of the step with the most of them.
+  const step = [...data.steps].sort((a, b) => b.configs.length - a.configs.length)[0];
+  const holder = h('div', { class: 'chart-holder', id: 'chart' });
+  mountChart(holder, {
+    timeline: data.timeline,
+    configs: step?.configs ?? [],
+    ...(step && { stepTitle: step.title }),
+  });
+  return h('section', { id: 'performance' }, h('h2', {}, 'Performance'), holder);
+}
+
+function diffTable(diff: string): HTMLElement {
+  const hunks = parseUnifiedDiff(diff);
+  if (hunks.length === 0) return h('p', { class: 'muted' }, 'No change to the kernel.');
+  const table = h('table', { class: 'diff' });
+  for (const hunk of hunks) {
+    table.append(h('tr', { class: 'hunk' }, h('td', { colspan: '3' }, hunk.header)));
+    // Each side is highlighted as a text of its own, so block comments carry within each version.
+    const oldLines = hunk.lines.filter((l) => l.kind !== 'add');
+    const newLines = hunk.lines.filter((l) => l.kind !== 'del');
+    const code = new Map([...zip(oldLines, highlightedLines(oldLines.map((l) => l.text))), ...zip(newLines, highlightedLines(newLines.map((l) => l.text)))]);
+    for (const line of hunk.lines) {
+      const sign = line.kind === 'add' ? '+' : line.kind === 'del' ? '-' : ' ';
+      table.append(h('tr', { class: line.kind }, h('td', { class: 'no' }, String(line.kind === 'add' ? line.newNo : line.oldNo)), h('td', { class: 'no' }, sign), h('td', {}, code.get(line) ?? line.text)));
+    }
+  }
+  return h('div', { class: 'diff-holder' }, table);
+}
+
+function zip<A, B>(a: readonly A[], b: readonly B[]): [A, B][] {
+  return a.map((x, i) => [x, b[i]!]);
+}
+
+interface Column {
+  label: string;
+  /** The sort it stands for (sort.ts): the speed-of-light columns sort as the time does, the other way round. */
+  sort: SortState['column'];
+  inverse?: boolean;
+  numeric: boolean;
+  cell(c: ReportConfig, best: boolean): Child;
+}
+
+function configColumns(step: ReportStep, data: ReportData): Column[] {
+  const names = [...new Set(step.configs.flatMap((c) => Object.keys(c.config)))];
+  const maxPct = Math.max(0, ...step.configs.map((c) => c.bandwidthPct ?? 0));
+  const bar = (v: number | undefined, max: number) => (v === undefined || max <= 0 ? '' : h('span', { class: 'bar', title: pct(v), 'data-width': String(Math.round((40 * v) / max)) }));
+  const columns: Column[] = [
+    ...names.map((n): Column => ({ label: n, sort: `param:${n}`, numeric: true, cell: (c) => (c.config[n] === undefined ? '' : String(c.config[n])) })),
+    { label: 'median time', sort: 'time', numeric: true, cell: (c) => (c.timeMs === undefined ? '' : formatTime(c.timeMs)) },
+  ];
+  if (data.work) {
+    columns.push({ label: 'GB/s', sort: 'time', inverse: true, numeric: true, cell: (c) => num(c.GBps) });
+    if (data.limits) columns.push({ label: '% of bandwidth', sort: 'time', inverse: true, numeric: true, cell: (c) => (c.bandwidthPct === undefined ? '' : h('span', {}, bar(c.bandwidthPct, maxPct), pct(c.bandwidthPct))) });
+    if (data.work.flops !== undefined) {
+      columns.push({ label: 'GFLOP/s', sort: 'time', inverse: true, numeric: true, cell: (c) => num(c.GFlops) });
+      if (data.limits?.fp32GFlops) columns.push({ label: '% of FP32 peak', sort: 'time', inverse: true, numeric: true, cell: (c) => pct(c.flopsPct) });
+    }
+  }
+  columns.push({ label: 'result', sort: 'status', numeric: false, cell: (c, best) => (best ? 'best' : c.status === 'ok' ? 'ok' : `${c.status.replace(/_/g, ' ')}${c.error ? `: ${c.error}` : ''}`) });
+  return columns;
+}
+
+function configTable(step: ReportStep, data: ReportData): HTMLElement {
+  const columns = configColumns(step, data);
+  let sort: SortState = { column: 'time', descending: false };
+  let active = columns.findIndex((c) => c.sort === 'time' && !c.inverse);
+  const table = h('table', { class: 'grid configs', 'data-step': step.id });
+  const draw = () => {
+    const head = h('tr', {});
+    columns.forEach((col, i) => {
+      const th = h('th', { class: `sortable${col.numeric ? ' num' : ''}`, tabindex: '0', 'aria-sort': i === active ? (sort.descending !== !!col.inverse ? 'descending' : 'ascending') : 'none' }, col.label, i === active ? (sort.descending !== !!col.inverse ? ' ▾' : ' ▴') : '');
+      const choose = () => {
+        // A first click sorts a speed-of-light column high to low, any other column low to high.
+        const descending = i === active ? !sort.descending : !!col.inverse;
+        sort = { column: col.sort, descending };
+        active = i;
+        draw();
+      };
+      th.addEventListener('click', choose);
+      th.addEventListener('keydown', (e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), choose()));
+      head.append(th);
+    });
+    const rows = (sortConfigs(step.configs, sort) as ReportConfig[]).map((c) => {
+      const best = c.key === step.best?.key;
+      return h('tr', { class: best ? 'best' : c.status === 'ok' ? '' : 'failed' }, ...columns.map((col) => h('td', { class: col.numeric ? 'num' : '' }, col.cell(c, best))));
+    });
+    table.replaceChildren(h('thead', {}, head), h('tbody', {}, ...rows));
+    // Bar widths from data attributes: the page's CSP allows no inline style attribute to be written as HTML.
+    for (const bar of table.querySelectorAll<HTMLElement>('.bar')) bar.style.width = `${bar.dataset.width}px`;
+  };
+  draw();
+  return h('div', { class: 'table-holder' }, table);
+}
+
+function steps(data: ReportData): HTMLElement {
+  const section = h('section', { id: 'steps' }, h('h2', {}, data.kind === 'tune' ? 'Configurations' : 'Steps'));
+  data.steps.forEach((step, i) => {
+    const body: Child[] = [];
+    if (step.reason) body.push(h('p', { class: 'muted' }, step.reason));
+    if (step.diff !== undefined) body.push(h('h3', {}, 'Changes'), diffTable(step.diff));
+    const tune = Object.entries(step.tuneParams);
+    if (tune.length > 0) body.push(h('h3', {}, 'Tunable parameters'), h('ul', {}, ...tune.map(([k, v]) => h('li', {}, h('code', {}, k), `: ${v.join(', ')}`))));
+    if (step.restrictions.length > 0) body.push(h('h3', {}, 'Restrictions'), h('ul', {}, ...step.restrictions.map((r) => h('li', {}, h('code', {}, r)))));
+    const failed = step.configs.filter((c) => c.status !== 'ok' && c.status !== 'stopped_early').length;
+    if (step.configs.length > 0) body.push(h('h3', {}, `Configurations (${step.configs.length}, ${failed} failed): click a column to sort`), configTable(step, data));
+    const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
+    const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status === 'search' ? 'search' : step.status)), ...body);
+    details.open = step.status === 'accepted' || step.status === 'search' || data.steps.length === 1;
+    section.append(details);
+  });
+  return section;
+}
+
+function reproduce(data: ReportData): HTMLElement {
+  const r = data.reproduce;
+  return h(
+    'section',
+    { id: 'reproduce' },
+    h('h2', {}, 'Reproduce'),
+    h('p', {}, 'Every number above comes from this run; to get it again:'),
+    h('pre', { id: 'command' }, r.command),
+    facts([
+      ['Kernel file', r.file],
+      ['Cache', r.cache],
+      ['Session', r.session],
+      ['Seed', r.seed === undefined ? undefined : String(r.seed)],
+    ]),
+    ...r.notes.map((n) => h('p', { class: 'muted' }, n)),
+    r.spec && h('h3', {}, `Spec: ${r.spec.path}`),
+    r.spec && h('pre', { id: 'spec' }, r.spec.text),
+  );
+}
+
+const data = JSON.parse(document.getElementById('report-data')!.textContent!) as ReportData;
+document.title = data.title;
+document.getElementById('report')!.replaceChildren(
+  h('h1', {}, data.title),
+  h('p', { class: 'muted' }, `${data.mode} · report generated ${data.generatedAt.replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}`),
+  summary(data),
+  chart(data),
+  device(data),
+  steps(data),
+  reproduce(data),
+  h('footer', {}, `llm-kernel-tuner report (${data.format}). One file, no network: the data is in the page.`),
+);
