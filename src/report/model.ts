@@ -61,7 +61,7 @@ export interface ReportData {
   compiler: { backend?: string; options: string[]; note?: string };
   /** The work of one launch the speed-of-light figures divide by the time; null when unknown. */
   work: LaunchWork | null;
-  summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; evaluations: number };
+  summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; /** Configurations in the results, those over the device's limits included (as the CLI counts them). */ evaluations: number };
   /** The chart's line: baseline (or reference) first, then each improvement. */
   timeline: { label: string; timeMs: number }[];
   steps: ReportStep[];
@@ -122,6 +122,12 @@ function reportDevice(device: TuneReportInput['device']): ReportDevice | null {
   };
 }
 
+/** "44 configurations (4 over the device's limits)": the words the CLI's summary uses, so the counts agree. */
+function countWords(results: readonly { status: string }[]): string {
+  const over = results.filter((r) => r.status === 'exceeds_device_limits').length;
+  return `${results.length} configurations${over > 0 ? ` (${over} over the device's limits)` : ''}`;
+}
+
 /** The report of a `tune` run: one search, its configurations, the reference kernel's time as the baseline. */
 export function reportFromTune(input: TuneReportInput): ReportData {
   const { result } = input;
@@ -132,7 +138,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
   const timeline = reference !== undefined && best?.timeMs !== undefined ? [{ label: 'reference', timeMs: reference }, { label: 'best', timeMs: best.timeMs }] : [];
   const step: ReportStep = {
     id: 'search',
-    title: `${result.strategy}: ${result.evaluations} configurations`,
+    title: `${result.strategy}: ${countWords(result.results)}`,
     status: 'search',
     reason: `stopped: ${result.stopReason}`,
     tuneParams: input.tuneParams,
@@ -157,7 +163,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
       bestTimeMs: best?.timeMs ?? null,
       speedup: reference !== undefined && best?.timeMs ? reference / best.timeMs : null,
       ...(best && { bestConfig: best.config }),
-      evaluations: result.evaluations,
+      evaluations: result.results.length,
     },
     timeline,
     steps: [step],

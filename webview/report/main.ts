@@ -53,7 +53,7 @@ function summary(data: ReportData): HTMLElement {
       s.speedup !== null && card('speed-up', `${s.speedup.toFixed(2)}×`, 'speedup'),
       best?.GBps !== undefined && card(`achieved bandwidth${best.bandwidthPct !== undefined ? ` (${pct(best.bandwidthPct)} of the limit)` : ''}`, `${num(best.GBps)} GB/s`, 'best-bandwidth'),
       best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
-      card('configurations evaluated', String(s.evaluations)),
+      card('configurations', String(s.evaluations)),
     ),
     s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, params(s.bestConfig))),
   );
@@ -185,8 +185,12 @@ function steps(data: ReportData): HTMLElement {
     const tune = Object.entries(step.tuneParams);
     if (tune.length > 0) body.push(h('h3', {}, 'Tunable parameters'), h('ul', {}, ...tune.map(([k, v]) => h('li', {}, h('code', {}, k), `: ${v.join(', ')}`))));
     if (step.restrictions.length > 0) body.push(h('h3', {}, 'Restrictions'), h('ul', {}, ...step.restrictions.map((r) => h('li', {}, h('code', {}, r)))));
-    const failed = step.configs.filter((c) => c.status !== 'ok' && c.status !== 'stopped_early').length;
-    if (step.configs.length > 0) body.push(h('h3', {}, `Configurations (${step.configs.length}, ${failed} failed): click a column to sort`), configTable(step, data));
+    // As the CLI counts them: stopped early is not a failure, and over the device's limits is skipped, not failed.
+    const count = (pred: (status: string) => boolean) => step.configs.filter((c) => pred(c.status)).length;
+    const failed = count((s) => s !== 'ok' && s !== 'stopped_early' && s !== 'exceeds_device_limits');
+    const skipped = count((s) => s === 'exceeds_device_limits');
+    const outcome = [`${failed} failed`, ...(skipped > 0 ? [`${skipped} skipped (over the device's limits)`] : [])].join(', ');
+    if (step.configs.length > 0) body.push(h('h3', {}, `Configurations (${step.configs.length}: ${outcome}); click a column to sort`), configTable(step, data));
     const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
     const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status === 'search' ? 'search' : step.status)), ...body);
     details.open = step.status === 'accepted' || step.status === 'search' || data.steps.length === 1;
