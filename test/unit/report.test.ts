@@ -13,7 +13,7 @@ const root = join(__dirname, '..', '..');
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-report-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-function tuneReport(...extra: string[]): { html: string; data: ReportData; stderr: string } {
+function tuneReport(...extra: string[]): { html: string; data: ReportData; stdout: string } {
   const file = join(scratch, `${extra.length}.html`);
   const r = spawnSync(process.execPath, [join(root, 'dist', 'cli.js'), 'tune', 'examples/matmul_tiled/tune.yaml', '--simulate', 'examples/matmul_tiled/cache.json', '--report', file, ...extra], { cwd: root, encoding: 'utf8', timeout: 60_000 });
   expect(r.status, r.stderr).toBe(0);
