@@ -5,6 +5,7 @@
 import type { TuningEvent } from '../engine/events';
 import type { HistoryEntry, HistoryStep } from '../engine/history-store';
 import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-log';
+import { reportFromSession, type ReportData } from '../report/model';
 import type { FailureKind } from '../tuner/types';
 import { bestTimeMs, speedup, type SessionHeader, type SessionView } from './session-view';
 
@@ -86,4 +87,28 @@ export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 
     ...(view.error && { error: view.error }),
     ...(view.device && { device: { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
   };
+}
+
+/**
+ * The HTML report's data of a stored session (undefined when it was stored without its events): its compiler options
+ * from its settings, and what reproduces it, a replay of its recorded answers where it holds them.
+ */
+export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
+  if (!isSessionReport(entry.report)) return undefined;
+  const { header, events } = entry.report;
+  const replayable = entry.run !== undefined && (entry.llmExchanges?.length ?? 0) > 0;
+  return reportFromSession({
+    header,
+    events,
+    ...(entry.run && { compilerOptions: entry.run.compilerOptions }),
+    reproduce: {
+      command: `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
+      file: header.fileName,
+      session: header.sessionId,
+      notes: [
+        "A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds.",
+        ...(replayable ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
+      ],
+    },
+  });
 }
