@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { describeEvent, makeEvent, type TuningEvent } from '../engine/events';
 import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/history-store';
 import type { LlmExchange } from '../engine/llm/exchange';
-import { approvalsOf, eventsBeforeStep } from '../engine/session-log';
+import { approvalsOf, eventsBeforeStep, inheritedEvents } from '../engine/session-log';
 import { modelSettings, sessionSettings, type EngineConfig } from './config';
 import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
 import type { InlineDiffController } from './inline-diff';
@@ -151,7 +151,9 @@ export class SessionManager implements vscode.Disposable {
       ? { ...stored.header, ...(!resume && { sessionId, startedAt: now, model: modelName }) }
       : { sessionId, kernelName, fileName: this.workspaceRelative(document.uri), startedAt: now, model: modelName, strategy: config.strategy.kind };
     delete header.statusOverride;
-    const events = resume && stored ? [...stored.events] : branch && stored ? eventsBeforeStep(stored.events, branch.stepId) : [];
+    // What the session goes on from: a resumed session's log, what a branch inherits of its parent's (a replayed
+    // branch starts where the branch did, so it inherits the same).
+    const events = !stored ? [] : resume ? [...stored.events] : branch ? eventsBeforeStep(stored.events, branch.stepId) : inheritedEvents(stored.events);
     const originalCode = source?.originalCode ?? document.getText();
     // A resumed session and a branch ask the model configured now; a replay asks none. A session stored by an older
     // version has no settings: it goes on with today's (as it always did).

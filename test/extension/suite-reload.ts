@@ -97,6 +97,22 @@ describe('time travel after a reload', () => {
     const parentNode = (await api.historyTree.getChildren()).find((n) => n.kind === 'session' && n.summary.id === parentId)!;
     assert((await api.historyTree.getChildren(parentNode)).some((n) => n.kind === 'session' && n.summary.id === replay.id), 'the replay under its session');
   }, 90_000);
+
+  it('replays a branch from where it branched off, with the log it inherited', async () => {
+    const api = await extensionApi();
+    const branch = (await api.history.list()).sessions.find((s) => s.parent?.stepId === '2' && s.status === 'completed' && !s.replayOf);
+    assert(branch, 'the branch with the edited kernel');
+    await vscode.commands.executeCommand('kernelTuner.history.replay', branch.id);
+    const started = api.lastSession();
+    assert(started && started.sessionId !== branch.id, 'the replay started');
+    await started.finished;
+    const [replay, original] = [await api.history.get(started.sessionId), await api.history.get(branch.id)];
+    assert(replay, 'the replay is in the history');
+    assertEqual(replay.status, 'completed', `replay status (${replay.error ?? ''})`);
+    assertEqual(replay.finalCode, original?.finalCode, 'the same final kernel');
+    assertEqual(replay.steps.map((s) => `${s.stepId} ${s.status}`), ['1 rejected', 'edit:2 accepted', '2 rejected', '3 accepted'], 'the steps it inherited and its own');
+    assertEqual(replay.baselineTimeMs, original?.baselineTimeMs, 'the baseline it inherited');
+  }, 90_000);
 });
 
 export function run(): Promise<void> {
