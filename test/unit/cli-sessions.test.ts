@@ -1,13 +1,14 @@
 // llm-kernel-tuner auto and its stored sessions: every session is stored with its settings and model exchanges (no
 // secret), --replay runs it again without a model and says where a run diverges, --resume continues one, and
 // --resume --from-step [--kernel FILE] starts a branch of it. The model is the scripted server, the GPU the fake backend.
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/auto';
 import { HistoryStore, type HistoryEntry } from '../../src/engine/history-store';
+import { reportDataOf } from '../../src/report/html';
 import { requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
 import { sink } from '../support/streams';
 import { FakeBackend, largestBuffer, type FakeVariant } from '../support/fake-backend';
@@ -30,10 +31,10 @@ interface Ran {
   stdout: string;
 }
 
-async function auto(args: string[], backend = new FakeBackend({ model: { timeMs: saxpyTime } })): Promise<Ran> {
+async function auto(args: string[], backend: FakeBackend | FakeBackend[] = new FakeBackend({ model: { timeMs: saxpyTime } })): Promise<Ran> {
   const [stdout, stderr] = [sink(), sink()];
   const code = await run([...args, '--sessions', sessions], {
-    openBackends: async () => [backend],
+    openBackends: async () => [backend].flat(),
     stdout,
     stderr,
   });
@@ -99,6 +100,11 @@ describe('stored sessions of auto', () => {
     expect(replayed.stderr).toContain(`replaying session ${id} (14 recorded model exchange(s))`);
     expect(replayed.stderr).toMatch(/replay: 14 model call\(s\) served from the recording in \d+\.\d+ s \(graph and GPU; no model latency\)\n/);
     expect(readFileSync(join(out, 'saxpy.cu'), 'utf8')).toBe(entry.finalCode);
+    // The HTML report of the replay: the replayed session's steps, and the command that replays it again.
+    const report = reportDataOf(readFileSync(join(out, 'report.html'), 'utf8'));
+    expect(report.steps.map((st) => [st.title, st.status])).toEqual(entry.steps.map((st) => [st.title, st.status]));
+    expect(report.mode).toContain(`replay of ${id} (openai: scripted-model)`);
+    expect(report.reproduce).toMatchObject({ session: id, command: `llm-kernel-tuner auto --replay ${id} --out ${out} --sessions ${sessions}` });
     // A replay is not a new session, and leaves no checkpoints behind.
     expect((await history.list()).sessions.filter((x) => x.id !== id && x.kernelName === 'saxpy' && x.createdAt > entry.updatedAt)).toEqual([]);
 
@@ -174,6 +180,39 @@ describe('stored sessions of auto', () => {
     expect(replayed.code).toBe(0);
     expect(replayed.stderr).toContain(`from step 2 of ${id}`);
     expect(readFileSync(join(scratch, 'branch-replay', 'saxpy.cu'), 'utf8')).toBe(editedBranch.finalCode);
+    // Its reports hold what the branch inherited (the baseline, step 1) before what the replay ran.
+    const report = reportDataOf(readFileSync(join(scratch, 'branch-replay', 'report.html'), 'utf8'));
+    expect(report.steps.map((st) => [st.title, st.status])).toEqual(editedBranch.steps.map((st) => [st.title, st.status]));
+    expect(report.summary.baselineTimeMs).toBe(entry.baselineTimeMs);
+    expect(readFileSync(join(scratch, 'branch-replay', 'report.md'), 'utf8')).toContain('- **Several elements per thread**: rejected');
+  });
+
+  it('branches on several GPUs with --gpus, checks an edited kernel before the GPU, and writes no HTML report with --no-report', async () => {
+    const { id } = await storedSession('gpus');
+    let opened = false;
+    const missing = join(scratch, 'gpus', 'nowhere.cu');
+    await expect(run(['--resume', id, '--from-step', '3', '--kernel', missing, '--sessions', sessions], { openBackends: async () => ((opened = true), []), stderr: sink() })).rejects.toThrow(
+      `cannot read the edited kernel file ${missing}: there is no such file`,
+    );
+    const renamed = kernelFile('gpus-renamed', SAXPY.replace('void saxpy(', 'void daxpy('));
+    await expect(run(['--resume', id, '--from-step', '3', '--kernel', renamed, '--sessions', sessions], { openBackends: async () => ((opened = true), []), stderr: sink() })).rejects.toThrow(
+      "no __global__ kernel named 'saxpy' in saxpy.cu; found: daxpy",
+    );
+    expect(opened).toBe(false);
+
+    const s = await server(from('step 3'));
+    const gpus = [0, 1].map((ordinal) => new FakeBackend({ model: { timeMs: saxpyTime }, timeDelayMs: 2, device: { ordinal } }));
+    const out = join(scratch, 'gpus-out');
+    const branched = await auto(['--resume', id, '--from-step', '3', '--base-url', `${s.url}/v1`, '--gpus', '0,1', '--out', out, '--no-report'], gpus);
+    expect(branched.stderr).not.toMatch(/^error/m);
+    expect(branched.code).toBe(0);
+    expect(branched.stderr).toContain('on 2 x Fake GPU (test double)');
+    for (const g of gpus) {
+      expect(g.log.filter((e) => e.kind === 'time').length).toBeGreaterThan(0);
+      expect(g.disposed).toBe(true);
+    }
+    expect(existsSync(join(out, 'saxpy.cu'))).toBe(true);
+    expect(existsSync(join(out, 'report.html'))).toBe(false);
   });
 
   it('resumes a session that failed, in its own thread and history entry', async () => {
