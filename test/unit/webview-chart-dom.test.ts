@@ -2,15 +2,12 @@
 // installed), under the panel's kind of CSP: a branch's chart with the session it branched from beside it, that
 // session's line in the theme's colour, its steps above the branch's own, named in the legend, the caption and the
 // tooltips read from the keyboard.
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import * as esbuild from 'esbuild';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChartData } from '../../webview/chart-series';
-
-const CHROMIUM = '/usr/bin/chromium';
-const root = join(__dirname, '..', '..');
+import { bundleForPage, hasChromium, launchChromium, pageUnderCsp } from '../support/chromium-page';
 
 const PARENT = 'the session it branched from';
 const data: ChartData = {
@@ -42,7 +39,7 @@ interface DatasetProbe {
   xs: number[];
 }
 
-describe.skipIf(!existsSync(CHROMIUM))('performance chart in Chromium', () => {
+describe.skipIf(!hasChromium)('performance chart in Chromium', () => {
   let browser: Browser;
   let script: string;
   beforeAll(async () => {
@@ -57,23 +54,14 @@ describe.skipIf(!existsSync(CHROMIUM))('performance chart in Chromium', () => {
         datasets: chart.data.datasets.map((d, i) => ({ label: d.label, colour: d.borderColor, dash: d.borderDash ?? null, xs: chart.getDatasetMeta(i).data.map((p) => Math.round(p.x)) })),
         legend: chart.legend.legendItems.map((item) => item.text),
       });`;
-    const built = await esbuild.build({ stdin: { contents: entry, resolveDir: root, loader: 'ts' }, bundle: true, format: 'iife', platform: 'browser', write: false });
-    script = built.outputFiles[0]!.text;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    script = await bundleForPage(entry);
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => browser?.close());
 
   it("draws the related session's steps on the branch's step axis, in the theme's colour, named in the legend, the caption and the tooltips", async () => {
-    const page = await browser.newPage({ viewport: { width: 1000, height: 600 } });
-    const problems: string[] = [];
-    page.on('console', (m) => (m.type() === 'error' || m.text().includes('Content Security Policy')) && problems.push(m.text()));
-    page.on('pageerror', (e) => problems.push(e.message));
-    const css = readFileSync(join(root, 'media', 'chart-and-code.css'), 'utf8');
-    await page.setContent(
-      `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'nonce-n'; style-src 'nonce-n'">` +
-        `<style nonce="n">:root { --vscode-charts-purple: #8250df; --vscode-charts-blue: #0969da; } ${css}</style></head>` +
-        `<body><script nonce="n">${script.replace(/<\/script/g, '<\\/script')}</script></body></html>`,
-    );
+    const css = readFileSync(join(__dirname, '..', '..', 'media', 'chart-and-code.css'), 'utf8');
+    const { page, problems } = await pageUnderCsp(browser, script, { style: `:root { --vscode-charts-purple: #8250df; --vscode-charts-blue: #0969da; } ${css}`, viewport: { width: 1000, height: 600 } });
     const { datasets, legend } = (await page.evaluate('window.probe()')) as { datasets: DatasetProbe[]; legend: string[] };
     const own = datasets.find((d) => d.label === 'Time per accepted step')!;
     const parent = datasets.find((d) => d.label === PARENT)!;
