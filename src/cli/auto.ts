@@ -1,8 +1,8 @@
 // llm-kernel-tuner auto: the whole LLM session from a terminal. Checks the file and its kernel first, then opens the GPU
 // (no GPU: one clear error, no model call), checks the model endpoint, streams progress to stderr as the session runs,
-// and writes the tuned kernel, the reports (Markdown, JSON and HTML) and the diff into --out. Every session is stored (see sessions.ts), with every model exchange, so
-// that it can be resumed (--resume), started again from one of its steps (--resume --from-step, a branch), or replayed
-// without a model (--replay).
+// and writes the tuned kernel, the reports (Markdown, JSON and HTML) and the diff into --out. Every session is stored
+// (see sessions.ts), with every model exchange, so that it can be resumed (--resume), started again from one of its
+// steps (--resume --from-step, a branch), or replayed without a model (--replay).
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
