@@ -4,14 +4,22 @@
  *
  * One chart, one shared time axis, two x axes side by side (Chart.js stacks axes of the same position and `stack`):
  * left, the time after each accepted step against the baseline; right, every configuration of the step the chart
- * follows, in the order they were evaluated, the fastest marked, those without a time (failed) on the axis.
+ * follows, in the order they were evaluated, the fastest marked, those without a time (failed) on the axis. The step
+ * series of related sessions (the one this session branched from, its branches) share the left half's step axis.
  */
 import type { ChartConfiguration, ChartDataset, TooltipModel } from 'chart.js';
 import type { ConfigSummary } from '../src/engine/events';
 
+export interface TimelinePoint {
+  label: string;
+  timeMs: number;
+}
+
 export interface ChartData {
   /** The baseline first, then every accepted step. */
-  timeline: readonly { label: string; timeMs: number }[];
+  timeline: readonly TimelinePoint[];
+  /** The same series of related sessions (the one this one branched from, its branches), drawn beside it. */
+  others?: readonly { label: string; timeline: readonly TimelinePoint[] }[];
   /** The configurations of the step the chart follows, in evaluation order. */
   configs: readonly ConfigSummary[];
   stepTitle?: string;
@@ -34,6 +42,8 @@ export type ScaleKind = 'linear' | 'logarithmic';
 export interface ChartSeries {
   /** x = 0 for the baseline, i for the i-th accepted step. */
   steps: ChartPoint[];
+  /** Each related session's steps on the same axis, in the order given: its step i stands above this one's step i. */
+  others: { label: string; points: ChartPoint[] }[];
   /** Configurations with a time (ok or stopped early); x = 1-based evaluation order. */
   configs: ChartPoint[];
   /** The fastest configuration that ran to the end (also in `configs`). */
@@ -60,6 +70,8 @@ export interface ChartTheme {
   config: string;
   best: string;
   failed: string;
+  /** The related sessions' lines, in turn (a fifth reuses the first colour). */
+  others: readonly string[];
   fontFamily: string;
   fontSize: number;
 }
@@ -104,19 +116,26 @@ function speedupText(baselineMs: number | undefined, timeMs: number): string {
   return baselineMs === undefined || timeMs <= 0 ? 'n/a (no baseline yet)' : `${(baselineMs / timeMs).toFixed(2)}× vs baseline`;
 }
 
-export function chartSeries(data: ChartData): ChartSeries {
-  const baselineMs = data.timeline[0]?.timeMs;
-  const steps = data.timeline.map((p, i) => ({
+/** A session's timeline as points; `session` names a related session in the tooltip titles. */
+function timelinePoints(timeline: readonly TimelinePoint[], session?: string): ChartPoint[] {
+  const baselineMs = timeline[0]?.timeMs;
+  return timeline.map((p, i) => ({
     x: i,
     y: p.timeMs,
     info: {
-      title: i === 0 ? 'Baseline (original kernel)' : `Step ${i}: ${p.label}`,
+      title: (i === 0 ? 'Baseline (original kernel)' : `Step ${i}: ${p.label}`) + (session === undefined ? '' : ` — ${session}`),
       rows: [
         ['Time', formatTime(p.timeMs)],
         ['Speed-up', i === 0 ? '1.00× (reference)' : speedupText(baselineMs, p.timeMs)],
       ] as [string, string][],
     },
   }));
+}
+
+export function chartSeries(data: ChartData): ChartSeries {
+  const baselineMs = data.timeline[0]?.timeMs;
+  const steps = timelinePoints(data.timeline);
+  const others = (data.others ?? []).filter((o) => o.timeline.length > 0).map((o) => ({ label: o.label, points: timelinePoints(o.timeline, o.label) }));
   const step = data.stepTitle ?? '(current step)';
   const timed: ChartPoint[] = [];
   const untimed: ConfigSummary[] = [];
@@ -140,7 +159,7 @@ export function chartSeries(data: ChartData): ChartSeries {
     timed.push(point);
     if (c.status === 'ok' && (!best || c.timeMs! < best.timeMs)) best = { point, timeMs: c.timeMs! };
   });
-  const times = [...steps.map((p) => p.y), ...timed.map((p) => p.y)];
+  const times = [...steps.map((p) => p.y), ...others.flatMap((o) => o.points.map((p) => p.y)), ...timed.map((p) => p.y)];
   const scale = chooseScale(times);
   const [yMin, yMax] = timeRange(times, scale);
   const failed = untimed.map((c) => ({
@@ -151,13 +170,14 @@ export function chartSeries(data: ChartData): ChartSeries {
       rows: [['Result', c.status.replace(/_/g, ' ')], ['Step', step], ...(c.error ? [['Error', c.error] as [string, string]] : [])] as [string, string][],
     },
   }));
-  return { steps, configs: timed, ...(best && { best: best.point }), failed, ...(baselineMs !== undefined && { baselineMs }), scale, yMin, yMax, ...(data.stepTitle !== undefined && { stepTitle: data.stepTitle }), summary: summarize(data, steps, timed, failed, best?.point, scale) };
+  return { steps, others, configs: timed, ...(best && { best: best.point }), failed, ...(baselineMs !== undefined && { baselineMs }), scale, yMin, yMax, ...(data.stepTitle !== undefined && { stepTitle: data.stepTitle }), summary: summarize(data, steps, others, timed, failed, best?.point, scale) };
 }
 
-function summarize(data: ChartData, steps: ChartPoint[], timed: ChartPoint[], failed: ChartPoint[], best: ChartPoint | undefined, scale: ScaleKind): string {
+function summarize(data: ChartData, steps: ChartPoint[], others: ChartSeries['others'], timed: ChartPoint[], failed: ChartPoint[], best: ChartPoint | undefined, scale: ScaleKind): string {
   if (steps.length === 0) return 'Waiting for the baseline time.';
   const parts = [`Baseline ${formatTime(steps[0]!.y)}`];
   if (steps.length > 1) parts.push(`${steps.length - 1} accepted step(s), now ${formatTime(steps.at(-1)!.y)} (${(steps[0]!.y / steps.at(-1)!.y).toFixed(2)}×)`);
+  for (const o of others) parts.push(`beside it, ${o.label}: ${o.points.length - 1} accepted step(s), now ${formatTime(o.points.at(-1)!.y)}`);
   if (data.configs.length > 0) {
     parts.push(
       `${data.configs.length} configuration(s) of "${data.stepTitle ?? 'the current step'}": ${timed.length} timed, ${failed.length} without a time` +
@@ -193,7 +213,9 @@ export type ExternalTooltip = (this: TooltipModel<'scatter'>, args: { chart: unk
  * (image export) tooltips are off. Animations are off: the chart is redrawn on every event of a live session.
  */
 export function chartConfig(series: ChartSeries, theme: ChartTheme, external?: ExternalTooltip): ChartConfiguration<'scatter', ChartPoint[]> {
-  const stepsMax = Math.max(1, series.steps.length - 1);
+  // Every series on one step axis: step i of a branch stands above step i of its parent.
+  const stepCount = Math.max(series.steps.length, ...series.others.map((o) => o.points.length));
+  const stepsMax = Math.max(1, stepCount - 1);
   const configsMax = Math.max(1, series.configs.length + series.failed.length);
   // backgroundColor / borderColor: the legend's swatch; point*: the points (circles outlined in the background colour).
   const point = (color: string, style: 'circle' | 'rectRot' | 'crossRot', radius: number) => ({
@@ -220,8 +242,14 @@ export function chartConfig(series: ChartSeries, theme: ChartTheme, external?: E
     pointHoverRadius: 0,
     pointHitRadius: 0,
   });
+  // Dashed, hollow points, drawn under this session's own line (a higher `order` is drawn earlier, listed later).
+  const related = series.others.map((o, k): ChartDataset<'scatter', ChartPoint[]> => {
+    const colour = theme.others[k % theme.others.length] ?? theme.muted;
+    return { label: o.label, xAxisID: 'steps', data: o.points, showLine: true, ...point(colour, 'circle', 3), pointBackgroundColor: theme.background, pointBorderColor: colour, pointBorderWidth: 1.5, borderWidth: 1.5, borderDash: [5, 3], order: 1 };
+  });
   const datasets: ChartDataset<'scatter', ChartPoint[]>[] = [
     { label: DATASET.steps, xAxisID: 'steps', data: series.steps, showLine: true, ...point(theme.line, 'circle', 4), borderWidth: 2 },
+    ...related,
     baselineLine('steps', 0, stepsMax),
     baselineLine('configs', 0.5, configsMax + 0.5),
     { label: DATASET.configs, xAxisID: 'configs', data: series.configs, ...point(theme.config, 'circle', 3.5) },
@@ -252,7 +280,7 @@ export function chartConfig(series: ChartSeries, theme: ChartTheme, external?: E
           stackWeight: 1,
           min: -0.3,
           max: stepsMax + 0.3,
-          afterBuildTicks: (axis) => void (axis.ticks = series.steps.map((p) => ({ value: p.x }))),
+          afterBuildTicks: (axis) => void (axis.ticks = Array.from({ length: stepCount }, (_, value) => ({ value }))),
           ticks: { ...ticks, callback: (value) => (value === 0 ? 'baseline' : `step ${String(value)}`) },
           grid,
           title: axisTitle('Accepted steps'),
@@ -289,8 +317,8 @@ export function chartConfig(series: ChartSeries, theme: ChartTheme, external?: E
             color: theme.foreground,
             font,
             usePointStyle: true,
-            // One entry for the baseline, which is drawn once per half.
-            filter: (item, data) => data.datasets.findIndex((d) => d.label === item.text) === item.datasetIndex,
+            // One entry for the baseline, which is drawn once per half (two related sessions may share a label).
+            filter: (item, data) => item.text !== DATASET.baseline || data.datasets.findIndex((d) => d.label === item.text) === item.datasetIndex,
           },
         },
         tooltip: {

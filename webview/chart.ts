@@ -30,6 +30,7 @@ export function readChartTheme(element: Element): ChartTheme {
     config: v('--vscode-charts-green', '#388a34'),
     best: v('--vscode-charts-yellow', '#bf8803'),
     failed: v('--vscode-charts-orange', '#d18616'),
+    others: [v('--vscode-charts-purple', '#b180d7'), v('--vscode-charts-orange', '#d18616'), v('--vscode-charts-green', '#388a34'), v('--vscode-charts-yellow', '#bf8803')],
     fontFamily: v('--vscode-font-family', css.fontFamily),
     fontSize: Number.parseFloat(v('--vscode-font-size', css.fontSize)) || 12,
   };

@@ -97,11 +97,14 @@ export function reduceGraph(model: GraphModel, event: TuningEvent): GraphModel {
       for (const [key, s] of running) nodes[key] = { ...s, retries: s.retries + 1 };
       return { ...model, nodes };
     }
+    case 'session.started':
     case 'session.finished':
     case 'session.failed':
     case 'session.cancelled':
     case 'plan.awaiting_approval': {
-      // Nothing runs after the end (a node whose end was never reported, e.g. when the run was aborted, is not lit).
+      // Nothing runs after the end (a node whose end was never reported, e.g. when the run was aborted, is not lit),
+      // nor from before a new run starts (a session resumed after its window died, a branch after the log it
+      // inherited, cut where its step started).
       const nodes = Object.fromEntries(
         Object.entries(model.nodes).map(([key, s]) => {
           const runs = s.runs.map((r) => (r.phase === 'started' ? { ...r, phase: 'interrupted' as const } : r));

@@ -11,8 +11,9 @@ import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/events';
-import type { EditedPlanStep, FromWebviewMessage, ToWebviewMessage } from '../src/extension/protocol';
+import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
 import { acceptedTimeline, focusStep, reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
+import { startedStepsOf } from '../src/engine/session-log';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
 import { formatTime, type ChartData } from './chart-series';
@@ -40,6 +41,8 @@ interface Persisted {
   events: TuningEvent[];
   live: boolean;
   ui: UiState;
+  /** Step series of the sessions it branched from or that branched from it (the host sends them). */
+  related?: RelatedSeries[];
 }
 
 interface VsCodeApi {
@@ -91,6 +94,10 @@ window.addEventListener('message', (e: MessageEvent<ToWebviewMessage>) => {
     case 'live':
       if (message.sessionId !== state.sessionId) return;
       state = { ...state, live: message.live, header: message.header };
+      break;
+    case 'related':
+      if (message.sessionId !== state.sessionId) return;
+      state = { ...state, related: message.series };
       break;
   }
   commit(true);
@@ -253,7 +260,7 @@ function renderPlanEditor(v: SessionView): HTMLElement | null {
 
 function chartData(v: SessionView): ChartData {
   const step = focusStep(v);
-  return { timeline: acceptedTimeline(v), configs: step?.candidates.at(-1)?.configs ?? [], ...(step && { stepTitle: step.title }) };
+  return { timeline: acceptedTimeline(v), others: state.related ?? [], configs: step?.candidates.at(-1)?.configs ?? [], ...(step && { stepTitle: step.title }) };
 }
 
 /** The chart lives across renders (Chart.js keeps its canvas and listeners); each render only gives it new data. */
@@ -421,6 +428,7 @@ const STEP_STATUS_LABEL: Record<StepView['status'], string> = { pending: 'pendin
 function renderSteps(v: SessionView): HTMLElement | null {
   if (v.order.length === 0) return null;
   const lastFinished = [...v.order].reverse().find((id) => ['accepted', 'rejected'].includes(v.steps[id]!.status));
+  const startedSteps = new Set(startedStepsOf(state.events).map((s) => s.stepId));
   const list = h('div', { class: 'steps' });
   v.order.forEach((id, i) => {
     const step = v.steps[id]!;
@@ -441,10 +449,12 @@ function renderSteps(v: SessionView): HTMLElement | null {
     const body = h('div', { class: 'step-body' });
     body.append(h('p', { class: `step-status status-${step.status}` }, h('span', { class: 'dot' }), h('span', { class: 'reason' }, summary)));
     if (step.details) body.append(h('p', { class: 'details' }, step.details));
-    if (step.accepted && state.sessionId) {
-      const sessionId = state.sessionId;
-      body.append(h('div', { class: 'actions' }, button('Apply this step in the editor', () => post({ type: 'showDiff', sessionId, stepId: id }), { secondary: true, label: `Apply step ${i + 1} in the editor` })));
-    }
+    const actions = h('div', { class: 'actions' });
+    const sessionId = state.sessionId;
+    if (step.accepted && sessionId) actions.append(button('Apply this step in the editor', () => post({ type: 'showDiff', sessionId, stepId: id }), { secondary: true, label: `Apply step ${i + 1} in the editor` }));
+    // A step that ran can be started again, as a branch of this session (not while it runs).
+    if (sessionId && !state.live && startedSteps.has(id)) actions.append(button('Branch from this step…', () => post({ type: 'branch', sessionId, stepId: id }), { secondary: true, title: 'Run this step and the ones after it again, as it was or from your edit of the kernel' }));
+    if (actions.childElementCount > 0) body.append(actions);
     for (const candidate of step.candidates) body.append(renderCandidate(step, candidate));
     collapsible.append(body);
     list.append(collapsible);

@@ -1,35 +1,43 @@
 // llm-kernel-tuner auto: the whole LLM session from a terminal. Checks the file and its kernel first, then opens the GPU
 // (no GPU: one clear error, no model call), checks the model endpoint, streams progress to stderr as the session runs,
-// and writes the tuned kernel, a report (Markdown and JSON) and the diff into --out.
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+// and writes the tuned kernel, the reports (Markdown, JSON and HTML) and the diff into --out. Every session is stored
+// (see sessions.ts), with every model exchange, so that it can be resumed (--resume), started again from one of its
+// steps (--resume --from-step, a branch), or replayed without a model (--replay).
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import type { Readable, Writable } from 'node:stream';
 import { parseArgs } from 'node:util';
 import { unifiedDiff } from '../engine/diff';
-import { defaultRetryPolicy } from '../engine/feedback';
 import { describeEvent, describeRejection, type EventOf, type PlanStepView, type TuningEvent } from '../engine/events';
+import { newSessionId, type HistoryEntry } from '../engine/history-store';
+import { ReplayChatModel } from '../engine/llm/replay';
 import { checkReachable, createChatModel, parseProviderConfig, transportRetryPolicyFor, type ProviderConfig } from '../engine/llm/providers';
 import type { SessionEnd } from '../engine/session';
-import { AutonomousTuningStrategy } from '../engine/strategies/autonomous';
+import { transformerOptionsFrom, type SessionRunParts } from '../engine/session-options';
+import { approvalsOf, eventsBeforeStep, inheritedEvents, type StoredSessionHeader } from '../engine/session-log';
+import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../engine/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
-import { ExplicitTuningStrategy } from '../engine/strategies/explicit';
-import { NaiveLLMTester } from '../engine/testing/naive';
-import { LLMKernelTransformer } from '../engine/transformer';
+import { defaultTuningSteps } from '../engine/strategies/explicit';
+import { LLMKernelTransformer, type BranchOptions } from '../engine/transformer';
 import type { TuningBackend } from '../tuner/backend';
 import { buildFlagsFor } from '../tuner/compile-commands';
 import { GpuBackend } from '../tuner/gpu-backend';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
-import { reportFromSession } from '../report/model';
-import { commandLine, reportPath, writeReport } from './report';
 import { TunableKernel } from '../tuner/tunable-kernel';
 import { readUserFile } from '../tuner/user-files';
+import { reportFromSession, type ReportData } from '../report/model';
+import { commandLine, reportPath, writeReport } from './report';
+import { findSession, openSessionStore, SessionRecorder, sessionsDir, storedEvents, type SessionStore } from './sessions';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
+       llm-kernel-tuner auto --resume SESSION [--from-step STEP [--kernel FILE]] [model options]
+       llm-kernel-tuner auto --replay SESSION
 
 Lets a model rewrite the kernel with tunable parameters, step by step; every candidate is compiled, checked against the
 original kernel and tuned on the GPU. FILE.cu may hold its host program and include local headers: the model sees the
 kernel and the device code it uses, and the tuned file differs from FILE.cu only there and where main() launches it.
+Every session is stored with every request to the model and its answer (never an API key); its id is printed first.
 
 options:
   --kernel NAME            the __global__ function to tune (required when the file has several)
@@ -51,8 +59,21 @@ options:
   --report FILE            the HTML report (one file: chart, each step's diff, configurations, speed of light, how
                            to reproduce); default OUT/report.html
   --no-report              write no HTML report
+  --sessions DIR           where sessions are stored (default $LKT_SESSIONS_DIR, else ~/.local/state/llm-kernel-tuner;
+                           the extension's storage directory works too)
   --json                   also write every event as a JSON line to stdout
   -v, --verbose            show every configuration and model call
+
+stored sessions (SESSION: a session id, or the path of a session file):
+  --resume SESSION         continue a session that was interrupted, cancelled or failed, with its own settings; the
+                           model is the recorded one unless --provider/--model/--base-url say otherwise
+  --from-step STEP         with --resume: a new session, a branch, that starts again where step STEP (its id as the
+                           output shows it: "step 3: ...") started, from the kernel as it was then; both keep their
+                           results
+  --kernel FILE            with --from-step: the whole .cu file as the step should start from it (your edit of the
+                           kernel); it is checked and timed first
+  --replay SESSION         run the session's whole graph again on this GPU with the recorded answers and no model;
+                           stops with the call and the difference where this run departs from the recording
 `;
 
 export interface AutoDeps {
@@ -63,26 +84,39 @@ export interface AutoDeps {
   stdin?: Readable;
 }
 
-interface AutoOptions {
-  file: string;
-  kernel: string | undefined;
-  provider: ProviderConfig;
-  strategy: 'autonomous' | 'explicit';
-  approvePlan: boolean;
-  threshold: number;
-  iterations: number;
-  retries: number;
+interface Common {
   gpus: GpuSelection;
-  includePaths: string[];
-  launchTimeout: number | undefined;
-  out: string;
-  /** The HTML report's path; null: none. */
-  report: string | null;
+  sessions: string | undefined;
+  out: string | undefined;
+  /** The HTML report's path; null: none; undefined: report.html in the results' directory. */
+  report: string | null | undefined;
   /** The command line as given (what the report says reproduces the session). */
   args: string[];
-  compilerOptions: string[];
   json: boolean;
   verbose: boolean;
+}
+
+type AutoOptions =
+  | (Common & { mode: 'new'; file: string; provider: ProviderConfig; settings: SessionSettings })
+  | (Common & { mode: 'resume'; session: string; fromStep: string | undefined; kernelFile: string | undefined; provider: Partial<ProviderConfig> })
+  | (Common & { mode: 'replay'; session: string });
+
+/** Flags that only a new session takes (a stored session brings its own settings). */
+const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'iterations', 'include', 'launch-timeout', 'retries'] as const;
+const MODEL_FLAGS = ['provider', 'model', 'base-url', 'api-key-env'] as const;
+
+function number(flag: string, value: string | undefined, fallback: number, check: (n: number) => boolean, expected: string): number {
+  if (value === undefined) return fallback;
+  const n = Number(value);
+  if (!check(n)) throw new Error(`--${flag} must be ${expected}, got ${value}`);
+  return n;
+}
+
+function apiKeyFrom(variable: string | undefined): string | undefined {
+  if (variable === undefined) return undefined;
+  const key = process.env[variable];
+  if (!key) throw new Error(`--api-key-env ${variable}: the environment variable is not set`);
+  return key;
 }
 
 function parse(args: string[]): AutoOptions | 'help' {
@@ -95,152 +129,331 @@ function parse(args: string[]): AutoOptions | 'help' {
       model: { type: 'string' },
       'base-url': { type: 'string' },
       'api-key-env': { type: 'string' },
-      strategy: { type: 'string', default: 'autonomous' },
-      'approve-plan': { type: 'boolean', default: false },
-      threshold: { type: 'string', default: '1.0' },
-      iterations: { type: 'string', default: '32' },
-      include: { type: 'string', short: 'I', multiple: true, default: [] },
+      strategy: { type: 'string' },
+      'approve-plan': { type: 'boolean' },
+      threshold: { type: 'string' },
+      iterations: { type: 'string' },
+      include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
-      retries: { type: 'string', default: '3' },
+      retries: { type: 'string' },
       device: { type: 'string' },
       gpus: { type: 'string' },
       out: { type: 'string' },
-      json: { type: 'boolean', default: false },
       report: { type: 'string' },
       'no-report': { type: 'boolean', default: false },
+      sessions: { type: 'string' },
+      resume: { type: 'string' },
+      'from-step': { type: 'string' },
+      replay: { type: 'string' },
+      json: { type: 'boolean', default: false },
       verbose: { type: 'boolean', short: 'v', default: false },
       help: { type: 'boolean', short: 'h', default: false },
     },
   });
   if (values.help) return 'help';
+  const device = number('device', values.device, 0, (n) => Number.isInteger(n) && n >= 0, 'an integer >= 0');
+  if (values.gpus !== undefined && values.device !== undefined) throw new Error('give --device N (one GPU) or --gpus, not both');
+  const gpus = values.gpus === undefined ? singleGpu(device) : parseGpuSelection(values.gpus);
+  // The default report goes beside the other results, whose directory a stored session only knows once it is read.
+  const report = values['no-report'] || values.report !== undefined ? reportPath(values, '') : undefined;
+  const common: Common = { gpus, sessions: values.sessions, out: values.out === undefined ? undefined : resolve(values.out), report, args, json: values.json, verbose: values.verbose };
+  const stored = values.resume ?? values.replay;
+  if (stored !== undefined) {
+    if (values.resume !== undefined && values.replay !== undefined) throw new Error('--resume and --replay exclude each other');
+    if (positionals.length > 0) throw new Error(`a stored session brings its own file: leave out ${positionals.join(' ')}`);
+    const given = NEW_SESSION_ONLY.filter((f) => values[f] !== undefined);
+    if (given.length > 0) throw new Error(`a stored session runs with its recorded settings: leave out --${given.join(', --')}`);
+    if (values.replay !== undefined) {
+      const model = MODEL_FLAGS.filter((f) => values[f] !== undefined);
+      if (model.length > 0) throw new Error(`a replay asks no model: leave out --${model.join(', --')}`);
+      if (values['from-step'] !== undefined || values.kernel !== undefined) throw new Error('--from-step and --kernel go with --resume');
+      return { ...common, mode: 'replay', session: values.replay };
+    }
+    if (values.kernel !== undefined && values['from-step'] === undefined) throw new Error('--kernel FILE goes with --from-step: it is the kernel that step starts from');
+    if (values.provider !== undefined && values.provider !== 'ollama' && values.provider !== 'openai') throw new Error(`--provider must be ollama or openai, got ${values.provider}`);
+    const apiKey = apiKeyFrom(values['api-key-env']);
+    const provider: Partial<ProviderConfig> = {
+      ...(values.provider !== undefined && { provider: values.provider }),
+      ...(values.model !== undefined && { model: values.model }),
+      ...(values['base-url'] !== undefined && { baseUrl: values['base-url'] }),
+      ...(apiKey !== undefined && { apiKey }),
+    } as Partial<ProviderConfig>;
+    return { ...common, mode: 'resume', session: stored, fromStep: values['from-step'], kernelFile: values.kernel === undefined ? undefined : resolve(values.kernel), provider };
+  }
+  if (values['from-step'] !== undefined) throw new Error('--from-step goes with --resume SESSION');
   if (positionals.length !== 1) throw new Error(`expected one FILE.cu, got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
   const file = resolve(positionals[0]!);
   if (values.provider !== 'ollama' && values.provider !== 'openai') throw new Error(`--provider must be ollama or openai, got ${values.provider ?? 'nothing'}`);
   if (!values.model) throw new Error('--model is required');
-  if (values.strategy !== 'autonomous' && values.strategy !== 'explicit') throw new Error(`--strategy must be autonomous or explicit, got ${values.strategy}`);
-  const threshold = Number(values.threshold);
-  if (!Number.isFinite(threshold) || threshold < 0) throw new Error(`--threshold must be a number >= 0 (percent), got ${values.threshold}`);
-  const iterations = Number(values.iterations);
-  if (!Number.isSafeInteger(iterations) || iterations < 1) throw new Error(`--iterations must be an integer >= 1, got ${values.iterations}`);
-  const retries = Number(values.retries);
-  if (!Number.isInteger(retries) || retries < 0) throw new Error(`--retries must be an integer >= 0, got ${values.retries}`);
-  const launchTimeout = values['launch-timeout'] === undefined ? undefined : Number(values['launch-timeout']);
-  if (launchTimeout !== undefined && !(launchTimeout > 0)) throw new Error(`--launch-timeout must be a positive number of seconds, got ${values['launch-timeout']}`);
-  const device = Number(values.device ?? '0');
-  if (!Number.isInteger(device) || device < 0) throw new Error(`--device must be an integer >= 0, got ${values.device}`);
-  if (values.gpus !== undefined && values.device !== undefined) throw new Error('give --device N (one GPU) or --gpus, not both');
-  const gpus = values.gpus === undefined ? singleGpu(device) : parseGpuSelection(values.gpus);
-  let apiKey: string | undefined;
-  const keyVar = values['api-key-env'];
-  if (keyVar !== undefined) {
-    apiKey = process.env[keyVar];
-    if (!apiKey) throw new Error(`--api-key-env ${keyVar}: the environment variable is not set`);
-  }
+  const strategy = values.strategy ?? 'autonomous';
+  if (strategy !== 'autonomous' && strategy !== 'explicit') throw new Error(`--strategy must be autonomous or explicit, got ${strategy}`);
+  const threshold = number('threshold', values.threshold, 1.0, (n) => Number.isFinite(n) && n >= 0, 'a number >= 0 (percent)');
+  const iterations = number('iterations', values.iterations, 32, (n) => Number.isSafeInteger(n) && n >= 1, 'an integer >= 1');
+  const retries = number('retries', values.retries, 3, (n) => Number.isInteger(n) && n >= 0, 'an integer >= 0');
+  const launchTimeout = values['launch-timeout'] === undefined ? undefined : number('launch-timeout', values['launch-timeout'], 0, (n) => n > 0, 'a positive number of seconds');
+  const apiKey = apiKeyFrom(values['api-key-env']);
   const provider = parseProviderConfig({
     provider: values.provider,
     model: values.model,
     ...(values['base-url'] !== undefined && { baseUrl: values['base-url'] }),
     ...(apiKey !== undefined && values.provider === 'openai' && { apiKey }),
   });
-  return {
-    file,
-    kernel: values.kernel,
-    provider,
-    strategy: values.strategy,
-    approvePlan: values['approve-plan'],
-    threshold,
-    iterations,
+  // The project's own build flags for this file, where its workspace has a compile_commands.json.
+  const build = buildFlagsFor(file);
+  const settings: SessionSettings = {
+    ...(values.kernel !== undefined && { kernelName: values.kernel }),
+    fileName: basename(file),
+    filePath: file,
+    includePaths: [...(values.include ?? []).map((d) => resolve(d)), ...(build?.includePaths ?? [])],
+    compilerOptions: build?.options ?? [],
+    strategy: strategy === 'explicit' ? { kind: 'explicit', steps: defaultTuningSteps().map((s) => s.id) } : DEFAULT_AUTONOMOUS,
     retries,
-    gpus,
-    includePaths: values.include.map((d) => resolve(d)),
-    launchTimeout,
-    out: resolve(values.out ?? `${file}.tuned`),
-    report: reportPath(values, join(resolve(values.out ?? `${file}.tuned`), 'report.html')),
-    args,
-    compilerOptions: [],
-    json: values.json,
-    verbose: values.verbose,
+    performanceThreshold: threshold,
+    iterations,
+    timePerTestS: 15,
+    ...(launchTimeout !== undefined && { launchTimeoutS: launchTimeout }),
+    structuredOutputType: 'default',
+    stripThinking: false,
+    approvePlan: values['approve-plan'] ?? false,
+    model: { provider: provider.provider, model: provider.model, baseUrl: provider.baseUrl },
   };
+  return { ...common, mode: 'new', file, provider, settings };
+}
+
+interface Io {
+  stdout: Writable;
+  stderr: Writable;
+  stdin: Readable;
 }
 
 export async function run(args: string[], deps: AutoDeps = {}): Promise<number> {
-  const stdout = deps.stdout ?? process.stdout;
-  const stderr = deps.stderr ?? process.stderr;
+  const io: Io = { stdout: deps.stdout ?? process.stdout, stderr: deps.stderr ?? process.stderr, stdin: deps.stdin ?? process.stdin };
   let options: AutoOptions | 'help';
   try {
     options = parse(args);
   } catch (e) {
     // parse() only reads and checks the command line (parseArgs, the provider config): every failure is a usage error.
-    stderr.write(`llm-kernel-tuner auto: ${(e as Error).message}\n\n${USAGE}`);
+    io.stderr.write(`llm-kernel-tuner auto: ${(e as Error).message}\n\n${USAGE}`);
     return 2;
   }
   if (options === 'help') {
-    stdout.write(USAGE);
+    io.stdout.write(USAGE);
     return 0;
   }
-  // The file first: a missing file, or one without the kernel to tune, is reported before a missing GPU or model.
-  const source = readUserFile(options.file, 'the kernel file');
-  // The project's own build flags for this file, where its workspace has a compile_commands.json.
-  const build = buildFlagsFor(options.file);
-  const includePaths = [...options.includePaths, ...(build?.includePaths ?? [])];
-  options.compilerOptions = build?.options ?? [];
-  await TunableKernel.create(source, { fileName: basename(options.file), filePath: options.file, includePaths, ...(options.kernel !== undefined && { kernelName: options.kernel }) });
+  const store = openSessionStore(sessionsDir(options.sessions));
+  // A stored session is found before the GPU is opened: a wrong id is the user's first problem.
+  const entry = options.mode === 'new' ? undefined : await findSession(store, options.session);
+  // Then the files: a missing file, or one without the kernel to tune, is reported before a missing GPU or model.
+  const source = options.mode === 'new' ? await kernelSource(options.file, options.file, options.settings, 'the kernel file') : entry!.originalCode;
+  const editedCode =
+    options.mode === 'resume' && options.kernelFile !== undefined ? await kernelSource(options.kernelFile, entry!.filePath, recordedSettings(entry!, 'branched'), 'the edited kernel file') : undefined;
   // Then the GPU: without one nothing can be tuned, and no model should be asked anything.
   const backends = await (deps.openBackends ?? ((gpus) => GpuBackend.openAll(gpus)))(options.gpus);
   const controller = new AbortController();
   const onSigint = () => controller.abort();
   process.once('SIGINT', onSigint);
   try {
-    await checkReachable(options.provider, controller.signal);
-    const retryPolicy = defaultRetryPolicy(options.retries);
-    const transformer = new LLMKernelTransformer(source, {
-      llm: createChatModel(options.provider),
-      retryPolicy,
-      backend: backends,
-      filePath: options.file,
-      includePaths,
-      ...(build && build.options.length > 0 && { compilerOptions: build.options }),
-      ...(options.kernel !== undefined && { kernelName: options.kernel }),
-      tuningStrategy: options.strategy === 'explicit' ? new ExplicitTuningStrategy(undefined, { retryPolicy }) : new AutonomousTuningStrategy({ retryPolicy }),
-      testingStrategies: [new NaiveLLMTester({ retryPolicy })],
-      transportRetryPolicy: transportRetryPolicyFor(options.provider),
-      performanceThreshold: options.threshold,
-      iterations: options.iterations,
-      ...(options.launchTimeout !== undefined && { launchTimeout: options.launchTimeout }),
-      approvePlan: options.approvePlan,
-      signal: controller.signal,
-    });
-    const events: TuningEvent[] = [];
-    const show = (event: TuningEvent) => {
-      events.push(event);
-      if (options.json) stdout.write(`${JSON.stringify(event)}\n`);
-      const { level, text } = describeEvent(event);
-      if (level !== 'debug' || options.verbose) stderr.write(`${level === 'info' || level === 'debug' ? '' : `${level}: `}${text}\n`);
-    };
-    let end = await drain(transformer.stream(), show);
-    while (end.status === 'awaiting_approval') {
-      const approval = await askApproval(end.steps, deps.stdin ?? process.stdin, stderr);
-      if (!approval) {
-        stderr.write('not approved: stopping (nothing was tuned)\n');
-        return 1;
-      }
-      end = await drain(transformer.stream({ approval }), show);
-    }
-    if (end.status === 'cancelled') return 130;
-    if (end.status === 'failed') return 1;
-    const finished = events.find((e): e is EventOf<'session.finished'> => e.type === 'session.finished')!;
-    const written = writeResults(options, source, events, finished);
-    stderr.write(`results: ${written.join(', ')}\n`);
-    return 0;
+    const parts = { backend: backends, checkpointer: store.checkpointer, signal: controller.signal };
+    if (options.mode === 'new') return await runNew(options, source, store, parts, io);
+    if (options.mode === 'resume') return await runStored(options, entry!, editedCode, store, parts, io);
+    return await runReplay(options, entry!, store, parts, io);
   } finally {
     process.removeListener('SIGINT', onSigint);
     await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
   }
 }
 
-async function drain(stream: AsyncGenerator<TuningEvent, SessionEnd>, show: (e: TuningEvent) => void): Promise<SessionEnd> {
+/**
+ * The text of a kernel file the user named, once it is known to hold the kernel to tune. `filePath` is where the
+ * session's file is (an edited kernel takes the place of the session's file, whose directory its includes are in).
+ */
+async function kernelSource(path: string, filePath: string, settings: SessionSettings, what: string): Promise<string> {
+  const source = readUserFile(path, what);
+  await TunableKernel.create(source, { fileName: basename(path), filePath, includePaths: settings.includePaths, ...(settings.kernelName !== undefined && { kernelName: settings.kernelName }) });
+  return source;
+}
+
+type Parts = Pick<SessionRunParts, 'backend' | 'checkpointer' | 'signal'>;
+
+const TIMING_NOTE = 'Each time is the median of the timed launches between CUDA events; every configuration was checked against the original kernel on two input sets first.';
+
+/** What the HTML report of a stored session says reproduces it: a new run asks the model anew, a replay does not. */
+function storedReproduce(id: string, store: SessionStore): Reproduce {
+  return {
+    session: id,
+    notes: [
+      `A model's answers differ from run to run, so the command starts a new session; \`${commandLine('auto', ['--replay', id, '--sessions', store.dir])}\` runs this session's graph again with its recorded answers and no model.`,
+      TIMING_NOTE,
+    ],
+  };
+}
+
+async function runNew(options: Extract<AutoOptions, { mode: 'new' }>, source: string, store: SessionStore, parts: Parts, io: Io): Promise<number> {
+  await checkReachable(options.provider, parts.signal);
+  const id = newSessionId();
+  const header = { sessionId: id, fileName: basename(options.file), startedAt: new Date().toISOString(), model: `${options.provider.provider}: ${options.provider.model}`, strategy: options.settings.strategy.kind };
+  const recorder = new SessionRecorder(store.history, { id, threadId: id, originalCode: source, filePath: options.file, run: options.settings, header, events: [], exchanges: [] });
+  io.stderr.write(`session ${id} (stored in ${store.dir})\n`);
+  const llm = createChatModel(options.provider);
+  const run = { ...parts, llm, threadId: id, transportRetryPolicy: transportRetryPolicyFor(options.provider) };
+  return session(options, source, options.file, options.settings, run, io, { recorder, model: options.provider, header, inherited: [], reproduce: storedReproduce(id, store) });
+}
+
+/** A stored session continued in its own thread, or (with --from-step) a branch of it in a new one. */
+async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entry: HistoryEntry, editedCode: string | undefined, store: SessionStore, parts: Parts, io: Io): Promise<number> {
+  const settings = recordedSettings(entry, 'resumed');
+  const provider = parseProviderConfig({ ...settings.model, ...options.provider });
+  await checkReachable(provider, parts.signal);
+  const llm = createChatModel(provider);
+  const events = storedEvents(entry);
+  const run = { ...parts, llm, transportRetryPolicy: transportRetryPolicyFor(provider) };
+  const common = { fileName: settings.fileName, model: `${provider.provider}: ${provider.model}`, strategy: settings.strategy.kind };
+  if (options.fromStep === undefined) {
+    if (entry.status === 'completed') throw new Error(`session ${entry.id} is completed: start a branch of it with --from-step STEP`);
+    const header = { ...common, sessionId: entry.id, startedAt: entry.createdAt };
+    const recorder = new SessionRecorder(store.history, {
+      id: entry.id,
+      threadId: entry.threadId,
+      originalCode: entry.originalCode,
+      filePath: entry.filePath,
+      run: settings,
+      ...(entry.parent && { parent: entry.parent }),
+      header,
+      events,
+      exchanges: entry.llmExchanges ?? [],
+      createdAt: entry.createdAt,
+    });
+    io.stderr.write(`resuming session ${entry.id}\n`);
+    const how = { recorder, model: provider, header, inherited: events, reproduce: storedReproduce(entry.id, store) };
+    return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: entry.threadId }, io, how);
+  }
+  const stepId = options.fromStep;
+  const started = events.find((e): e is EventOf<'step.started'> => e.type === 'step.started' && e.stepId === stepId);
+  const id = newSessionId();
+  const header = { ...common, sessionId: id, startedAt: new Date().toISOString() };
+  const inherited = eventsBeforeStep(events, stepId);
+  const recorder = new SessionRecorder(store.history, {
+    id,
+    threadId: id,
+    originalCode: entry.originalCode,
+    filePath: entry.filePath,
+    run: settings,
+    parent: { id: entry.id, threadId: entry.threadId, stepId, ...(started && { stepTitle: started.title }), ...(editedCode !== undefined && { editedCode }) },
+    header,
+    events: inherited,
+    exchanges: [],
+  });
+  io.stderr.write(`session ${id}: a branch of ${entry.id} from step ${stepId}${editedCode === undefined ? '' : ` with the kernel of ${options.kernelFile}`} (stored in ${store.dir})\n`);
+  const branch: BranchOptions = { parentThreadId: entry.threadId, fromStepId: stepId, ...(editedCode !== undefined && { code: editedCode }) };
+  return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: id, branch }, io, { recorder, model: provider, header, inherited, reproduce: storedReproduce(id, store) });
+}
+
+/** The session's graph again with the recorded answers (a branch: from where it branched off, over its parent's checkpoints). */
+async function runReplay(options: Extract<AutoOptions, { mode: 'replay' }>, entry: HistoryEntry, store: SessionStore, parts: Parts, io: Io): Promise<number> {
+  const settings = recordedSettings(entry, 'replayed');
+  const exchanges = entry.llmExchanges ?? [];
+  if (exchanges.length === 0) throw new Error(`session ${entry.id} holds no model exchanges: it was recorded before exchanges were, or asked no model, and cannot be replayed`);
+  const llm = new ReplayChatModel(exchanges);
+  const threadId = `replay-${newSessionId()}`;
+  const branch: BranchOptions | undefined = entry.parent && { parentThreadId: entry.parent.threadId, fromStepId: entry.parent.stepId, ...(entry.parent.editedCode !== undefined && { code: entry.parent.editedCode }) };
+  io.stderr.write(`replaying session ${entry.id} (${exchanges.length} recorded model exchange(s))${branch ? ` from step ${branch.fromStepId} of ${entry.parent!.id}` : ''}\n`);
+  const events = storedEvents(entry);
+  const how = {
+    approvals: approvalsOf(events),
+    model: settings.model,
+    header: { sessionId: entry.id, fileName: settings.fileName, startedAt: new Date().toISOString(), model: `replay of ${entry.id} (${settings.model.provider}: ${settings.model.model})`, strategy: settings.strategy.kind },
+    // A replayed branch starts where the branch did: before that, the log is what the branch inherited.
+    inherited: inheritedEvents(events),
+    reproduce: {
+      session: entry.id,
+      notes: [`The model's answers are the ones recorded in session ${entry.id}: the command runs its graph again with them and no model, and stops where this run departs from the recording.`, TIMING_NOTE],
+    },
+  };
+  const started = performance.now();
+  try {
+    const code = await session(options, entry.originalCode, entry.filePath, settings, { ...parts, llm, threadId, ...(branch && { branch }) }, io, how);
+    const unused = llm.unused();
+    io.stderr.write(`replay: ${llm.callCount} model call(s) served from the recording in ${((performance.now() - started) / 1000).toFixed(2)} s (graph and GPU; no model latency)${unused.length > 0 ? `; ${unused.length} recorded exchange(s) were not asked for (first: call ${unused[0]!.index + 1}, "${unused[0]!.exchange.purpose}")` : ''}\n`);
+    return code;
+  } finally {
+    await store.checkpointer.deleteThread(threadId).catch(() => undefined);
+  }
+}
+
+function recordedSettings(entry: HistoryEntry, what: string): SessionSettings {
+  if (!entry.run) throw new Error(`session ${entry.id} was stored without its settings (by an older version) and cannot be ${what}`);
+  return entry.run;
+}
+
+type Reproduce = Pick<ReportData['reproduce'], 'session' | 'notes'>;
+
+interface HowRun {
+  /** Stores the session as it runs (a replay stores nothing). */
+  recorder?: SessionRecorder;
+  /** A replay answers the plan approvals as recorded; without them the user is asked at the prompt. */
+  approvals?: PlanApproval[];
+  model: Pick<ProviderConfig, 'provider' | 'model'>;
+  header: Omit<StoredSessionHeader, 'kernelName'>;
+  /** The log this run goes on from (a resumed session's, what a branch inherited of its parent's): part of the results. */
+  inherited: readonly TuningEvent[];
+  reproduce: Reproduce;
+}
+
+/**
+ * Runs one session to its end: progress on stderr (events on stdout with --json), the plan approval at the prompt (a
+ * replay answers it as recorded), the session stored as it goes, and the results written when it finished.
+ */
+async function session(options: Common, source: string, file: string, settings: SessionSettings, run: SessionRunParts, io: Io, how: HowRun): Promise<number> {
+  const { options: transformerOptions, warnings } = transformerOptionsFrom(settings, run);
+  for (const w of warnings) io.stderr.write(`warning: ${w}\n`);
+  const transformer = new LLMKernelTransformer(source, transformerOptions);
+  const events: TuningEvent[] = [];
+  const show = async (event: TuningEvent) => {
+    events.push(event);
+    await how.recorder?.record(event);
+    if (options.json) io.stdout.write(`${JSON.stringify(event)}\n`);
+    const { level, text } = describeEvent(event);
+    if (level !== 'debug' || options.verbose) io.stderr.write(`${level === 'info' || level === 'debug' ? '' : `${level}: `}${text}\n`);
+  };
+  const approvals = [...(how.approvals ?? [])];
+  let end = await drain(transformer.stream(), show);
+  while (end.status === 'awaiting_approval') {
+    const approval = how.approvals ? approvals.shift() : await askApproval(end.steps, io.stdin, io.stderr);
+    if (!approval) {
+      io.stderr.write(how.approvals ? 'the recording holds no further plan approval: stopping\n' : 'not approved: stopping (nothing was tuned)\n');
+      await how.recorder?.finish(end);
+      return 1;
+    }
+    end = await drain(transformer.stream({ approval }), show);
+  }
+  await how.recorder?.finish(end);
+  if (end.status === 'cancelled') return 130;
+  if (end.status === 'failed') return 1;
+  const log = [...how.inherited, ...events];
+  const finished = events.find((e): e is EventOf<'session.finished'> => e.type === 'session.finished')!;
+  const out = options.out ?? (existsSync(dirname(file)) ? `${file}.tuned` : resolve(`${basename(file)}.tuned`));
+  const written = writeResults({ file, out, provider: how.model }, source, log, finished);
+  const report = options.report === undefined ? join(out, 'report.html') : options.report;
+  if (report) {
+    const kernelName = log.findLast((e): e is EventOf<'session.started'> => e.type === 'session.started')?.kernel.name ?? settings.kernelName ?? basename(file);
+    writeReport(
+      report,
+      reportFromSession({
+        header: { ...how.header, kernelName },
+        events: log,
+        compilerOptions: settings.compilerOptions,
+        reproduce: { command: commandLine('auto', options.args), file, ...how.reproduce },
+      }),
+    );
+    written.push(report);
+  }
+  io.stderr.write(`results: ${written.join(', ')}\n`);
+  return 0;
+}
+
+async function drain(stream: AsyncGenerator<TuningEvent, SessionEnd>, show: (e: TuningEvent) => Promise<void>): Promise<SessionEnd> {
   let next = await stream.next();
-  for (; !next.done; next = await stream.next()) show(next.value);
+  for (; !next.done; next = await stream.next()) await show(next.value);
   return next.value;
 }
 
@@ -270,7 +483,13 @@ async function askApproval(steps: PlanStepView[], input: Readable, output: Writa
   }
 }
 
-function writeResults(options: AutoOptions, source: string, events: TuningEvent[], finished: EventOf<'session.finished'>): string[] {
+interface ResultTarget {
+  file: string;
+  out: string;
+  provider: Pick<ProviderConfig, 'provider' | 'model'>;
+}
+
+function writeResults(options: ResultTarget, source: string, events: TuningEvent[], finished: EventOf<'session.finished'>): string[] {
   mkdirSync(options.out, { recursive: true });
   const name = basename(options.file).replace(/\.cu$/, '');
   const files = {
@@ -282,35 +501,11 @@ function writeResults(options: AutoOptions, source: string, events: TuningEvent[
   writeFileSync(files.kernel, finished.finalCode);
   writeFileSync(files.diff, unifiedDiff(source, finished.finalCode, { fileName: basename(options.file) }));
   writeFileSync(files.markdown, markdownReport(options, events, finished));
-  const started = events.find((e): e is EventOf<'session.started'> => e.type === 'session.started');
+  // The last start: a branch's log begins with its parent's.
+  const started = events.findLast((e): e is EventOf<'session.started'> => e.type === 'session.started');
   const report = { version: 1, file: options.file, kernel: started?.kernel, device: started?.device, model: { provider: options.provider.provider, model: options.provider.model }, result: finished, events };
   writeFileSync(files.json, `${JSON.stringify(report, null, 2)}\n`);
-  if (!options.report) return Object.values(files);
-  writeReport(
-    options.report,
-    reportFromSession({
-      header: {
-        sessionId: started?.threadId ?? 'session',
-        kernelName: started?.kernel.name ?? name,
-        fileName: basename(options.file),
-        startedAt: events[0]?.at ?? new Date().toISOString(),
-        model: `${options.provider.provider} ${options.provider.model}`,
-        strategy: options.strategy,
-      },
-      events,
-      compilerOptions: options.compilerOptions,
-      reproduce: {
-        command: commandLine('auto', options.args),
-        file: options.file,
-        ...(started && { session: started.threadId }),
-        notes: [
-          "A model's answers differ from run to run, so the command starts a new session; this report's numbers are this session's, whose every event is in report.json beside it.",
-          'Each time is the median of the timed launches between CUDA events; every configuration was checked against the original kernel on two input sets first.',
-        ],
-      },
-    }),
-  );
-  return [...Object.values(files), options.report];
+  return Object.values(files);
 }
 
 /** What the proposal did with each launch of the kernel in the file. */
@@ -327,9 +522,9 @@ function launchSitesReport(finished: EventOf<'session.finished'>): string[] {
 
 const ms = (v: number | null) => (v === null ? 'n/a' : `${Number(v.toPrecision(4))} ms`);
 
-export function markdownReport(options: Pick<AutoOptions, 'file' | 'provider'>, events: readonly TuningEvent[], finished: EventOf<'session.finished'>): string {
+export function markdownReport(options: Pick<ResultTarget, 'file' | 'provider'>, events: readonly TuningEvent[], finished: EventOf<'session.finished'>): string {
   const of = <T extends TuningEvent['type']>(type: T) => events.filter((e): e is Extract<TuningEvent, { type: T }> => e.type === type);
-  const started = of('session.started')[0];
+  const started = of('session.started').at(-1);
   const analysis = of('analysis.done')[0];
   const t = finished.tracker;
   const lines = [

@@ -10,6 +10,7 @@
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { DeviceSpeedLimits, LaunchWork } from '../tuner/speed-of-light';
 import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../tuner/types';
+import type { LlmExchange } from './llm/exchange';
 
 export const EVENTS_VERSION = 1;
 
@@ -109,6 +110,12 @@ interface Base {
 
 export type TuningEventBody =
   | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number } }
+  /**
+   * This session is a branch of `parentThreadId`: it starts again from step `stepId`, from the kernel that step started
+   * from, or (`edited`) from the user's version of it, which the next events check and time as the pseudo-step
+   * `edit:<stepId>`.
+   */
+  | { type: 'session.branched'; parentThreadId: string; stepId: string; edited: boolean }
   | { type: 'graph.described'; graphs: GraphView[] }
   | {
       type: 'graph.node';
@@ -168,6 +175,8 @@ export type TuningEventBody =
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
   | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number }
+  /** One request to the model and its answer, as sent and received (secrets removed): what a replay serves again. */
+  | { type: 'llm.exchange'; exchange: LlmExchange }
   | { type: 'llm.retry'; purpose: string; attempt: number; error: string; message: string }
   | { type: 'warning'; message: string }
   | {
@@ -241,6 +250,8 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
   switch (event.type) {
     case 'session.started':
       return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.gpus ? `${event.device.gpus} x ` : ''}${event.device.name} (${event.device.arch}), session ${event.threadId}`);
+    case 'session.branched':
+      return info(`branch of session ${event.parentThreadId}: from step ${event.stepId}${event.edited ? ', with the kernel edited' : ', as it was'}`);
     case 'graph.described':
       return debug(`graphs: ${event.graphs.map((g) => `${g.id} (${g.nodes.length} nodes)`).join(', ')}`);
     case 'graph.node':
@@ -275,6 +286,10 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`replanning (round ${event.round} of at most ${event.maxRounds})`);
     case 'llm.usage':
       return debug(`${event.purpose}: ${event.model} used ${event.promptTokens} prompt + ${event.completionTokens} completion tokens`);
+    case 'llm.exchange': {
+      const x = event.exchange;
+      return debug(`${x.purpose}: ${x.model} ${x.error ? `failed (${x.error.name})` : 'answered'} in ${Math.round(x.durationMs)} ms`);
+    }
     case 'llm.retry':
       return { level: 'warning', text: `${event.purpose}: attempt ${event.attempt} failed (${event.error}), asking again: ${event.message.split('\n', 1)[0]}` };
     case 'warning':

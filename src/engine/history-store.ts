@@ -10,12 +10,15 @@
  * - Writes of one id are serialized in this process (save/update/delete queue per id); across processes the last
  *   rename wins, whole.
  */
+import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { KT_ERROR_OF } from '../tuner/cache.js';
 import { configKey, type ParamValue } from '../tuner/types.js';
 import { removeStaleTempFiles, writeFileAtomic } from './fs-atomic.js';
+import { LlmExchangeSchema } from './llm/exchange.js';
+import { SessionSettingsSchema } from './session-settings.js';
 
 export const SESSION_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'interrupted'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
@@ -28,12 +31,31 @@ const isoDate = z.iso.datetime({ offset: true });
 /** Session ids become file names: a conservative portable set, and never a dot first (reserved for our own files). */
 export const SESSION_ID_PATTERN = /^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$/;
 
+/** A new session id: sortable by time, unique (20261122T140512Z-9f2c4a1b). */
+export function newSessionId(now = new Date()): string {
+  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
+  return `${stamp}-${randomBytes(4).toString('hex')}`;
+}
+
 export const HistoryStepSchema = z.looseObject({
+  /** The strategy's id of the step ("3", "block_size_x"): a branch can start again from it. */
+  stepId: z.string().optional(),
   title: z.string(),
   status: z.enum(STEP_STATUSES),
   timeMs: finiteNumber.optional(),
   improvementPct: finiteNumber.optional(),
 });
+
+/** Where a branch comes from: the session it branched off and the step it started again from. */
+export const HistoryParentSchema = z.object({
+  id: z.string().regex(SESSION_ID_PATTERN, 'must match SESSION_ID_PATTERN'),
+  threadId: z.string(),
+  stepId: z.string(),
+  stepTitle: z.string().optional(),
+  /** The kernel the user gave the step instead of the one it started from (the whole file). */
+  editedCode: z.string().optional(),
+});
+export type HistoryParent = z.infer<typeof HistoryParentSchema>;
 
 export const HistoryEntrySchema = z.object({
   id: z.string().regex(SESSION_ID_PATTERN, 'must match SESSION_ID_PATTERN'),
@@ -57,19 +79,35 @@ export const HistoryEntrySchema = z.object({
   error: z.string().optional(),
   /** Process that last wrote the entry; lets startup tell a crashed 'running' session from one alive in another window. */
   ownerPid: z.number().int().positive().optional(),
+  /** Set for a branch of another session. */
+  parent: HistoryParentSchema.optional(),
+  /** Set for a session that replayed another one's recorded model answers. */
+  replayOf: z.string().regex(SESSION_ID_PATTERN, 'must match SESSION_ID_PATTERN').optional(),
+  /** The settings the session's graph was built with: what resuming, branching and replaying it need. */
+  run: SessionSettingsSchema.optional(),
+  /** Every request to the model and its answer, in order (secrets removed): what a replay serves again. */
+  llmExchanges: z.array(LlmExchangeSchema).optional(),
 });
 
 export type HistoryEntry = z.infer<typeof HistoryEntrySchema>;
 export type HistoryStep = z.infer<typeof HistoryStepSchema>;
 
-/** What the sidebar needs per session: everything but the code, the steps and the report. */
+/** What the sidebar needs per session: everything but the code, the steps, the report and the recording. */
 export const HistorySummarySchema = HistoryEntrySchema.omit({
   originalCode: true,
   finalCode: true,
   report: true,
   steps: true,
   ownerPid: true,
-}).extend({ stepCount: z.number().int().nonnegative() });
+  parent: true,
+  run: true,
+  llmExchanges: true,
+}).extend({
+  stepCount: z.number().int().nonnegative(),
+  parent: HistoryParentSchema.omit({ editedCode: true }).optional(),
+  /** It has its settings and model exchanges stored: it can be replayed. */
+  replayable: z.boolean().optional(),
+});
 
 export type HistorySummary = z.infer<typeof HistorySummarySchema>;
 
@@ -122,7 +160,7 @@ export const CacheExportReportSchema = z.looseObject({
 export type ExportFormat = 'json' | 'kernel-tuner-cache';
 
 const INDEX_FILE = '.index.json';
-const INDEX_VERSION = 1;
+const INDEX_VERSION = 2;
 /** Temp files older than this belong to a crashed writer, not to one in flight. */
 const STALE_TEMP_MS = 10 * 60 * 1000;
 
@@ -140,7 +178,9 @@ const IndexSchema = z.object({
 });
 
 function summarize(entry: HistoryEntry): HistorySummary {
-  return HistorySummarySchema.parse({ ...entry, stepCount: entry.steps.length });
+  const { editedCode: _code, ...parent } = entry.parent ?? {};
+  const replayable = entry.run !== undefined && (entry.llmExchanges?.length ?? 0) > 0;
+  return HistorySummarySchema.parse({ ...entry, stepCount: entry.steps.length, replayable, ...(entry.parent && { parent }) });
 }
 
 function errorMessage(err: unknown): string {

@@ -10,7 +10,8 @@ import type { z } from 'zod';
 import { engineContext } from './context';
 import { emit } from './events';
 import { isAbortError } from './llm/errors';
-import { endpointOf } from './llm/providers';
+import { endpointOf, secretsOf } from './llm/providers';
+import { ExchangeRecorder } from './llm/recording';
 import { invokeStructured } from './llm/structured';
 import { describeLlmError, withTransportRetry } from './llm/transport';
 
@@ -21,6 +22,11 @@ function reportUsage(llm: BaseChatModel, message: BaseMessage, config: LangGraph
   emit(config, { type: 'llm.usage', purpose, model, promptTokens: usage?.input_tokens ?? 0, completionTokens: usage?.output_tokens ?? 0 });
 }
 
+/** Records each request of one logical call as an `llm.exchange` event of the session. */
+function recorder(llm: BaseChatModel, config: LangGraphRunnableConfig, purpose: string): ExchangeRecorder {
+  return new ExchangeRecorder(purpose, (exchange) => emit(config, { type: 'llm.exchange', exchange }), secretsOf(llm));
+}
+
 /** The model's answer as text. */
 export async function askText(llm: BaseChatModel, messages: BaseMessage[], config: LangGraphRunnableConfig, purpose: string): Promise<string> {
   const signal = config.signal;
@@ -29,7 +35,7 @@ export async function askText(llm: BaseChatModel, messages: BaseMessage[], confi
   // notices an abort only between chunks) and words the failure.
   const answer = await withTransportRetry(
     () =>
-      llm.invoke(messages, { signal }).catch((error: unknown) => {
+      llm.invoke(messages, { signal, callbacks: [recorder(llm, config, purpose)] }).catch((error: unknown) => {
         throw isAbortError(error, signal) ? error : describeLlmError(error, endpoint);
       }),
     { maxAttempts: 1, signal, endpoint },
@@ -51,5 +57,6 @@ export function askStructured<S extends z.ZodType>(
     name: purpose.replace(/[^A-Za-z0-9_]/g, '_'),
     ...(config.signal && { signal: config.signal }),
     onResponse: (message) => reportUsage(llm, message, config, purpose),
+    callbacks: [recorder(llm, config, purpose)],
   });
 }

@@ -61,3 +61,29 @@ export async function* streamSession(graph: StreamableGraph, input: unknown, con
   }
   return end;
 }
+
+/**
+ * Runs `work` with a writer for events (as LangGraph's `config.writer`) and yields the events while it runs; returns
+ * its result, or throws its error once the events before it are out.
+ */
+export async function* eventsWhile<T>(work: (writer: (chunk: unknown) => void) => Promise<T>): AsyncGenerator<TuningEvent, T> {
+  const queue: TuningEvent[] = [];
+  let wake: (() => void) | undefined;
+  let outcome: { value: T } | { error: unknown } | undefined;
+  void work((chunk) => {
+    if (!isTuningEvent(chunk)) return;
+    queue.push(chunk);
+    wake?.();
+  }).then(
+    (value) => (outcome = { value }),
+    (error: unknown) => (outcome = { error }),
+  ).finally(() => wake?.());
+  for (;;) {
+    while (queue.length > 0) yield queue.shift()!;
+    if (outcome) break;
+    await new Promise<void>((resolve) => (wake = resolve));
+    wake = undefined;
+  }
+  if ('error' in outcome) throw outcome.error;
+  return outcome.value;
+}

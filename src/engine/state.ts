@@ -73,6 +73,11 @@ export const TuningState = Annotation.Root({
   /** Its time on the first test; null before the baseline was measured. */
   bestTimeMs: Annotation<number | null>,
   tracker: Annotation<PerformanceTrackerJSON>,
+  /**
+   * Ids of the strategy's steps in the order they started (BaseTuningStrategy.startStep): the points a branch of the
+   * session can start from (branch.ts). Absent in sessions checkpointed before it existed.
+   */
+  startedSteps: Annotation<string[]>,
 });
 
 export type TuningStateValue = typeof TuningState.State;

@@ -11,7 +11,7 @@
 import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import { Command, MemorySaver, type BaseCheckpointSaver, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
+import { Command, MemorySaver, type BaseCheckpointSaver, type LangGraphRunnableConfig, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import { backendList, type DeviceDescription, type TuningBackend } from '../tuner/backend';
 import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
 import { GpuBackend } from '../tuner/gpu-backend';
@@ -25,10 +25,11 @@ import { isAbortError } from './llm/errors';
 import { compileThinkingPattern, DEFAULT_THINKING_PATTERN, withThinkingStripped } from './llm/thinking';
 import type { StructuredOutputType } from './llm/structured';
 import type { RetryPolicy } from './retry';
-import { streamSession, type SessionEnd } from './session';
+import { copyLineage, EditedKernelError, findBranchPoint, measureEditedKernel } from './branch';
+import { eventsWhile, streamSession, type SessionEnd } from './session';
 import { createSessionGraph } from './session-graph';
 import { finishedEvent } from './session-graph/nodes/finish';
-import type { TestRef, TuningStateValue } from './state';
+import type { TestRef, TuningStateUpdate, TuningStateValue } from './state';
 import { AutonomousTuningStrategy } from './strategies/autonomous';
 import type { PlanApproval } from './strategies/approval';
 import type { TuningGraph } from './strategies/base';
@@ -93,6 +94,18 @@ export interface LLMKernelTransformerOptions {
   threadId?: string;
   /** Pause after planning until the plan is approved: stream({ approval }). */
   approvePlan?: boolean;
+  /**
+   * Start this session (`threadId`, new) as a branch of another one in the same checkpointer: from the point where its
+   * step `fromStepId` started, with the kernel as it was there or, given `code` (the whole file), as the user edited
+   * it. Both sessions keep their results. Ignored once the branch has started (then `stream()` resumes it).
+   */
+  branch?: BranchOptions;
+}
+
+export interface BranchOptions {
+  parentThreadId: string;
+  fromStepId: string;
+  code?: string;
 }
 
 export interface TunableResult {
@@ -197,6 +210,10 @@ export class LLMKernelTransformer {
       // The device's limits, for the speed of light of every configuration (not for a session that only reports).
       const first = backends[0]!;
       if (first.speedLimits && !(started && snapshot.next.length === 0)) yield await limitsEvent(first.speedLimits.bind(first));
+      if (!started && o.branch) {
+        yield* this.startBranch(graph, config, o.branch);
+        return yield* streamSession(graph, null, config);
+      }
       if (streamOptions.approval !== undefined) {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
@@ -241,6 +258,34 @@ export class LLMKernelTransformer {
     });
     const tracker = PerformanceTracker.fromJSON((await this.graph!.getState({ configurable: { thread_id: this.threadId } })).values.tracker);
     return { kernel, bestParams: finished.bestParams, tracker, final: finished };
+  }
+
+  /**
+   * Makes this (new) thread a branch of `branch.parentThreadId` at the start of its step `fromStepId`: the user's kernel,
+   * if given, is checked and timed first (nothing is written when it is not usable), then the checkpoints up to that
+   * point are copied and the kernel put in place (see branch.ts).
+   */
+  private async *startBranch(graph: ReturnType<typeof createSessionGraph>, config: LangGraphRunnableConfig, branch: BranchOptions): AsyncGenerator<TuningEvent, void> {
+    const point = await findBranchPoint(graph, branch.parentThreadId, branch.fromStepId);
+    yield makeEvent({ type: 'session.branched', parentThreadId: branch.parentThreadId, stepId: branch.fromStepId, edited: branch.code !== undefined });
+    let update: TuningStateUpdate | undefined;
+    if (branch.code !== undefined) {
+      const code = branch.code;
+      update = yield* eventsWhile((writer) =>
+        measureEditedKernel(point.state, code, branch.fromStepId, { ...config, writer }).catch((error: unknown) => {
+          if (isAbortError(error, config.signal)) throw error;
+          throw new EditedKernelError(`the edited kernel cannot continue the session: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+        }),
+      );
+    }
+    try {
+      await copyLineage(this.checkpointer, { threadId: branch.parentThreadId, ns: '', checkpointId: point.rootCheckpointId }, this.threadId);
+      await copyLineage(this.checkpointer, { threadId: branch.parentThreadId, ns: point.tuneNamespace, checkpointId: point.checkpointId }, this.threadId);
+      if (update) await graph.updateState({ configurable: { thread_id: this.threadId, checkpoint_ns: point.tuneNamespace, checkpoint_id: point.checkpointId } }, update);
+    } catch (error) {
+      await this.checkpointer.deleteThread(this.threadId).catch(() => undefined);
+      throw error;
+    }
   }
 
   private createGraph() {
@@ -292,6 +337,7 @@ export class LLMKernelTransformer {
       bestParams: {},
       bestTimeMs: null,
       tracker: new PerformanceTracker().toJSON(),
+      startedSteps: [],
     };
   }
 }

@@ -7,6 +7,7 @@
 import { defaultTuningSteps } from '../engine/strategies/explicit/steps';
 import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
+import type { SessionSettings } from '../engine/session-settings';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 
 export const SECTION = 'kernelTuner';
@@ -187,4 +188,40 @@ export function redactConfig(config: EngineConfig): EngineConfig {
   if (config.llm.provider !== 'openai' || config.llm.apiKey === undefined) return config;
   const { apiKey: _secret, ...llm } = config.llm;
   return { ...config, llm };
+}
+
+/** Where a session's kernel is and how its file is built (the document, the include paths, compile_commands.json). */
+export interface SessionFile {
+  kernelName: string;
+  fileName: string;
+  filePath?: string;
+  includePaths: string[];
+  /** Defines and language options from the project's compile_commands.json, before kernelTuner.compilerOptions. */
+  buildOptions: string[];
+}
+
+/** The settings a new session is built with, as the history stores them (without the API key). */
+export function sessionSettings(config: EngineConfig, file: SessionFile): SessionSettings {
+  return {
+    kernelName: file.kernelName,
+    fileName: file.fileName,
+    ...(file.filePath !== undefined && { filePath: file.filePath }),
+    includePaths: file.includePaths,
+    compilerOptions: [...file.buildOptions, ...config.compilerOptions],
+    strategy: config.strategy.kind === 'explicit' ? config.strategy : { ...config.strategy, candidatesPerStep: config.candidatesPerStep },
+    retries: config.retries,
+    performanceThreshold: config.performanceThreshold,
+    iterations: config.iterations,
+    timePerTestS: config.timePerTestS,
+    ...(config.launchTimeoutS > 0 && { launchTimeoutS: config.launchTimeoutS }),
+    structuredOutputType: config.structuredOutputType,
+    stripThinking: config.stripThinkingOutput,
+    approvePlan: config.approvePlan,
+    model: modelSettings(config),
+  };
+}
+
+/** Which model the settings name, for the record (never the API key). */
+export function modelSettings({ llm }: EngineConfig): SessionSettings['model'] {
+  return { provider: llm.provider, model: llm.model, ...(llm.baseUrl !== undefined && { baseUrl: llm.baseUrl }), ...(llm.temperature !== undefined && { temperature: llm.temperature }) };
 }

@@ -5,6 +5,10 @@
  * data (`EngineFailure`), never as instances to test with `instanceof`.
  */
 import type { TuningEvent } from '../engine/events';
+import type { LlmExchange } from '../engine/llm/exchange';
+import type { SessionSettings } from '../engine/session-settings';
+import type { PlanApproval } from '../engine/strategies/approval';
+import type { BranchOptions } from '../engine/transformer';
 import type { GpuSelection } from '../tuner/gpu-selection';
 import type { EngineConfig } from './config';
 import type { EditedPlanStep } from './protocol';
@@ -40,18 +44,16 @@ export interface BackendLease {
 export interface SessionRequest {
   /** The LangGraph thread: a new one, or the one of an interrupted session to resume. */
   threadId: string;
-  resume: boolean;
-  /** The whole source file; the engine tunes `kernelName` in it and keeps the rest. */
+  /** The whole source file as the session started from it; the engine tunes `settings.kernelName` in it. */
   code: string;
-  fileName: string;
-  /** The file on disk (file: documents): its directory is searched for its quoted #includes. */
-  filePath?: string;
-  /** Directories searched for #include: the kernelTuner.includePaths setting and the project's compile_commands.json. */
-  includePaths: string[];
-  /** Defines and language options from the project's compile_commands.json, before kernelTuner.compilerOptions. */
-  buildOptions: string[];
-  kernelName: string;
+  /** How the session's graph is built (stored with the session: a resume or a replay builds the same one). */
+  settings: SessionSettings;
+  /** The model to ask (its API key included); not used by a replay. */
   config: EngineConfig;
+  /** Start the session as a branch of another one; ignored once the session has started. */
+  branch?: BranchOptions;
+  /** Answer from this recording instead of asking the model, plan approvals included. */
+  replay?: { exchanges: LlmExchange[]; approvals: PlanApproval[] };
   /** Where the file checkpointer keeps this window's sessions. */
   checkpointDir: string;
   signal: AbortSignal;
@@ -60,6 +62,8 @@ export interface SessionRequest {
 export interface SessionRun {
   /** Ends after `session.finished`, `session.failed` or `session.cancelled`; never throws. */
   readonly events: AsyncIterable<TuningEvent>;
+  /** For a replay: the recorded exchanges no request asked for (after the events ended). */
+  unusedExchanges(): number;
   /** Continues a session waiting at `plan.awaiting_approval` with the user's (possibly edited) plan. */
   approvePlan(steps: EditedPlanStep[]): void;
 }

@@ -7,9 +7,11 @@
  * extension activates, sessions run on the TuningBackend that module creates instead of the GPU. It is logged loudly
  * and never chosen otherwise; the extension tests set it for the extension host they start.
  */
-import { join } from 'node:path';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
 import { HistoryStore, type HistoryEntry } from '../engine/history-store';
+import { codeBeforeStep, startedStepsOf } from '../engine/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
@@ -22,7 +24,7 @@ import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
 import { reduceAll, stepCode } from './session-view';
-import { SessionManager } from './sessions';
+import { SessionManager, type StartRequest } from './sessions';
 
 export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';
 const API_KEY_SECRET = 'kernelTuner.openai.apiKey';
@@ -84,6 +86,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
         if (shown && message.type === 'openSideBySide') await inlineDiff.openSideBySide(shown);
         return;
       }
+      case 'branch':
+        await branchFrom(message.sessionId, message.stepId);
+        return;
       case 'exportChart':
         await exportChart(message.sessionId, message.format, message.data);
         return;
@@ -159,13 +164,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   }
 
   /**
-   * The LLM answers and the GPU opens, checked side by side; undefined when either fails, after the progress has closed
+   * The LLM answers (unless a replay needs none) and the GPU opens, checked side by side; undefined when either fails, after the progress has closed
    * and every failure was told in one message.
    */
-  async function preflight(config: EngineConfig, endpoint: string): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
+  async function preflight(config: EngineConfig, endpoint: string, needsModel = true): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
     const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
     const checked = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: `Kernel Tuner: checking ${endpoint} and the GPU…` },
+      { location: vscode.ProgressLocation.Notification, title: needsModel ? `Kernel Tuner: checking ${endpoint} and the GPU…` : 'Kernel Tuner: opening the GPU…' },
       async (): Promise<{ engine: EngineRuntime; backend: BackendLease } | { failures: EngineFailure[] }> => {
         let engine: EngineRuntime;
         try {
@@ -174,7 +179,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
           return { failures: [{ kind: 'other', message: `the engine could not be loaded: ${error instanceof Error ? error.message : String(error)}` }] };
         }
         const [llm, gpu] = await Promise.allSettled([
-          engine.checkLlm(config),
+          needsModel ? engine.checkLlm(config) : Promise.resolve(),
           engine.openBackend({ gpus: config.gpus, ...(testBackendModule && { testBackendModule }) }),
         ]);
         if (llm.status === 'fulfilled' && gpu.status === 'fulfilled') return { engine, backend: gpu.value };
@@ -231,7 +236,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return pick ? { document, kernelName: pick.kernel.name } : undefined;
   }
 
-  async function tune(arg: unknown, resume?: HistoryEntry): Promise<void> {
+  /** What a session builds on: an interrupted one to continue, a stored one to branch or to replay. */
+  type StoredStart = { resume: HistoryEntry } | { branch: NonNullable<StartRequest['branch']> } | { replay: HistoryEntry };
+
+  async function tune(arg: unknown, stored?: StoredStart): Promise<void> {
+    const base = stored && ('resume' in stored ? stored.resume : 'branch' in stored ? stored.branch.parent : stored.replay);
     const running = sessions.current();
     if (running) {
       // One session at a time: timings taken while another session uses the GPU would be worthless.
@@ -241,22 +250,24 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       return;
     }
     // A document with an open proposal holds the proposal's lines besides its own: nothing to tune there until it is decided.
-    const underReview = resume ? (resume.fileUri ? vscode.Uri.parse(resume.fileUri) : vscode.Uri.file(resume.filePath)) : targetUri(arg);
+    const underReview = base ? (base.fileUri ? vscode.Uri.parse(base.fileUri) : vscode.Uri.file(base.filePath)) : targetUri(arg);
     if (underReview && inlineDiff.hasReview(underReview)) {
       void vscode.window.showWarningMessage(`${relative(underReview)} has a proposal to review: accept or reject it (the lenses at the top) before tuning again.`);
       return;
     }
-    const target = resume ? { document: await openEntryDocument(resume), kernelName: resume.kernelName } : await resolveTarget(arg);
+    const target = base ? { document: await openEntryDocument(base), kernelName: base.kernelName } : await resolveTarget(arg);
     if (!target) return;
     const settings = await engineConfig();
     if (!settings) return;
     const { config, endpoint } = settings;
-    const ready = await preflight(config, endpoint);
+    // A replay asks no model: only the GPU has to be there.
+    const ready = await preflight(config, endpoint, !(stored && 'replay' in stored));
     if (!ready) return;
-    log.info(`${resume ? 'resuming' : 'tuning'} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
+    const doing = !stored ? 'tuning' : 'resume' in stored ? 'resuming' : 'branch' in stored ? `branching ${stored.branch.parent.id} at step ${stored.branch.stepId}:` : `replaying ${stored.replay.id}:`;
+    log.info(`${doing} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
     log.debug(`engine config: ${JSON.stringify(redactConfig(config))}`);
     try {
-      const started = await sessions.start({ document: target.document, kernelName: target.kernelName, config, runtime: ready.engine, backend: ready.backend, checkpointDir, ...(resume && { resume }) });
+      const started = await sessions.start({ document: target.document, kernelName: target.kernelName, config, runtime: ready.engine, backend: ready.backend, checkpointDir, ...stored });
       last = started;
       await panels.show(started.sessionId, target.kernelName, true);
     } catch (error) {
@@ -290,6 +301,76 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     if (!dest) return;
     await history.export(entry.id, format, dest.fsPath);
     void vscode.window.showInformationMessage(`Exported to ${relative(dest)}.`);
+  }
+
+  /** Files the user edits before a branch starts from them: `<id>.cu`, with `<id>.json` saying which session and step. */
+  const draftsDir = join(storage, 'branch-drafts');
+  const isDraft = (uri: vscode.Uri | undefined) => uri?.scheme === 'file' && dirname(uri.fsPath) === draftsDir && uri.fsPath.endsWith('.cu');
+  const updateDraftContext = () => void vscode.commands.executeCommand('setContext', 'kernelTuner.branchDraft', isDraft(vscode.window.activeTextEditor?.document.uri));
+
+  /**
+   * Starts a branch of a stored session at one of its steps (the tree's step, the panel's, or one picked): as it was,
+   * or after the user edits the kernel that step started from, in an editor (`kernelTuner.branch.continue` then starts
+   * it; the draft is a file, so it survives a reload).
+   */
+  async function branchFrom(arg: unknown, stepArg: unknown, howArg?: unknown): Promise<void> {
+    const entry = await entryFor(arg);
+    if (!entry) return;
+    const events = isSessionReport(entry.report) ? entry.report.events : [];
+    const started = startedStepsOf(events);
+    const node = arg as HistoryNode | undefined;
+    let stepId = typeof stepArg === 'string' ? stepArg : node && typeof node === 'object' && node.kind === 'step' ? node.step.stepId : undefined;
+    if (stepId === undefined) {
+      const pick = await vscode.window.showQuickPick(started.map((s) => ({ label: `${s.stepId}. ${s.title}`, stepId: s.stepId })), { title: 'Start a branch from which step?' });
+      if (!pick) return;
+      stepId = pick.stepId;
+    }
+    const step = started.find((s) => s.stepId === stepId);
+    if (!step) return void vscode.window.showWarningMessage(`Step ${stepId} never started in this session: a branch starts from a step that ran.`);
+    // Callers may say how (`as-it-was` or `edit`, e.g. a keybinding); else the user picks.
+    const how =
+      howArg === 'as-it-was' || howArg === 'edit'
+        ? { edit: howArg === 'edit' }
+        : await vscode.window.showQuickPick(
+            [
+              { label: '$(debug-restart) As it was', detail: `Run "${step.title}" and every step after it again, from the kernel as it was then.`, edit: false },
+              { label: '$(edit) Edit the kernel first', detail: `Open the kernel "${step.title}" started from; the branch starts from your version.`, edit: true },
+            ],
+            { title: `Branch from step ${stepId}: ${step.title}` },
+          );
+    if (!how) return;
+    if (!how.edit) return tune(undefined, { branch: { parent: entry, stepId, stepTitle: step.title } });
+    await mkdir(draftsDir, { recursive: true });
+    const name = `${entry.id}-step-${stepId.replace(/[^A-Za-z0-9_-]/g, '_')}`;
+    const draft = vscode.Uri.file(join(draftsDir, `${name}.cu`));
+    await writeFile(join(draftsDir, `${name}.json`), JSON.stringify({ sessionId: entry.id, stepId, stepTitle: step.title }));
+    // An edit started before (a branch it made failed, or a reload came between) is kept, not overwritten.
+    await writeFile(draft.fsPath, codeBeforeStep(events, stepId, entry.originalCode), { flag: 'wx' }).catch((error: unknown) => {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw error;
+    });
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument(draft), { preview: false });
+    updateDraftContext();
+    void vscode.window.showInformationMessage(`Edit the kernel as step ${stepId} should start from it, then continue the branch (▶ in the editor's title bar).`, 'Continue now').then((choice) => {
+      if (choice) void vscode.commands.executeCommand('kernelTuner.branch.continue', draft);
+    });
+  }
+
+  /** Starts the branch a draft (the active editor, or `arg`) was opened for, from the draft's text. */
+  async function continueBranch(arg: unknown): Promise<void> {
+    const uri = arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+    if (!uri || !isDraft(uri)) return void vscode.window.showInformationMessage('Open the kernel of a branch first: "Branch from this step…" on a step of a session, then "Edit the kernel first".');
+    const document = await vscode.workspace.openTextDocument(uri);
+    const about = JSON.parse(await readFile(uri.fsPath.replace(/\.cu$/, '.json'), 'utf8')) as { sessionId: string; stepId: string; stepTitle: string };
+    const parent = await history.get(about.sessionId);
+    if (!parent) return void vscode.window.showWarningMessage('The session this kernel was opened from is no longer in the history.');
+    await tune(undefined, { branch: { parent, stepId: about.stepId, stepTitle: about.stepTitle, editedCode: document.getText() } });
+  }
+
+  async function pickReplayable(): Promise<HistoryEntry | undefined> {
+    const replayable = (await history.list()).sessions.filter((s) => s.replayable);
+    if (replayable.length === 0) return void vscode.window.showInformationMessage('No stored session has recorded model exchanges to replay.');
+    const pick = await vscode.window.showQuickPick(replayable.map((s) => ({ label: s.kernelName, description: `${s.status} · ${s.createdAt.slice(0, 16).replace('T', ' ')}`, id: s.id })), { title: 'Replay which session?' });
+    return pick && history.get(pick.id);
   }
 
   const command = (id: string, run: (...args: unknown[]) => unknown) =>
@@ -364,7 +445,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       if (!entry) return;
       if (entry.status !== 'interrupted') return void vscode.window.showInformationMessage(`This session is ${entry.status}; only an interrupted session can be resumed.`);
       if (!isSessionReport(entry.report)) return void vscode.window.showWarningMessage('This session was stored without its report and cannot be resumed.');
-      await tune(undefined, entry);
+      await tune(undefined, { resume: entry });
+    }),
+    command('kernelTuner.history.branch', (arg, stepArg, how) => branchFrom(arg, stepArg, how)),
+    command('kernelTuner.branch.continue', (arg) => continueBranch(arg)),
+    command('kernelTuner.history.replay', async (arg) => {
+      const entry = arg === undefined ? await pickReplayable() : await entryFor(arg);
+      if (!entry) return;
+      if (!entry.run || !entry.llmExchanges?.length) return void vscode.window.showWarningMessage('This session was stored without its model exchanges (before they were recorded): it cannot be replayed.');
+      await tune(undefined, { replay: entry });
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
     command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
@@ -379,6 +468,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       await history.delete(entry.id);
     }),
   );
+
+  // A session's chart draws its parent's and its branches' steps beside its own; they change as they run (a running
+  // session saves every half second: one refresh per burst).
+  let relatedTimer: ReturnType<typeof setTimeout> | undefined;
+  context.subscriptions.push(
+    vscode.window.onDidChangeActiveTextEditor(updateDraftContext),
+    history.onDidChange(() => {
+      relatedTimer ??= setTimeout(() => {
+        relatedTimer = undefined;
+        void panels.refreshRelated();
+      }, 300);
+    }),
+    { dispose: () => relatedTimer && clearTimeout(relatedTimer) },
+  );
+  updateDraftContext();
 
   // Sessions that were running when their window went away become "interrupted" (resumable).
   void history.markInterruptedOnStartup().then(

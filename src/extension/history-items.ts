@@ -4,6 +4,7 @@
  * view/item/context menus match with regular expressions (`\bhasCode\b`, `\binterrupted\b`, ...).
  */
 import type { HistoryStep, HistorySummary } from '../engine/history-store';
+import { isEditStep } from '../engine/session-log';
 
 export interface ItemSpec {
   label: string;
@@ -55,16 +56,26 @@ function baseName(path: string): string {
   return path.split(/[\\/]/).pop() ?? path;
 }
 
-/** Completed sessions have a final kernel and the configurations of the final step. */
-export function sessionFlags(summary: Pick<HistorySummary, 'status' | 'bestTimeMs'>): string[] {
+/** Completed sessions have a final kernel and the configurations of the final step; recorded ones can be replayed. */
+export function sessionFlags(summary: Pick<HistorySummary, 'status' | 'bestTimeMs' | 'replayable'>): string[] {
   const flags = ['session', summary.status];
   if (summary.status === 'completed') flags.push('hasCode', 'hasConfigurations');
+  if (summary.replayable) flags.push('replayable');
   return flags;
 }
 
-export function sessionItem(summary: HistorySummary, timeZone?: string): ItemSpec {
+/** What a session is to the one it sits under in the tree: a branch from one of its steps, or a replay of it. */
+function lineage(summary: HistorySummary): string | undefined {
+  if (summary.parent) return `branch from step ${summary.parent.stepId}${summary.parent.stepTitle ? ` (${summary.parent.stepTitle})` : ''}`;
+  if (summary.replayOf) return 'replay';
+  return undefined;
+}
+
+/** `childCount`: the branches and replays listed under the session. */
+export function sessionItem(summary: HistorySummary, timeZone?: string, childCount = 0): ItemSpec {
   const speed = summary.speedup !== undefined ? formatSpeedup(summary.speedup) : summary.status;
-  const description = [speed, baseName(summary.filePath), summary.device.name, formatDate(summary.createdAt, timeZone)].join(' · ');
+  const of = lineage(summary);
+  const description = [...(of ? [of] : []), speed, baseName(summary.filePath), summary.device.name, formatDate(summary.createdAt, timeZone)].join(' · ');
   const lines = [
     `**${summary.kernelName}** in \`${summary.filePath}\``,
     '',
@@ -76,14 +87,21 @@ export function sessionItem(summary: HistorySummary, timeZone?: string): ItemSpe
   if (summary.bestTimeMs !== undefined) lines.push(`- Best: ${formatMs(summary.bestTimeMs)}`);
   if (summary.speedup !== undefined) lines.push(`- Speed-up: ${formatSpeedup(summary.speedup)}`);
   lines.push(`- Steps: ${summary.stepCount}`);
+  if (summary.parent) lines.push(`- Branch of session ${summary.parent.id}, from step ${summary.parent.stepId}`);
+  if (summary.replayOf) lines.push(`- Replay of session ${summary.replayOf} (its recorded model answers)`);
   return {
     label: summary.kernelName,
     description,
     tooltip: lines.join('\n'),
     icon: STATUS_ICON[summary.status],
     contextValue: sessionFlags(summary).join(' '),
-    collapsible: summary.stepCount > 0,
+    collapsible: summary.stepCount + childCount > 0,
   };
+}
+
+/** A step a branch can start from: one of the strategy's steps that started (not the user's edit). */
+export function isBranchable(step: HistoryStep): boolean {
+  return step.stepId !== undefined && !isEditStep(step.stepId) && ['running', 'accepted', 'rejected', 'failed'].includes(step.status);
 }
 
 export function stepItem(step: HistoryStep): ItemSpec {
@@ -96,7 +114,7 @@ export function stepItem(step: HistoryStep): ItemSpec {
     description: parts.join(' · '),
     tooltip: [`**${step.title}**`, '', `Status: ${step.status}`, ...(reason ? ['', reason] : [])].join('\n'),
     icon: STEP_ICON[step.status],
-    contextValue: `step ${step.status}`,
+    contextValue: `step ${step.status}${isBranchable(step) ? ' branchable' : ''}`,
     collapsible: false,
   };
 }

@@ -19,6 +19,9 @@ export class HistoryTreeProvider implements vscode.TreeDataProvider<HistoryNode>
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subscription: { dispose(): void };
   private refreshTimer: ReturnType<typeof setTimeout> | undefined;
+  /** The sessions of the last listing, and how many branches and replays each has under it. */
+  private sessions: HistorySummary[] = [];
+  private readonly childCount = new Map<string, number>();
 
   constructor(
     private readonly store: HistoryStore,
@@ -43,25 +46,38 @@ export class HistoryTreeProvider implements vscode.TreeDataProvider<HistoryNode>
       item.command = { command: 'kernelTuner.history.open', title: 'Open report', arguments: [node.sessionId] };
       return item;
     }
-    const item = toTreeItem(sessionItem(node.summary));
-    // The id includes the step count so that VS Code asks for the children again after a step is added.
-    item.id = `${node.summary.id}#${node.summary.stepCount}`;
+    const children = this.childCount.get(node.summary.id) ?? 0;
+    const item = toTreeItem(sessionItem(node.summary, undefined, children));
+    // The id includes the step and branch counts so that VS Code asks for the children again after one is added.
+    item.id = `${node.summary.id}#${node.summary.stepCount}#${children}`;
     item.command = { command: 'kernelTuner.history.open', title: 'Open report', arguments: [node.summary.id] };
     return item;
   }
 
+  /**
+   * Sessions at the top, each with its steps and, below them, the sessions that branched from it or replayed it (the
+   * fork, as a tree); a branch whose parent is gone stands at the top.
+   */
   async getChildren(node?: HistoryNode): Promise<HistoryNode[]> {
     if (!node) {
       const { sessions, problems } = await this.store.list();
       for (const p of problems) this.log.warn(`history: skipped ${p.file}: ${p.message}`);
-      return sessions.map((summary) => ({ kind: 'session', summary }));
+      this.sessions = sessions;
+      const ids = new Set(sessions.map((s) => s.id));
+      this.childCount.clear();
+      for (const s of sessions) {
+        const from = parentOf(s);
+        if (from && ids.has(from)) this.childCount.set(from, (this.childCount.get(from) ?? 0) + 1);
+      }
+      return sessions.filter((s) => !ids.has(parentOf(s) ?? '')).map((summary) => ({ kind: 'session', summary }));
     }
     if (node.kind === 'step') return [];
+    const branches: HistoryNode[] = this.sessions.filter((s) => parentOf(s) === node.summary.id).map((summary) => ({ kind: 'session', summary }));
     const entry = await this.store.get(node.summary.id).catch((error: unknown) => {
       this.log.warn(`history: cannot read session ${node.summary.id}: ${error instanceof Error ? error.message : String(error)}`);
       return undefined;
     });
-    return (entry?.steps ?? []).map((step, index) => ({ kind: 'step', sessionId: node.summary.id, index, step }));
+    return [...(entry?.steps ?? []).map((step, index): HistoryNode => ({ kind: 'step', sessionId: node.summary.id, index, step })), ...branches];
   }
 
   dispose(): void {
@@ -69,6 +85,11 @@ export class HistoryTreeProvider implements vscode.TreeDataProvider<HistoryNode>
     this.subscription.dispose();
     this.changed.dispose();
   }
+}
+
+/** The session a session sits under in the tree: the one it branched from or replayed. */
+function parentOf(summary: HistorySummary): string | undefined {
+  return summary.parent?.id ?? summary.replayOf;
 }
 
 /** The session id a history command was invoked on: a tree node (context menu), an id (click, tests) or the selection. */

@@ -5,26 +5,15 @@
 import * as vscode from 'vscode';
 import type { HistoryEntry } from '../engine/history-store';
 import { renderReportHtml } from '../report/html';
-import { reportFromSession } from '../report/model';
-import { isSessionReport } from './report';
+import { sessionReportData } from './report';
 
 /** The report's HTML of a stored session; undefined (with a message) when it was stored without its events. */
 export function sessionReportHtml(entry: HistoryEntry): string | undefined {
-  if (!isSessionReport(entry.report)) {
+  const data = sessionReportData(entry);
+  if (!data) {
     void vscode.window.showWarningMessage('This session was stored without its events, so it has no HTML report.');
     return undefined;
   }
-  const { header, events } = entry.report;
-  const data = reportFromSession({
-    header,
-    events,
-    reproduce: {
-      command: `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
-      file: header.fileName,
-      session: header.sessionId,
-      notes: ["A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds."],
-    },
-  });
   return renderReportHtml(data);
 }
 

@@ -7,7 +7,7 @@
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
-import { parseFromWebview, ProtocolError, type FromWebviewMessage, type ToWebviewMessage } from './protocol';
+import { parseFromWebview, ProtocolError, type FromWebviewMessage, type RelatedSeries, type ToWebviewMessage } from './protocol';
 import { SECTION } from './config';
 import type { SessionManager } from './sessions';
 
@@ -24,6 +24,8 @@ interface PanelEntry {
   panel: vscode.WebviewPanel;
   /** Events the webview reported as drawn (its `rendered` acknowledgement). */
   renderedEvents: number;
+  /** The related series last sent (JSON), so that an unchanged history sends nothing. */
+  related?: string;
 }
 
 export class PanelManager implements vscode.WebviewPanelSerializer<PersistedState>, vscode.Disposable {
@@ -98,6 +100,17 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
     return this.panels.get(sessionId)?.renderedEvents ?? 0;
   }
 
+  /** Sends each open panel the series of its related sessions (parent, branches) when they changed. */
+  async refreshRelated(): Promise<void> {
+    for (const [sessionId, entry] of [...this.panels]) await this.postRelated(sessionId, entry);
+  }
+
+  /** The related series last sent to the session's panel (for tests). */
+  relatedSent(sessionId: string): RelatedSeries[] | undefined {
+    const sent = this.panels.get(sessionId)?.related;
+    return sent === undefined ? undefined : (JSON.parse(sent) as RelatedSeries[]);
+  }
+
   hasPanel(sessionId: string): boolean {
     return this.panels.has(sessionId);
   }
@@ -151,6 +164,9 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
       }
       entry.panel.title = panelTitle(snapshot.header.kernelName, snapshot.live);
       this.postTo(entry, { type: 'session', header: snapshot.header, events: snapshot.events, live: snapshot.live });
+      // A reloaded webview has lost what it was sent before.
+      delete entry.related;
+      await this.postRelated(sessionId, entry);
       return;
     }
     if (message.type === 'rendered') {
@@ -166,6 +182,14 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
       this.log.error(`panel action ${message.type} failed: ${text}`);
       void vscode.window.showErrorMessage(`Kernel Tuner: ${text}`);
     });
+  }
+
+  private async postRelated(sessionId: string, entry: PanelEntry): Promise<void> {
+    const series = await this.sessions.related(sessionId);
+    const text = JSON.stringify(series);
+    if (text === entry.related) return;
+    entry.related = text;
+    this.postTo(entry, { type: 'related', sessionId, series });
   }
 
   private post(sessionId: string, message: ToWebviewMessage): void {

@@ -20,6 +20,15 @@ export interface EditedPlanStep {
   details: string;
 }
 
+/** The step series of a session related to the one shown (its parent, a branch of it), for the chart. */
+export interface RelatedSeries {
+  sessionId: string;
+  /** "parent", "branch from step 3" ... */
+  label: string;
+  /** Baseline first, then every accepted step (as the session's own chart line). */
+  timeline: { label: string; timeMs: number }[];
+}
+
 /** Host → webview. */
 export interface ToWebviewMap {
   /** Everything about one session: replaces what the panel shows. `live`: the session is running in this window. */
@@ -28,6 +37,8 @@ export interface ToWebviewMap {
   events: { sessionId: string; from: number; events: TuningEvent[] };
   /** The session stopped running in this window (finished, failed, cancelled) or its header changed. */
   live: { sessionId: string; live: boolean; header: SessionHeader };
+  /** The sessions this one branched from or that branched from it, drawn beside it in the chart. */
+  related: { sessionId: string; series: RelatedSeries[] };
 }
 
 /** Webview → host. */
@@ -41,6 +52,8 @@ export interface FromWebviewMap {
   openSideBySide: { sessionId: string; stepId: string | null };
   /** What the panel has drawn: the number of events of the session it has applied (the host reports it to tests). */
   rendered: { sessionId: string; eventCount: number };
+  /** Start a branch of the session from one of its steps (the host asks: as it was, or with the kernel edited). */
+  branch: { sessionId: string; stepId: string };
   /** Save the performance chart: `data` is a PNG data URL or the text of an SVG document (see chart-export.ts). */
   exportChart: { sessionId: string; format: ChartImageFormat; data: string };
 }
@@ -111,6 +124,7 @@ const FROM_WEBVIEW: { [K in keyof FromWebviewMap]: Record<keyof FromWebviewMap[K
   showDiff: { sessionId: id, stepId: nullable(id) },
   openSideBySide: { sessionId: id, stepId: nullable(id) },
   rendered: { sessionId: id, eventCount: count },
+  branch: { sessionId: id, stepId: id },
   exportChart: { sessionId: id, format: oneOf(['png', 'svg']), data: text(MAX_CHART_IMAGE_CHARS) },
 };
 

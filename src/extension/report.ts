@@ -4,10 +4,10 @@
  */
 import type { TuningEvent } from '../engine/events';
 import type { HistoryEntry, HistoryStep } from '../engine/history-store';
+import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-log';
+import { reportFromSession, type ReportData } from '../report/model';
 import type { FailureKind } from '../tuner/types';
 import { bestTimeMs, speedup, type SessionHeader, type SessionView } from './session-view';
-
-export const REPORT_FORMAT = 'llm-kernel-tuner-session/1';
 
 export interface ReportConfiguration {
   config: Record<string, number | string | boolean>;
@@ -15,10 +15,8 @@ export interface ReportConfiguration {
   failure?: Exclude<FailureKind, 'stopped_early'>;
 }
 
-export interface SessionReport {
-  format: typeof REPORT_FORMAT;
-  header: SessionHeader;
-  events: TuningEvent[];
+/** The stored report (session-settings.ts) with the extension's header, and what the exports read. */
+export interface SessionReport extends StoredSessionReport<SessionHeader> {
   /** Kernel Tuner's problem_size, when the first test's sizes are numbers. */
   problemSize?: number[];
   /** The configurations of the last accepted step (one search space), for the Kernel Tuner cache export. */
@@ -26,8 +24,7 @@ export interface SessionReport {
 }
 
 export function isSessionReport(value: unknown): value is SessionReport {
-  const r = value as SessionReport | null;
-  return typeof r === 'object' && r !== null && r.format === REPORT_FORMAT && Array.isArray(r.events) && typeof r.header?.sessionId === 'string';
+  return isStoredSessionReport(value);
 }
 
 function lastAcceptedConfigurations(view: SessionView): ReportConfiguration[] | undefined {
@@ -54,7 +51,7 @@ function numericProblemSize(view: SessionView): number[] | undefined {
 export function buildReport(header: SessionHeader, events: TuningEvent[], view: SessionView): SessionReport {
   const problemSize = numericProblemSize(view);
   const configurations = lastAcceptedConfigurations(view);
-  return { format: REPORT_FORMAT, header, events, ...(problemSize && { problemSize }), ...(configurations && { configurations }) };
+  return { format: SESSION_REPORT_FORMAT, header, events, ...(problemSize && { problemSize }), ...(configurations && { configurations }) };
 }
 
 const HISTORY_STATUS: Record<SessionView['status'], HistoryEntry['status']> = {
@@ -71,6 +68,7 @@ export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 
   const steps: HistoryStep[] = view.order.map((stepId) => {
     const s = view.steps[stepId]!;
     return {
+      stepId,
       title: s.title,
       status: s.status,
       ...(s.accepted && { timeMs: s.accepted.newTimeMs, improvementPct: s.accepted.improvementPct }),
@@ -89,4 +87,28 @@ export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 
     ...(view.error && { error: view.error }),
     ...(view.device && { device: { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
   };
+}
+
+/**
+ * The HTML report's data of a stored session (undefined when it was stored without its events): its compiler options
+ * from its settings, and what reproduces it, a replay of its recorded answers where it holds them.
+ */
+export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
+  if (!isSessionReport(entry.report)) return undefined;
+  const { header, events } = entry.report;
+  const replayable = entry.run !== undefined && (entry.llmExchanges?.length ?? 0) > 0;
+  return reportFromSession({
+    header,
+    events,
+    ...(entry.run && { compilerOptions: entry.run.compilerOptions }),
+    reproduce: {
+      command: `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
+      file: header.fileName,
+      session: header.sessionId,
+      notes: [
+        "A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds.",
+        ...(replayable ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
+      ],
+    },
+  });
 }

@@ -1,25 +1,24 @@
 /**
  * The engine runtime: the entry of dist/engine-runtime.js, loaded by the extension on the first "Tune this kernel".
  * The ONLY module of the extension that depends on the engine's transformer and streaming API (src/engine/transformer.ts,
- * session.ts), so a change there touches this file alone. It turns the extension's EngineConfig into the transformer's
- * options, runs a session as the typed event stream, continues it through plan approval, and words failures as
- * EngineFailure objects (plain data: this bundle's classes are not the extension bundle's).
+ * session.ts), so a change there touches this file alone. It builds the transformer from the session's stored settings
+ * (engine/session-options.ts), asks the configured model or, for a replay, answers from the recording, runs the session
+ * as the typed event stream, continues it through plan approval, and words failures as EngineFailure objects (plain
+ * data: this bundle's classes are not the extension bundle's).
  */
 import { FileCheckpointSaver } from '../engine/checkpointer';
 import { makeEvent, type PlanStepView, type TuningEvent } from '../engine/events';
-import { defaultRetryPolicy } from '../engine/feedback';
 import { LlmAuthError, LlmConfigError, LlmError, LlmModelNotFoundError } from '../engine/llm/errors';
 import { checkReachable, createChatModel } from '../engine/llm/providers';
+import { ReplayChatModel } from '../engine/llm/replay';
 import type { SessionEnd } from '../engine/session';
-import { AutonomousTuningStrategy } from '../engine/strategies/autonomous';
-import { defaultTuningSteps, ExplicitTuningStrategy, type TuningStep } from '../engine/strategies/explicit';
+import { transformerOptionsFrom } from '../engine/session-options';
 import type { PlanApproval } from '../engine/strategies/approval';
-import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../engine/transformer';
+import { LLMKernelTransformer } from '../engine/transformer';
 import { CudaUnavailableError } from '../gpu/errors';
 import type { TuningBackend } from '../tuner/backend';
 import { GpuBackend } from '../tuner/gpu-backend';
 import { checkOneModel, type GpuSelection } from '../tuner/gpu-selection';
-import type { EngineConfig } from './config';
 import type { BackendLease, EngineFailure, EngineRuntime, SessionRequest, SessionRun } from './engine-api';
 import type { EditedPlanStep } from './protocol';
 
@@ -81,67 +80,6 @@ async function openBackend(options: { gpus: GpuSelection; testBackendModule?: st
   }
 }
 
-/**
- * The explicit strategy's default steps that the user selected, in their dependency order. A step whose dependency
- * was left out could never run, so it is left out too, and named.
- */
-export function selectExplicitSteps(selected: readonly string[]): { steps: TuningStep[]; dropped: string[] } {
-  const wanted = new Set(selected);
-  const steps: TuningStep[] = [];
-  const dropped: string[] = [];
-  for (const step of defaultTuningSteps()) {
-    if (!wanted.has(step.id)) continue;
-    if (step.dependsOn.every((d) => steps.some((s) => s.id === d))) steps.push(step);
-    else dropped.push(`${step.id} (needs ${step.dependsOn.join(', ')})`);
-  }
-  return { steps, dropped };
-}
-
-function tuningStrategy(c: EngineConfig): { strategy: NonNullable<LLMKernelTransformerOptions['tuningStrategy']>; warnings: string[] } {
-  const retryPolicy = defaultRetryPolicy(c.retries);
-  if (c.strategy.kind === 'explicit') {
-    const { steps, dropped } = selectExplicitSteps(c.strategy.steps);
-    const warnings = dropped.length > 0 ? [`explicit steps left out because a step they depend on is not selected in kernelTuner.explicit.steps: ${dropped.join('; ')}`] : [];
-    return { strategy: new ExplicitTuningStrategy(steps, { retryPolicy }), warnings };
-  }
-  return {
-    strategy: new AutonomousTuningStrategy({
-      retryPolicy,
-      breakdownSteps: c.strategy.breakdownSteps,
-      maxBreakdowns: c.strategy.maxBreakdowns,
-      withReplanning: c.strategy.withReplanning,
-      maxReplanning: c.strategy.maxReplanning,
-      candidatesPerStep: c.candidatesPerStep,
-    }),
-    warnings: [],
-  };
-}
-
-function transformerOptions(request: SessionRequest, backend: readonly TuningBackend[], strategy: NonNullable<LLMKernelTransformerOptions['tuningStrategy']>): LLMKernelTransformerOptions {
-  const c: EngineConfig = request.config;
-  return {
-    llm: createChatModel(c.llm),
-    kernelName: request.kernelName,
-    fileName: request.fileName,
-    ...(request.filePath !== undefined && { filePath: request.filePath }),
-    includePaths: request.includePaths,
-    retryPolicy: defaultRetryPolicy(c.retries),
-    tuningStrategy: strategy,
-    backend,
-    compilerOptions: [...request.buildOptions, ...c.compilerOptions],
-    timePerTest: c.timePerTestS,
-    ...(c.launchTimeoutS > 0 && { launchTimeout: c.launchTimeoutS }),
-    iterations: c.iterations,
-    stripThinkingOutput: c.stripThinkingOutput,
-    structuredOutputType: c.structuredOutputType,
-    performanceThreshold: c.performanceThreshold,
-    approvePlan: c.approvePlan,
-    checkpointer: new FileCheckpointSaver(request.checkpointDir),
-    threadId: request.threadId,
-    signal: request.signal,
-  };
-}
-
 /** The user's plan for the engine: proposed steps keep their ids, steps the user added get new ones from the engine. */
 function toApproval(steps: readonly EditedPlanStep[], proposed: readonly PlanStepView[]): PlanApproval {
   const known = new Set(proposed.map((s) => s.id));
@@ -151,43 +89,60 @@ function toApproval(steps: readonly EditedPlanStep[], proposed: readonly PlanSte
 function startSession(request: SessionRequest, lease: BackendLease): SessionRun {
   let approve: ((steps: EditedPlanStep[]) => void) | undefined;
   const pendingApprovals: EditedPlanStep[][] = [];
+  const replay = request.replay && new ReplayChatModel(request.replay.exchanges);
+  const recordedApprovals = [...(request.replay?.approvals ?? [])];
+
+  /** The user's answer to a plan waiting for approval (a replay's: the recorded one); undefined: stop. */
+  async function approval(end: Extract<SessionEnd, { status: 'awaiting_approval' }>): Promise<PlanApproval | undefined> {
+    if (request.replay) return recordedApprovals.shift();
+    const steps = await new Promise<EditedPlanStep[] | undefined>((resolve) => {
+      const queued = pendingApprovals.shift();
+      if (queued) return resolve(queued);
+      if (request.signal.aborted) return resolve(undefined);
+      const onAbort = () => resolve(undefined);
+      request.signal.addEventListener('abort', onAbort, { once: true });
+      approve = (s) => {
+        request.signal.removeEventListener('abort', onAbort);
+        resolve(s);
+      };
+    });
+    approve = undefined;
+    return steps && toApproval(steps, end.steps);
+  }
 
   async function* events(): AsyncGenerator<TuningEvent> {
     let transformer: LLMKernelTransformer;
     let warnings: string[];
     try {
-      const chosen = tuningStrategy(request.config);
-      warnings = chosen.warnings;
-      transformer = new LLMKernelTransformer(request.code, transformerOptions(request, (lease as Lease).backends, chosen.strategy));
+      const built = transformerOptionsFrom(request.settings, {
+        llm: replay ?? createChatModel(request.config.llm),
+        backend: (lease as Lease).backends,
+        checkpointer: new FileCheckpointSaver(request.checkpointDir),
+        threadId: request.threadId,
+        signal: request.signal,
+        ...(request.branch && { branch: request.branch }),
+      });
+      warnings = built.warnings;
+      transformer = new LLMKernelTransformer(request.code, built.options);
     } catch (error) {
       yield makeEvent({ type: 'session.failed', error: { name: error instanceof Error ? error.name : 'Error', message: toFailure(error).message } });
       return;
     }
     for (const message of warnings) yield makeEvent({ type: 'warning', message });
-    let approval: PlanApproval | undefined;
+    let answer: PlanApproval | undefined;
     for (;;) {
-      const run = transformer.stream(approval === undefined ? {} : { approval });
+      const run = transformer.stream(answer === undefined ? {} : { approval: answer });
       let next = await run.next();
       for (; !next.done; next = await run.next()) yield next.value;
       const end: SessionEnd = next.value;
       if (end.status !== 'awaiting_approval') return;
-      const steps = await new Promise<EditedPlanStep[] | undefined>((resolve) => {
-        const queued = pendingApprovals.shift();
-        if (queued) return resolve(queued);
-        if (request.signal.aborted) return resolve(undefined);
-        const onAbort = () => resolve(undefined);
-        request.signal.addEventListener('abort', onAbort, { once: true });
-        approve = (s) => {
-          request.signal.removeEventListener('abort', onAbort);
-          resolve(s);
-        };
-      });
-      approve = undefined;
-      if (!steps) {
-        yield makeEvent({ type: 'session.cancelled' });
+      answer = await approval(end);
+      if (!answer) {
+        yield request.replay
+          ? makeEvent({ type: 'session.failed', error: { name: 'ReplayDivergenceError', message: 'the session waits for a plan approval that the recording does not hold' } })
+          : makeEvent({ type: 'session.cancelled' });
         return;
       }
-      approval = toApproval(steps, end.steps);
     }
   }
 
@@ -197,6 +152,7 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
       if (approve) approve(steps);
       else pendingApprovals.push(steps);
     },
+    unusedExchanges: () => replay?.unused().length ?? 0,
   };
 }
 

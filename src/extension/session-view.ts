@@ -4,19 +4,13 @@
  * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
  */
 import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../engine/events';
+import { editStepId, editStepTitle, type StoredSessionHeader } from '../engine/session-log';
 import type { Config, ParamValue } from '../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
 
-/** What the host knows about a session before any event: enough to title the panel. */
-export interface SessionHeader {
-  sessionId: string;
-  kernelName: string;
-  /** Workspace-relative path (or base name) of the source file. */
-  fileName: string;
-  startedAt: string;
-  model: string;
-  strategy: 'autonomous' | 'explicit';
+/** What the host knows about a session before any event: enough to title the panel (stored with the session). */
+export interface SessionHeader extends StoredSessionHeader {
   /** Set by the host when it knows better than the events (a session that died with its window is 'interrupted'). */
   statusOverride?: SessionStatus;
 }
@@ -145,6 +139,16 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
         kernel: event.kernel,
         device: event.device,
       };
+    case 'session.branched': {
+      if (!event.edited) return stamped;
+      // The user's kernel comes before the step it starts: its pseudo-step goes in front of it, not at the end.
+      const editId = editStepId(event.stepId);
+      if (stamped.steps[editId]) return stamped;
+      const at = stamped.order.indexOf(event.stepId);
+      const order = at === -1 ? [...stamped.order, editId] : [...stamped.order.slice(0, at), editId, ...stamped.order.slice(at)];
+      const step: StepView = { id: editId, title: editStepTitle(event.stepId), details: '', depth: 0, status: 'pending', candidates: [] };
+      return { ...stamped, order, steps: { ...stamped.steps, [editId]: step } };
+    }
     case 'analysis.done':
       return { ...stamped, analysis: { description: event.description, problemSize: event.problemSize, outputs: event.outputs } };
     case 'tests.ready':

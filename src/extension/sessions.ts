@@ -3,25 +3,30 @@
  * panel, the log and the status bar (its progress), and writes the session to the history as it goes (so
  * a crash or reload leaves a session that can be resumed). At the end it offers the final kernel as an inline diff.
  */
-import { randomBytes } from 'node:crypto';
 import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeEvent, makeEvent, type TuningEvent } from '../engine/events';
-import type { HistoryEntry, HistoryStore } from '../engine/history-store';
-import type { EngineConfig } from './config';
+import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/history-store';
+import type { LlmExchange } from '../engine/llm/exchange';
+import { approvalsOf, eventsBeforeStep, inheritedEvents } from '../engine/session-log';
+import { modelSettings, sessionSettings, type EngineConfig } from './config';
 import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
 import type { InlineDiffController } from './inline-diff';
 import { buildFlagsFor } from '../tuner/compile-commands';
 import { findKernel, parseKernels, ParseError } from '../tuner/kernel-source';
 import { proposalForDocument, spliceFinalCode } from './inline-diff-model';
-import type { EditedPlanStep } from './protocol';
+import type { EditedPlanStep, RelatedSeries } from './protocol';
 import { buildReport, historyFields, isSessionReport } from './report';
 import { progressMessage } from './progress';
-import { reduce, reduceAll, type SessionHeader, type SessionView } from './session-view';
+import { acceptedTimeline, reduce, reduceAll, type SessionHeader, type SessionView } from './session-view';
 
 interface LiveSession {
   header: SessionHeader;
   events: TuningEvent[];
+  /** The model exchanges (kept out of the event log: the panel has no use for them). */
+  exchanges: LlmExchange[];
+  /** A replay of recorded answers: it offers no diff at its end. */
+  replay: boolean;
   view: SessionView;
   abort: AbortController;
   run?: SessionRun;
@@ -49,15 +54,14 @@ export interface StartRequest {
   checkpointDir: string;
   /** Continue this interrupted history session instead of starting a new one. */
   resume?: HistoryEntry;
+  /** Start a new session as a branch of this stored one, from one of its steps, as it was or with an edited kernel. */
+  branch?: { parent: HistoryEntry; stepId: string; stepTitle?: string; editedCode?: string };
+  /** Run this stored session's graph again with its recorded answers (a new session, no model). */
+  replay?: HistoryEntry;
 }
 
 const FLUSH_MS = 100;
 const SAVE_MS = 500;
-
-export function newSessionId(now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  return `${stamp}-${randomBytes(4).toString('hex')}`;
-}
 
 /**
  * Where a file's #includes are found: its own directory (a file: document), the kernelTuner.includePaths setting
@@ -115,27 +119,54 @@ export class SessionManager implements vscode.Disposable {
     return { header, events: isSessionReport(entry.report) ? entry.report.events : [], live: false };
   }
 
-  /** Starts (or resumes) a session; resolves with its id once it is registered, not when it ends. */
+  /** The step series of the sessions related to `sessionId` (the one it branched from, its branches), for its chart. */
+  async related(sessionId: string): Promise<RelatedSeries[]> {
+    const entry = await this.store.get(sessionId).catch(() => undefined);
+    const relatives: { id: string; label: string }[] = [];
+    if (entry?.parent) relatives.push({ id: entry.parent.id, label: 'the session it branched from' });
+    for (const s of (await this.store.list()).sessions) if (s.parent?.id === sessionId) relatives.push({ id: s.id, label: `branch from step ${s.parent.stepId}` });
+    const series: RelatedSeries[] = [];
+    for (const { id, label } of relatives) {
+      const snapshot = await this.snapshot(id).catch(() => undefined);
+      const timeline = snapshot ? acceptedTimeline(reduceAll(snapshot.header, snapshot.events)) : [];
+      if (timeline.length > 0) series.push({ sessionId: id, label, timeline });
+    }
+    return series;
+  }
+
+  /**
+   * Starts a session: a new one, the continuation of an interrupted one (`resume`), a branch of a stored one at one of
+   * its steps (`branch`), or a replay of a stored one's recorded answers (`replay`). Resolves with its id once it is
+   * registered, not when it ends.
+   */
   async start(request: StartRequest): Promise<{ sessionId: string; finished: Promise<void> }> {
-    const { document, kernelName, config, runtime, backend, resume } = request;
+    const { document, kernelName, config, runtime, backend, resume, branch, replay } = request;
+    // A branch or a replay is a new session built on a stored one; a resume continues the stored one itself.
+    const source = resume ?? branch?.parent ?? replay;
     const sessionId = resume?.id ?? newSessionId();
-    const previous = resume && isSessionReport(resume.report) ? resume.report : undefined;
-    const header: SessionHeader = previous
-      ? { ...previous.header }
-      : {
-          sessionId,
-          kernelName,
-          fileName: this.workspaceRelative(document.uri),
-          startedAt: new Date().toISOString(),
-          model: `${config.llm.provider}: ${config.llm.model}`,
-          strategy: config.strategy.kind,
-        };
+    const stored = source && isSessionReport(source.report) ? source.report : undefined;
+    const now = new Date().toISOString();
+    const modelName = replay ? `replay of ${replay.id}${stored ? ` (${stored.header.model})` : ''}` : `${config.llm.provider}: ${config.llm.model}`;
+    const header: SessionHeader = stored
+      ? { ...stored.header, ...(!resume && { sessionId, startedAt: now, model: modelName }) }
+      : { sessionId, kernelName, fileName: this.workspaceRelative(document.uri), startedAt: now, model: modelName, strategy: config.strategy.kind };
     delete header.statusOverride;
-    const events = previous ? [...previous.events] : [];
-    const originalCode = resume?.originalCode ?? document.getText();
+    // What the session goes on from: a resumed session's log, what a branch inherits of its parent's (a replayed
+    // branch starts where the branch did, so it inherits the same).
+    const events = !stored ? [] : resume ? [...stored.events] : branch ? eventsBeforeStep(stored.events, branch.stepId) : inheritedEvents(stored.events);
+    const originalCode = source?.originalCode ?? document.getText();
+    // A resumed session and a branch ask the model configured now; a replay asks none. A session stored by an older
+    // version has no settings: it goes on with today's (as it always did).
+    const settings = replay
+      ? replay.run
+      : source?.run
+        ? { ...source.run, model: modelSettings(config) }
+        : sessionSettings(config, { kernelName: source?.kernelName ?? kernelName, fileName: header.fileName, ...fileContext(document.uri, config.includePaths) });
+    if (!settings) throw new Error(`session ${replay!.id} was stored without its settings (by an older version): it cannot be replayed`);
     const session: LiveSession = {
       header,
       events,
+      exchanges: resume ? [...(resume.llmExchanges ?? [])] : [],
       view: reduceAll(header, events),
       abort: new AbortController(),
       documentUri: document.uri,
@@ -144,39 +175,53 @@ export class SessionManager implements vscode.Disposable {
       dirty: false,
       saving: undefined,
       finished: Promise.resolve(),
+      replay: replay !== undefined,
     };
     this.live.set(sessionId, session);
-    const now = new Date().toISOString();
+    const parent = branch && {
+      id: branch.parent.id,
+      threadId: branch.parent.threadId,
+      stepId: branch.stepId,
+      ...(branch.stepTitle !== undefined && { stepTitle: branch.stepTitle }),
+      ...(branch.editedCode !== undefined && { editedCode: branch.editedCode }),
+    };
     const entry: HistoryEntry = {
       ...(resume ?? {
         id: sessionId,
-        kernelName,
-        filePath: header.fileName,
-        fileUri: document.uri.toString(),
-        createdAt: header.startedAt,
+        kernelName: source?.kernelName ?? kernelName,
+        filePath: source?.filePath ?? header.fileName,
+        fileUri: source?.fileUri ?? document.uri.toString(),
+        createdAt: now,
         originalCode,
         threadId: sessionId,
         steps: [],
+        ...(parent && { parent }),
+        ...(replay && { replayOf: replay.id }),
       }),
       updatedAt: now,
       status: 'running',
       device: { ...backend.device },
       report: buildReport(header, events, session.view),
+      run: settings,
+      llmExchanges: session.exchanges,
     };
     delete entry.error;
     await this.store.save(entry);
     this.liveChanged.fire({ sessionId, live: true, header });
     this.updateStatusBar();
 
+    // A stored branch always carries where it branches off: if it was interrupted before its first checkpoint, resuming
+    // it starts the branch; afterwards the engine ignores it. A replay of a branch branches off the same way.
+    const branchOf = (e: HistoryEntry) => e.parent && { parentThreadId: e.parent.threadId, fromStepId: e.parent.stepId, ...(e.parent.editedCode !== undefined && { code: e.parent.editedCode }) };
+    const branchOptions = entry.parent ? branchOf(entry) : replay ? branchOf(replay) : undefined;
     session.run = runtime.startSession(
       {
         threadId: entry.threadId,
-        resume: resume !== undefined,
         code: originalCode,
-        fileName: header.fileName,
-        ...fileContext(document.uri, config.includePaths),
-        kernelName: entry.kernelName,
+        settings,
         config,
+        ...(branchOptions && { branch: branchOptions }),
+        ...(replay && { replay: { exchanges: replay.llmExchanges ?? [], approvals: approvalsOf(stored?.events ?? []) } }),
         checkpointDir: request.checkpointDir,
         signal: session.abort.signal,
       },
@@ -253,6 +298,11 @@ export class SessionManager implements vscode.Disposable {
   }
 
   private append(sessionId: string, session: LiveSession, event: TuningEvent): void {
+    if (event.type === 'llm.exchange') {
+      session.exchanges.push(event.exchange);
+      session.dirty = true;
+      return;
+    }
     session.events.push(event);
     session.view = reduce(session.view, event);
     session.unsent.push(event);
@@ -281,7 +331,7 @@ export class SessionManager implements vscode.Disposable {
     if (!session.dirty) return;
     session.dirty = false;
     try {
-      await this.store.update(sessionId, { ...historyFields(session.view), report: buildReport(session.header, session.events, session.view) });
+      await this.store.update(sessionId, { ...historyFields(session.view), report: buildReport(session.header, session.events, session.view), llmExchanges: [...session.exchanges] });
     } catch (error) {
       this.log.error(`history: could not save session ${sessionId}: ${error instanceof Error ? error.message : String(error)}`);
     }
@@ -309,7 +359,15 @@ export class SessionManager implements vscode.Disposable {
   private async announce(sessionId: string, session: LiveSession): Promise<void> {
     const view = session.view;
     const name = session.header.kernelName;
-    if (view.status === 'completed' && view.final) {
+    if (session.replay && view.status === 'completed' && view.final) {
+      // A replay checks the graph; the kernel it ends with is the recorded session's, already offered back then.
+      const unused = session.run?.unusedExchanges() ?? 0;
+      const note = unused > 0 ? ` ${unused} recorded answer(s) were not asked for (see the log).` : ' Every recorded answer was used.';
+      this.log.info(`[${sessionId}] replay finished; ${unused} recorded exchange(s) unused`);
+      void vscode.window.showInformationMessage(`${name}: the replay finished (${view.final.tracker.speedup.toFixed(2)}×).${note}`, 'Show report').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
+      });
+    } else if (view.status === 'completed' && view.final) {
       const gain = view.final.tracker.speedup;
       await this.showDiff(sessionId, name, view.final.finalCode, session.originalCode, session.documentUri, `${name} tuned (${gain.toFixed(2)}×)`).catch((error: unknown) => {
         this.log.error(`could not show the tuned kernel: ${error instanceof Error ? error.message : String(error)}`);
@@ -318,7 +376,7 @@ export class SessionManager implements vscode.Disposable {
         if (choice) void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
       });
     } else if (view.status === 'failed') {
-      void vscode.window.showErrorMessage(`Tuning ${name} failed: ${view.error ?? 'see the log'}`, 'Show log', 'Show report').then((choice) => {
+      void vscode.window.showErrorMessage(`${session.replay ? 'The replay of' : 'Tuning'} ${name} failed: ${view.error ?? 'see the log'}`, 'Show log', 'Show report').then((choice) => {
         if (choice === 'Show log') this.log.show();
         if (choice === 'Show report') void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
       });

@@ -2,16 +2,19 @@
  * Extension tests, second window on the same VS Code profile (the "reload" after suite.ts): the extension activates
  * afresh, the history still holds the session, and reopening it shows the stored report in the panel.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import * as vscode from 'vscode';
 import { isSessionReport } from '../../src/extension/report';
+import { startScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { describe, it, runAsExtensionTests } from './runner';
-import { assert, assertEqual, extensionApi, until } from './support';
+import { assert, assertEqual, EXTENSION_ID, extensionApi, until, workspaceUri } from './support';
 
 describe('after a window reload', () => {
   it('the history still lists the completed session with its report', async () => {
     const api = await extensionApi();
     const { sessions } = await api.history.list();
-    const summary = sessions.find((s) => s.kernelName === 'saxpy' && s.status === 'completed');
+    const summary = sessions.find((s) => s.kernelName === 'saxpy' && s.status === 'completed' && !s.parent && !s.replayOf);
     assert(summary, `a completed saxpy session in the history, got ${JSON.stringify(sessions.map((s) => [s.kernelName, s.status]))}`);
     const nodes = await api.historyTree.getChildren();
     assert(nodes.some((n) => n.kind === 'session' && n.summary.id === summary.id), 'the tree shows it');
@@ -47,6 +50,79 @@ describe('after a window reload', () => {
     await until(`the panel to draw the ${count} stored events`, () => api.panels.renderedEvents(summary.id) === count, 30_000);
     assertEqual(api.sessions.isLive(summary.id), false, 'a stored report is not a live session');
   }, 60_000);
+});
+
+describe('time travel after a reload', () => {
+  it('starts a branch from an edited kernel, from the checkpoints the first window wrote', async () => {
+    const api = await extensionApi();
+    const { sessions } = await api.history.list();
+    const first = sessions.find((s) => s.parent?.stepId === '3');
+    assert(first?.parent, 'the branch of the first window');
+    const parentId = first.parent.id;
+    const root = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;
+    const turns = (JSON.parse(readFileSync(join(root, 'test', 'fixtures', 'llm-scripts', 'autonomous-session.json'), 'utf8')) as { turns: ScriptTurn[] }).turns;
+    const step2 = turns.find((t) => t.comment?.startsWith('step 2'))!;
+    const llm = await startScriptedLlmServer([{ ...step2, match: { contains: ['Fused multiply-add', 'edited by the user'] } }, ...turns.slice(turns.findIndex((t) => t.comment?.startsWith('step 3')))]);
+    try {
+      await vscode.workspace.getConfiguration('kernelTuner').update('llm.baseUrl', `${llm.url}/v1`, vscode.ConfigurationTarget.Workspace);
+      await vscode.commands.executeCommand('kernelTuner.history.branch', parentId, '2', 'edit');
+      // The kernel step 2 started from, in an editor: the user's edit goes in, then the branch continues from it.
+      const editor = await until('the kernel to edit', () => vscode.window.activeTextEditor?.document.uri.fsPath.includes('branch-drafts') && vscode.window.activeTextEditor);
+      const original = readFileSync(workspaceUri('saxpy.cu').fsPath, 'utf8');
+      assertEqual(editor.document.getText(), original, 'the kernel step 2 started from (steps 1 was rejected)');
+      const line = editor.document.getText().split('\n').findIndex((l) => l.startsWith('__global__'));
+      assert(await editor.edit((b) => b.insert(new vscode.Position(line, 0), '// FAKE_SLIGHTLY_FASTER: edited by the user\n')), 'the edit');
+      await vscode.commands.executeCommand('kernelTuner.branch.continue');
+      const started = api.lastSession();
+      assert(started, 'the branch started');
+      await started.finished;
+      assertEqual(llm.mismatches, [], 'requests the script did not expect');
+      const branch = await api.history.get(started.sessionId);
+      assert(branch, 'the branch is in the history');
+      assertEqual(branch.status, 'completed', `branch status (${branch.error ?? ''})`);
+      assert(branch.parent?.editedCode?.includes('edited by the user'), 'the edit is stored with the branch');
+      assertEqual(branch.steps.map((s) => `${s.stepId} ${s.status}`), ['1 rejected', 'edit:2 accepted', '2 rejected', '3 accepted'], 'the steps');
+      const document = await vscode.workspace.openTextDocument(workspaceUri('saxpy.cu'));
+      if (api.inlineDiff.hasReview(document.uri)) await vscode.commands.executeCommand('kernelTuner.rejectAll', document.uri);
+    } finally {
+      await llm.close();
+    }
+  }, 90_000);
+
+  it('replays the session with its recorded answers, no model asked', async () => {
+    const api = await extensionApi();
+    const parentId = (await api.history.list()).sessions.find((s) => s.parent?.stepId === '3')!.parent!.id;
+    // Nothing listens there: a request to the model would fail the replay.
+    await vscode.workspace.getConfiguration('kernelTuner').update('llm.baseUrl', 'http://127.0.0.1:9/v1', vscode.ConfigurationTarget.Workspace);
+    await vscode.commands.executeCommand('kernelTuner.history.replay', parentId);
+    const started = api.lastSession();
+    assert(started && started.sessionId !== parentId, 'the replay started');
+    await started.finished;
+    const [replay, parent] = [await api.history.get(started.sessionId), await api.history.get(parentId)];
+    assert(replay, 'the replay is in the history');
+    assertEqual(replay.status, 'completed', `replay status (${replay.error ?? ''})`);
+    assertEqual(replay.replayOf, parentId, 'what it replays');
+    assertEqual(replay.finalCode, parent?.finalCode, 'the same final kernel');
+    assertEqual(replay.llmExchanges?.length, parent?.llmExchanges?.length, 'every recorded answer served once');
+    const parentNode = (await api.historyTree.getChildren()).find((n) => n.kind === 'session' && n.summary.id === parentId)!;
+    assert((await api.historyTree.getChildren(parentNode)).some((n) => n.kind === 'session' && n.summary.id === replay.id), 'the replay under its session');
+  }, 90_000);
+
+  it('replays a branch from where it branched off, with the log it inherited', async () => {
+    const api = await extensionApi();
+    const branch = (await api.history.list()).sessions.find((s) => s.parent?.stepId === '2' && s.status === 'completed' && !s.replayOf);
+    assert(branch, 'the branch with the edited kernel');
+    await vscode.commands.executeCommand('kernelTuner.history.replay', branch.id);
+    const started = api.lastSession();
+    assert(started && started.sessionId !== branch.id, 'the replay started');
+    await started.finished;
+    const [replay, original] = [await api.history.get(started.sessionId), await api.history.get(branch.id)];
+    assert(replay, 'the replay is in the history');
+    assertEqual(replay.status, 'completed', `replay status (${replay.error ?? ''})`);
+    assertEqual(replay.finalCode, original?.finalCode, 'the same final kernel');
+    assertEqual(replay.steps.map((s) => `${s.stepId} ${s.status}`), ['1 rejected', 'edit:2 accepted', '2 rejected', '3 accepted'], 'the steps it inherited and its own');
+    assertEqual(replay.baselineTimeMs, original?.baselineTimeMs, 'the baseline it inherited');
+  }, 90_000);
 });
 
 export function run(): Promise<void> {

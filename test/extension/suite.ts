@@ -452,6 +452,51 @@ describe('controlling a session', () => {
   }, 90_000);
 });
 
+/** The scripted autonomous session's turns from the one whose comment starts with `comment` on. */
+function turnsFrom(comment: string): ScriptTurn[] {
+  const root = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;
+  const turns = (JSON.parse(readFileSync(join(root, 'test', 'fixtures', 'llm-scripts', 'autonomous-session.json'), 'utf8')) as { turns: ScriptTurn[] }).turns;
+  return turns.slice(turns.findIndex((t) => t.comment?.startsWith(comment)));
+}
+
+describe('time travel', () => {
+  it('starts a branch from step 3 as it was: the history lists it under its session, and each chart draws the other', async () => {
+    const llm = await startScriptedLlmServer(turnsFrom('step 3'));
+    try {
+      await vscode.workspace.getConfiguration('kernelTuner').update('llm.baseUrl', `${llm.url}/v1`, vscode.ConfigurationTarget.Workspace);
+      await vscode.commands.executeCommand('kernelTuner.history.branch', sessionId, '3', 'as-it-was');
+      const started = api.lastSession();
+      assert(started && started.sessionId !== sessionId, 'the command started a new session');
+      await started.finished;
+      assertEqual(llm.mismatches, [], 'requests the script did not expect');
+      assertEqual(llm.remaining(), 0, 'unused scripted answers');
+      const branch = await api.history.get(started.sessionId);
+      assert(branch, 'the branch is in the history');
+      assertEqual(branch.status, 'completed', 'branch status');
+      assertEqual([branch.parent?.id, branch.parent?.stepId, branch.parent?.stepTitle], [sessionId, '3', 'Tune the block size'], 'where it branched off');
+      assertEqual(branch.llmExchanges?.length, 3, 'the model exchanges of step 3 and the replan');
+      assertEqual(branch.steps.map((s) => s.status), ['rejected', 'rejected', 'accepted'], 'the steps it inherited and its own');
+
+      const roots = await api.historyTree.getChildren();
+      assert(!roots.some((n) => n.kind === 'session' && n.summary.id === branch.id), 'a branch is not at the top of the tree');
+      const parentNode = roots.find((n) => n.kind === 'session' && n.summary.id === sessionId);
+      assert(parentNode, 'the session it branched from');
+      const children = await api.historyTree.getChildren(parentNode);
+      assert(children.some((n) => n.kind === 'session' && n.summary.id === branch.id), 'the branch under its session');
+      assert(String(api.historyTree.getTreeItem(parentNode).contextValue).includes('replayable'), 'the session offers a replay');
+
+      const related = await until('the parent in the branch\'s chart', () => api.panels.relatedSent(branch.id)?.find((r) => r.sessionId === sessionId));
+      assertEqual(related.timeline.map((p) => p.label), ['baseline', 'Tune the block size'], 'the parent\'s series');
+      await vscode.commands.executeCommand('kernelTuner.history.open', sessionId);
+      await until('the branch in its parent\'s chart', () => api.panels.relatedSent(sessionId)?.some((r) => r.sessionId === branch.id));
+      if (api.inlineDiff.hasReview(document.uri)) await vscode.commands.executeCommand('kernelTuner.rejectAll', document.uri);
+      assertEqual(document.getText(), SAXPY, 'the document');
+    } finally {
+      await llm.close();
+    }
+  }, 90_000);
+});
+
 export function run(): Promise<void> {
   return runAsExtensionTests('extension tests (first window)');
 }

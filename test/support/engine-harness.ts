@@ -24,6 +24,22 @@ export async function serve(script: string | ScriptTurn[], options: ScriptedServ
   return startScriptedLlmServer(typeof script === 'string' ? loadScript(script) : script, options);
 }
 
+/** The scripted servers of a test file: `start` one, and `closeAll` after each test. */
+export function scriptedServers(): { start(script: string | ScriptTurn[], options?: ScriptedServerOptions): Promise<ScriptedLlmServer>; closeAll(): Promise<void> } {
+  const started: ScriptedLlmServer[] = [];
+  return {
+    async start(script, options = {}) {
+      const server = await serve(script, options);
+      started.push(server);
+      return server;
+    },
+    /** A server a test already closed is left as it is. */
+    async closeAll() {
+      await Promise.all(started.splice(0).map((s) => s.close().catch(() => undefined)));
+    },
+  };
+}
+
 export function openaiModel(server: ScriptedLlmServer, model = 'scripted-model'): BaseChatModel {
   return createChatModel({ provider: 'openai', model, baseUrl: `${server.url}/v1`, apiKey: 'sk-test' });
 }

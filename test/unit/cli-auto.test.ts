@@ -4,33 +4,25 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough, Writable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/auto';
 import { reportDataOf } from '../../src/report/html';
 import { loadNativeAddon } from '../../src/gpu/native';
 import { SAXPY, saxpyTime, serve } from '../support/engine-harness';
+import { sink } from '../support/streams';
 import { FakeBackend } from '../support/fake-backend';
 import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-cli-auto-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+// Sessions are stored here, not in the home directory.
+process.env.LKT_SESSIONS_DIR = join(scratch, 'sessions');
 let server: ScriptedLlmServer | undefined;
 afterEach(async () => {
   await server?.close();
   server = undefined;
 });
-
-function sink(): Writable & { text: () => string } {
-  const chunks: string[] = [];
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      chunks.push(String(chunk));
-      done();
-    },
-  });
-  return Object.assign(stream, { text: () => chunks.join('') });
-}
 
 function kernelFile(name: string): string {
   const file = join(scratch, name, 'saxpy.cu');

@@ -37,7 +37,7 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
     expect(run.end).toEqual({ status: 'finished' });
 
     // The sequence of event types, with the per-configuration, usage and retry events left out.
-    const coarse = run.types.filter((t) => !['configs.evaluated', 'llm.usage', 'llm.retry', 'candidate', 'graph.described', 'graph.node'].includes(t));
+    const coarse = run.types.filter((t) => !['configs.evaluated', 'llm.usage', 'llm.exchange', 'llm.retry', 'candidate', 'graph.described', 'graph.node'].includes(t));
     expect(coarse).toEqual([
       'session.started',
       'analysis.done',

@@ -2,7 +2,6 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { END, START, StateGraph, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import { afterEach, expect, it } from 'vitest';
-import { emit } from '../../src/engine/events';
 import { TuningState, type TuningStateValue } from '../../src/engine/state';
 import { BaseTuningStrategy } from '../../src/engine/strategies/base';
 import { stepRequestTail } from '../../src/engine/strategies/prompts';
@@ -16,13 +15,13 @@ class OnePromptStrategy extends BaseTuningStrategy {
   createGraph(llm: BaseChatModel) {
     const optimize = async (state: TuningStateValue, config: LangGraphRunnableConfig) => {
       const step = { id: 'one-prompt', title: 'Optimize in one go' };
-      emit(config, { type: 'step.started', stepId: step.id, title: step.title });
+      const started = this.startStep(state, step, config);
       const prompt = [
         'Rewrite this CUDA kernel to be as fast as you can make it on a modern GPU.',
         stepRequestTail({ code: state.code, tuneParams: state.tuneParams, namesParameters: true, candidate: 0, candidates: 1 }),
       ].join('\n\n');
       const outcome = await this.tryCandidate(llm, { stepId: step.id, candidate: 0, prompt }, state, config);
-      return this.decide(state, step, [outcome], config).update;
+      return { ...started, ...this.decide(state, step, [outcome], config).update };
     };
     return new StateGraph(TuningState).addNode('optimize', optimize).addEdge(START, 'optimize').addEdge('optimize', END).compile();
   }

@@ -87,7 +87,9 @@ describe('transport failures', () => {
     const run = await collect(transformer({ llm: createChatModel({ provider: 'ollama', model: 'llama3', baseUrl: url }) }));
     expect(run.end.status).toBe('failed');
     expect(run.of('session.failed')[0]!.error).toEqual({ name: 'LlmUnreachableError', message: `cannot reach Ollama at ${url}: is it running? \`ollama serve\`` });
-    expect(withoutGraphEvents(run.types)).toEqual(['session.started', 'session.failed']);
+    // The one request that failed is in the record, as it failed.
+    expect(withoutGraphEvents(run.types)).toEqual(['session.started', 'llm.exchange', 'session.failed']);
+    expect(run.of('llm.exchange')[0]!.exchange).toMatchObject({ purpose: 'describe kernel', model: 'llama3', error: { name: expect.any(String) } });
   });
 });
 
@@ -98,8 +100,14 @@ describe('thinking models', () => {
     expect(server.mismatches).toEqual([]);
     expect(run.end).toEqual({ status: 'finished' });
     expect(run.of('analysis.done')[0]).toEqual(expect.objectContaining({ description: 'It computes y = a * x + y element-wise.', problemSize: ['n'], outputs: ['y'] }));
-    expect(JSON.stringify(run.events)).not.toContain('<think>');
+    const shown = run.events.filter((e) => e.type !== 'llm.exchange');
+    expect(JSON.stringify(shown)).not.toContain('<think>');
     expect(run.of('llm.retry')).toEqual([]);
+    // The record of the exchanges keeps each answer as the model gave it, text and structured alike.
+    const answers = run.of('llm.exchange').map((e) => e.exchange.response?.content);
+    expect(answers).toHaveLength(server.requests.length);
+    expect(answers.filter((a) => String(a).startsWith('<think>')).length).toBeGreaterThan(1);
+    expect(answers[0]).toContain('<think>');
   });
 });
 

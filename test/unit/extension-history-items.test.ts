@@ -39,6 +39,26 @@ describe('history tree items', () => {
     expect(item.icon.id).toBe('debug-pause');
   });
 
+  it('shows where a branch or a replay comes from, and offers to replay a recorded session', () => {
+    const branch = sessionItem(summary({ id: 'b1', parent: { id: 's1', threadId: 's1', stepId: '3', stepTitle: 'Tile' }, replayable: true }), 'UTC', 1);
+    expect(branch.description).toBe('branch from step 3 (Tile) · 4.00× · matmul.cu · NVIDIA H100 · 2026-11-22 14:05');
+    expect(branch.tooltip).toContain('- Branch of session s1, from step 3');
+    expect(branch.contextValue.split(' ')).toEqual(['session', 'completed', 'hasCode', 'hasConfigurations', 'replayable']);
+    expect(sessionItem(summary({ replayOf: 's0' }), 'UTC').description.startsWith('replay · 4.00× · ')).toBe(true);
+    // Collapsible for its branches even without steps of its own.
+    expect(sessionItem(summary({ stepCount: 0 }), 'UTC', 1).collapsible).toBe(true);
+    expect(sessionItem(summary({ stepCount: 0 }), 'UTC', 0).collapsible).toBe(false);
+  });
+
+  it('offers a branch from the steps that started, never from the user\'s edit or a step that did not run', () => {
+    expect(stepItem({ stepId: '3', title: 'Tile', status: 'accepted' }).contextValue).toBe('step accepted branchable');
+    expect(stepItem({ stepId: '2', title: 'Unroll', status: 'rejected' }).contextValue).toBe('step rejected branchable');
+    expect(stepItem({ stepId: '4', title: 'Later', status: 'pending' }).contextValue).toBe('step pending');
+    expect(stepItem({ stepId: '5', title: 'Removed', status: 'skipped' }).contextValue).toBe('step skipped');
+    expect(stepItem({ stepId: 'edit:3', title: 'Kernel edited by the user before step 3', status: 'accepted' }).contextValue).toBe('step accepted');
+    expect(stepItem({ title: 'From an older version', status: 'accepted' }).contextValue).toBe('step accepted');
+  });
+
   it('describes steps with their outcome and time change', () => {
     expect(stepItem({ title: 'Tile', status: 'accepted', timeMs: 1.5, improvementPct: 25 })).toMatchObject({ label: 'Tile', description: 'accepted · 1.50 ms · −25.0% time', icon: { id: 'check' } });
     const rejected = stepItem({ title: 'Unroll', status: 'rejected', reason: 'wrong result: y differs' });

@@ -8,6 +8,7 @@ describe('messages from the webview', () => {
     expect(parseFromWebview({ type: 'showDiff', sessionId: 's1', stepId: null })).toEqual({ type: 'showDiff', sessionId: 's1', stepId: null });
     expect(parseFromWebview({ type: 'openSideBySide', sessionId: 's1', stepId: '2' })).toEqual({ type: 'openSideBySide', sessionId: 's1', stepId: '2' });
     expect(parseFromWebview({ type: 'rendered', sessionId: 's1', eventCount: 12 })).toEqual({ type: 'rendered', sessionId: 's1', eventCount: 12 });
+    expect(parseFromWebview({ type: 'branch', sessionId: 's1', stepId: '3' })).toEqual({ type: 'branch', sessionId: 's1', stepId: '3' });
     expect(parseFromWebview({ type: 'exportChart', sessionId: 's1', format: 'svg', data: '<svg></svg>' })).toEqual({ type: 'exportChart', sessionId: 's1', format: 'svg', data: '<svg></svg>' });
     expect(parseFromWebview({ type: 'approvePlan', sessionId: 's1', steps: [{ id: '1', title: '  Tile  ', details: 'use shared memory', x: 1 }] })).toEqual({
       type: 'approvePlan',
@@ -18,10 +19,11 @@ describe('messages from the webview', () => {
 
   it.each([
     [null, 'message: expected an object, got null'],
-    [{ type: 'evaluate', code: '1' }, 'message.type: expected one of ready, cancel, approvePlan, showDiff, openSideBySide, rendered, exportChart, got "evaluate"'],
+    [{ type: 'evaluate', code: '1' }, 'message.type: expected one of ready, cancel, approvePlan, showDiff, openSideBySide, rendered, branch, exportChart, got "evaluate"'],
     [{ type: 'cancel' }, 'cancel.sessionId: expected a non-empty string of at most 200 characters, got undefined'],
     [{ type: 'cancel', sessionId: 'x'.repeat(201) }, 'cancel.sessionId: expected a non-empty string'],
     [{ type: 'showDiff', sessionId: 's' }, 'showDiff.stepId: expected a non-empty string'],
+    [{ type: 'branch', sessionId: 's', stepId: null }, 'branch.stepId: expected a non-empty string'],
     [{ type: 'rendered', sessionId: 's', eventCount: -1 }, 'rendered.eventCount: expected a non-negative integer, got number'],
     [{ type: 'approvePlan', sessionId: 's', steps: [] }, 'approvePlan.steps: expected an array of 1 to 100 steps, got an array'],
     [{ type: 'approvePlan', sessionId: 's', steps: [{ id: '1', title: ' ', details: '' }] }, 'approvePlan.steps[0].title: expected a non-empty title'],

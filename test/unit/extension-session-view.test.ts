@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { EVENTS_VERSION, type TuningEvent, type TuningEventBody } from '../../src/engine/events';
-import { buildReport, historyFields, isSessionReport } from '../../src/extension/report';
+import type { HistoryEntry } from '../../src/engine/history-store';
+import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../../src/engine/session-settings';
+import { buildReport, historyFields, isSessionReport, sessionReportData } from '../../src/extension/report';
 import { acceptedTimeline, focusStep, reduceAll, speedup, stepCode, type SessionHeader } from '../../src/extension/session-view';
 import { progressMessage } from '../../src/extension/progress';
 
@@ -96,6 +98,28 @@ describe('session view reducer', () => {
     expect(reduceAll({ ...header, statusOverride: 'interrupted' }, [ev({ type: 'session.cancelled' })]).status).toBe('cancelled');
   });
 
+  it('puts the user\'s edit of a branch before the step it starts, so the steps and the chart read in order', () => {
+    const inherited = session().slice(0, 8);
+    const branch = [
+      ...inherited,
+      ev({ type: 'session.branched', parentThreadId: 's0', stepId: '2', edited: true }),
+      ev({ type: 'step.started', stepId: 'edit:2', title: 'Kernel edited by the user before step 2' }),
+      ev({ type: 'step.accepted', stepId: 'edit:2', candidate: 0, oldTimeMs: 2, newTimeMs: 1.8, improvementPct: 10, bestParams: {} }),
+      ev({ type: 'step.started', stepId: '2', title: 'Tune the block size' }),
+      ev({ type: 'step.accepted', stepId: '2', candidate: 1, oldTimeMs: 1.8, newTimeMs: 1.2, improvementPct: 33, bestParams: { block_size_x: 128 } }),
+    ];
+    const view = reduceAll(header, branch);
+    expect(view.order).toEqual(['1', 'edit:2', '2']);
+    expect(acceptedTimeline(view).map((p) => [p.label, p.timeMs])).toEqual([
+      ['baseline', 2],
+      ['Kernel edited by the user before step 2', 1.8],
+      ['Tune the block size', 1.2],
+    ]);
+    expect(historyFields(view).steps.map((s) => `${s.stepId} ${s.status}`)).toEqual(['1 rejected', 'edit:2 accepted', '2 accepted']);
+    // A branch as it was has no such step.
+    expect(reduceAll(header, [...inherited, ev({ type: 'session.branched', parentThreadId: 's0', stepId: '2', edited: false })]).order).toEqual(['1', '2']);
+  });
+
   it('builds the history fields and the report, with the configurations of the accepted step for the cache export', () => {
     const events = session();
     const view = reduceAll(header, events);
@@ -103,8 +127,8 @@ describe('session view reducer', () => {
     expect(fields).toMatchObject({ status: 'running', baselineTimeMs: 2, bestTimeMs: 1.5, device: { name: 'GPU' } });
     expect(fields.speedup).toBeCloseTo(4 / 3);
     expect(fields.steps).toEqual([
-      { title: 'Several elements per thread', status: 'rejected', reason: 'wrong result: y differs at 3 elements' },
-      { title: 'Tune the block size', status: 'accepted', timeMs: 1.5, improvementPct: 25 },
+      { stepId: '1', title: 'Several elements per thread', status: 'rejected', reason: 'wrong result: y differs at 3 elements' },
+      { stepId: '2', title: 'Tune the block size', status: 'accepted', timeMs: 1.5, improvementPct: 25 },
     ]);
     const report = buildReport(header, events, view);
     expect(isSessionReport(report)).toBe(true);
@@ -113,5 +137,50 @@ describe('session view reducer', () => {
       { config: { block_size_x: 128 }, timeMs: 1.5 },
       { config: { block_size_x: 512 }, failure: 'compile_error' },
     ]);
+  });
+
+  it("makes the HTML report of a stored branch: the steps it inherited and its own, its own limits, its settings' compiler options, how it replays", () => {
+    const limits = (bandwidthGBps: number) => ev({ type: 'device.limits', limits: { bandwidthGBps, bandwidthMethod: 'copy', memcpyGBps: bandwidthGBps, fp32GFlops: 50_000, fp32Formula: 'formula' } });
+    const parent = session();
+    const inherited = [...parent.slice(0, 1), limits(3000), ...parent.slice(1, 8)];
+    const own = [
+      ev({ type: 'session.started', threadId: 's2', resumed: false, kernel: { name: 'saxpy', signature: '__global__ void saxpy(float *y)' }, device: { name: 'GPU', arch: 'sm_90', computeCapability: [9, 0] } }),
+      ev({ type: 'graph.described', graphs: [] }),
+      limits(4000),
+      ev({ type: 'session.branched', parentThreadId: 's1', stepId: '2', edited: false }),
+      ...parent.slice(9, 14),
+    ];
+    const run: SessionSettings = { fileName: 'saxpy.cu', includePaths: [], compilerOptions: ['-DN=4096'], strategy: DEFAULT_AUTONOMOUS, retries: 1, performanceThreshold: 1, iterations: 32, timePerTestS: 15, structuredOutputType: 'default', stripThinking: false, approvePlan: false, model: { provider: 'openai', model: 'm' } };
+    const exchange = { purpose: 'step 2', model: 'm', params: {}, messages: [], response: { content: 'x' }, startedAt: '2026-01-01T00:00:00.000Z', durationMs: 1 };
+    const branchHeader = { ...header, sessionId: 's2' };
+    const entry = {
+      id: 's2',
+      kernelName: 'saxpy',
+      filePath: 'saxpy.cu',
+      createdAt: header.startedAt,
+      updatedAt: header.startedAt,
+      device: { name: 'GPU' },
+      status: 'completed',
+      steps: [],
+      originalCode: 'code',
+      threadId: 's2',
+      report: buildReport(branchHeader, [...inherited, ...own], reduceAll(branchHeader, [...inherited, ...own])),
+      run,
+      llmExchanges: [exchange],
+    } satisfies HistoryEntry;
+    const data = sessionReportData(entry)!;
+    expect(data.steps.map((st) => [st.title, st.status])).toEqual([
+      ['Several elements per thread', 'rejected'],
+      ['Tune the block size', 'accepted'],
+    ]);
+    expect(data.summary).toMatchObject({ baselineTimeMs: 2, bestTimeMs: 1.5 });
+    expect(data.limits?.bandwidthGBps).toBe(4000);
+    expect(data.compiler.options).toEqual(['-DN=4096']);
+    expect(data.reproduce).toMatchObject({ session: 's2', file: 'saxpy.cu' });
+    expect(data.reproduce.notes.at(-1)).toContain('"Replay with the recorded model answers"');
+    // A session stored before exchanges were recorded replays nothing; one stored without events has no report.
+    const { llmExchanges: _none, ...older } = entry;
+    expect(sessionReportData(older)!.reproduce.notes.join(' ')).not.toContain('Replay');
+    expect(sessionReportData({ ...entry, report: undefined })).toBeUndefined();
   });
 });

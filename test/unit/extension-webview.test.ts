@@ -59,7 +59,7 @@ describe('CUDA highlighting (highlight.js C++ grammar + CUDA words)', () => {
   });
 });
 
-const theme: ChartTheme = { foreground: '#111', muted: '#666', grid: '#ddd', background: '#fff', line: 'blue', baseline: 'red', config: 'green', best: 'gold', failed: 'orange', fontFamily: 'sans-serif', fontSize: 13 };
+const theme: ChartTheme = { foreground: '#111', muted: '#666', grid: '#ddd', background: '#fff', line: 'blue', baseline: 'red', config: 'green', best: 'gold', failed: 'orange', others: ['purple'], fontFamily: 'sans-serif', fontSize: 13 };
 const config = (block: number, status: ConfigSummary['status'], timeMs?: number, error?: string): ConfigSummary => ({ key: String(block), config: { block_size_x: block }, status, ...(timeMs !== undefined && { timeMs }), ...(error && { error }) });
 
 describe('performance chart series', () => {
@@ -122,6 +122,22 @@ describe('performance chart series', () => {
   it('never calls a configuration that stopped early the fastest', () => {
     const s = chartSeries({ ...data, configs: [config(64, 'stopped_early', 0.5), config(128, 'ok', 1)] });
     expect(s.best?.info.title).toBe('block_size_x=128');
+  });
+
+  it("puts related sessions on the same step axis, their tooltips naming them: a branch's step 2 above the parent's step 2", () => {
+    const parent = { label: 'the session it branched from', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Tile', timeMs: 1 }, { label: 'Unroll', timeMs: 0.5 }] };
+    const branch = { label: 'branch from step 1', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Vectorise', timeMs: 30 }] };
+    const s = chartSeries({ ...data, others: [parent, branch, { label: 'a session with no baseline yet', timeline: [] }] });
+    expect(s.others.map((o) => [o.label, o.points.map((p) => [p.x, p.y])])).toEqual([
+      ['the session it branched from', [[0, 2], [1, 1], [2, 0.5]]],
+      ['branch from step 1', [[0, 2], [1, 30]]],
+    ]);
+    expect(s.others[0]!.points[2]!.info).toEqual({ title: 'Step 2: Unroll — the session it branched from', rows: [['Time', '500 µs'], ['Speed-up', '4.00× vs baseline']] });
+    expect(s.others[1]!.points[0]!.info.title).toBe('Baseline (original kernel) — branch from step 1');
+    // The slower branch spans a decade with the parent's fastest step: the time axis holds both.
+    expect([s.scale, s.yMin, s.yMax]).toEqual(['logarithmic', 0.1, 100]);
+    expect(s.summary).toContain('; beside it, the session it branched from: 2 accepted step(s), now 500 µs; beside it, branch from step 1: 1 accepted step(s), now 30 ms;');
+    expect(chartSeries(data).others).toEqual([]);
   });
 
   it('says what it waits for when there is nothing to plot yet', () => {
@@ -208,6 +224,31 @@ describe('Chart.js configuration', () => {
     };
     expect(ticksOf(3)).toEqual([1, 2, 3]);
     expect(ticksOf(40)).toEqual([4, 8, 12, 16, 20, 24, 28, 32, 36, 40]);
+  });
+
+  it("draws each related session's steps as a dashed line in the theme's colours in turn, under the session's own", () => {
+    const related = (label: string, ms: number[]) => ({ label, timeline: ms.map((timeMs, i) => ({ label: i === 0 ? 'baseline' : `step ${i}`, timeMs })) });
+    const others = [related('the session it branched from', [40, 2, 1.5, 1]), related('branch from step 1', [40, 3]), related('branch from step 1', [40, 5]), related('branch from step 2', [40, 2, 4])];
+    const withOthers = chartConfig(chartSeries({ timeline: [{ label: 'baseline', timeMs: 40 }, { label: 'Unroll', timeMs: 2 }], others, configs: [] }), { ...theme, others: ['purple', 'teal', 'olive'] });
+    const lines = withOthers.data.datasets.filter((d) => d.xAxisID === 'steps' && d.label !== DATASET.steps && d.label !== DATASET.baseline);
+    expect(lines.map((d) => [d.label, d.borderColor, d.pointBorderColor, d.data.length])).toEqual([
+      ['the session it branched from', 'purple', 'purple', 4],
+      ['branch from step 1', 'teal', 'teal', 2],
+      ['branch from step 1', 'olive', 'olive', 2],
+      ['branch from step 2', 'purple', 'purple', 3],
+    ]);
+    expect(lines[0]).toMatchObject({ showLine: true, borderDash: [5, 3], pointBackgroundColor: '#fff', order: 1 });
+    // The step axis reaches the longest series (the parent's step 3), a tick on every step.
+    const scales = withOthers.options!.scales as Record<string, { max: number; afterBuildTicks: (a: { ticks: { value: number }[] }) => void }>;
+    const axis = { ticks: [] as { value: number }[] };
+    scales.steps!.afterBuildTicks(axis);
+    expect(axis.ticks.map((t) => t.value)).toEqual([0, 1, 2, 3]);
+    expect(scales.steps!.max).toBeCloseTo(3.3);
+    // The legend names every related session, even two with the same label, and the baseline once.
+    const legend = withOthers.options!.plugins!.legend!.labels!.filter as (item: { text: string; datasetIndex: number }, data: typeof withOthers.data) => boolean;
+    const shown = withOthers.data.datasets.filter((d, datasetIndex) => legend({ text: d.label!, datasetIndex }, withOthers.data)).map((d) => d.label);
+    expect(shown.filter((l) => l === 'branch from step 1')).toHaveLength(2);
+    expect(shown.filter((l) => l === DATASET.baseline)).toHaveLength(1);
   });
 
   it('draws tooltips through the given renderer only, never for the baseline line', () => {

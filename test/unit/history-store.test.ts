@@ -39,6 +39,19 @@ function entry(id: string, overrides: Partial<HistoryEntry> = {}): HistoryEntry 
 const deadPid = (): number => spawnSync(process.execPath, ['-e', '']).pid!;
 
 describe('HistoryStore', () => {
+  it('keeps a branch\'s parent, the settings and the model exchanges; the list shows the parent without the edited code', async () => {
+    const store = new HistoryStore(root);
+    const exchange = { purpose: 'plan', model: 'm', params: { temperature: 0 }, messages: [{ role: 'user' as const, content: 'plan it' }], response: { content: '{"steps": []}' }, startedAt: '2025-01-01T10:00:01.000Z', durationMs: 12 };
+    await store.save(entry('parent'));
+    await store.save(entry('child', { parent: { id: 'parent', threadId: 'thread-parent', stepId: '2', stepTitle: 'Shared memory', editedCode: '__global__ void vector_add() { /* mine */ }\n' }, llmExchanges: [exchange] }));
+    expect((await store.get('child'))!).toMatchObject({ parent: { stepId: '2', editedCode: expect.stringContaining('mine') }, llmExchanges: [exchange] });
+    const child = (await store.list()).sessions.find((x) => x.id === 'child')!;
+    expect(child.parent).toEqual({ id: 'parent', threadId: 'thread-parent', stepId: '2', stepTitle: 'Shared memory' });
+    expect(child).not.toHaveProperty('llmExchanges');
+    await expect(store.save(entry('bad', { llmExchanges: [{ ...exchange, messages: [{ role: 'robot', content: 'x' }] }] as never }))).rejects.toThrow(/invalid session/);
+    await expect(store.save(entry('orphan', { parent: { id: '../etc', threadId: 't', stepId: '1' } }))).rejects.toThrow(/invalid session/);
+  });
+
   it('saves, gets and lists summaries newest first', async () => {
     const store = new HistoryStore(root);
     await store.save(entry('old', { createdAt: '2024-06-01T00:00:00.000Z' }));

@@ -1,15 +1,10 @@
 // The graph section as the panel draws it, in Chromium (playwright-core, Debian's chromium; skipped where it is not
 // installed): under the panel's kind of CSP, from the events of a described graph and its node runs, with a click on a
 // node showing its runs.
-import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import * as esbuild from 'esbuild';
-import { chromium, type Browser } from 'playwright-core';
+import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeEvent, type TuningEvent, type TuningEventBody } from '../../src/engine/events';
-
-const CHROMIUM = '/usr/bin/chromium';
-const root = join(__dirname, '..', '..');
+import { bundleForPage, hasChromium, launchChromium, pageUnderCsp } from '../support/chromium-page';
 
 const ev = (body: TuningEventBody): TuningEvent => makeEvent(body);
 const events: TuningEvent[] = [
@@ -48,7 +43,7 @@ const events: TuningEvent[] = [
   ev({ type: 'llm.retry', purpose: 'step 1', attempt: 1, error: 'CompileError', message: 'no' }),
 ];
 
-describe.skipIf(!existsSync(CHROMIUM))('graph section in Chromium', () => {
+describe.skipIf(!hasChromium)('graph section in Chromium', () => {
   let browser: Browser;
   let script: string;
   beforeAll(async () => {
@@ -58,20 +53,13 @@ describe.skipIf(!existsSync(CHROMIUM))('graph section in Chromium', () => {
       let selected;
       const draw = () => document.body.replaceChildren(renderGraphSection(reduceGraphAll(events), selected, (key) => { selected = key; draw(); }));
       draw();`;
-    const built = await esbuild.build({ stdin: { contents: entry, resolveDir: root, loader: 'ts' }, bundle: true, format: 'iife', platform: 'browser', write: false });
-    script = built.outputFiles[0]!.text;
-    browser = await chromium.launch({ executablePath: CHROMIUM, args: ['--headless', '--no-sandbox', '--disable-gpu'] });
+    script = await bundleForPage(entry);
+    browser = await launchChromium();
   }, 60_000);
   afterAll(async () => browser?.close());
 
   it('draws both graphs, lights the running nodes, counts the retry, and shows a node\'s runs on a click', async () => {
-    const page = await browser.newPage();
-    const problems: string[] = [];
-    page.on('console', (m) => (m.type() === 'error' || m.text().includes('Content Security Policy')) && problems.push(m.text()));
-    page.on('pageerror', (e) => problems.push(e.message));
-    await page.setContent(
-      `<!DOCTYPE html><html><head><meta http-equiv="Content-Security-Policy" content="default-src 'none'; script-src 'nonce-n'; style-src 'nonce-n'"></head><body><script nonce="n">${script.replace(/<\/script/g, '<\\/script')}</script></body></html>`,
-    );
+    const { page, problems } = await pageUnderCsp(browser, script);
     const nodes = await page.$$eval('g.node', (gs) => gs.map((g) => `${g.getAttribute('data-graph')}/${g.getAttribute('data-node')} ${g.getAttribute('class')}`));
     expect(nodes.sort()).toEqual(
       [

@@ -64,6 +64,14 @@ describe('graph model', () => {
     expect(cancelled.nodes[nodeKey('tune', 'optimize')]!.runs[0]!.phase).toBe('interrupted');
   });
 
+  it('closes the runs a new run leaves behind: a resume after the window died, a branch after the log it inherited', () => {
+    const inherited = [ev({ type: 'graph.described', graphs: [session, tune] }), node('session', 'tune', 't1', 'started'), node('tune', 'optimize', 'o1', 'started')];
+    const started = ev({ type: 'session.started', threadId: 'b', resumed: false, kernel: { name: 'k', signature: 'void k()' }, device: { name: 'GPU', arch: 'sm_90', computeCapability: [9, 0] } });
+    const model = reduceGraphAll([...inherited, started, ev({ type: 'graph.described', graphs: [session, tune] }), node('session', 'tune', 't2', 'started')]);
+    expect(model.nodes[nodeKey('tune', 'optimize')]).toMatchObject({ status: 'visited', runs: [{ task: 'o1', phase: 'interrupted' }] });
+    expect(model.nodes[nodeKey('session', 'tune')]).toMatchObject({ status: 'active', runs: [{ task: 't1', phase: 'interrupted' }, { task: 't2', phase: 'started' }] });
+  });
+
   it('counts a node\'s runs in a loop and keeps their order', () => {
     const runs = [1, 2, 3].flatMap((i) => [node('tune', 'optimize', `o${i}`, 'started', { data: i }), node('tune', 'optimize', `o${i}`, 'finished', { data: i * 10 })]);
     const model = reduceGraphAll([ev({ type: 'graph.described', graphs: [session, tune] }), ...runs]);

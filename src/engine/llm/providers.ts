@@ -99,6 +99,13 @@ export function endpointOf(model: BaseChatModel): LlmEndpoint | undefined {
   return undefined;
 }
 
+/** Credentials a model's client holds (its API key), for scrubbing them from anything recorded. */
+export function secretsOf(model: BaseChatModel): string[] {
+  const inner = model instanceof ThinkingStrippedChatModel ? model.inner : model;
+  const key = inner instanceof ChatOpenAI ? inner.apiKey : undefined;
+  return typeof key === 'string' && key !== NO_API_KEY ? [key] : [];
+}
+
 /** `config.maxRetries` as options for withTransportRetry (the endpoint included, for the wording of errors). */
 export function transportRetryOptionsFor(config: ProviderConfig): TransportRetryOptions {
   const c = parseProviderConfig(config);

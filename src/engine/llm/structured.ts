@@ -9,6 +9,7 @@
  */
 import type { BaseChatModel, BaseChatModelCallOptions } from '@langchain/core/language_models/chat_models';
 import { HumanMessage, type AIMessage, type AIMessageChunk, type BaseMessage } from '@langchain/core/messages';
+import type { Callbacks } from '@langchain/core/callbacks/manager';
 import { toJsonSchema } from '@langchain/core/utils/json_schema';
 import { ChatOpenAI } from '@langchain/openai';
 import type { z } from 'zod';
@@ -44,6 +45,8 @@ export interface InvokeStructuredOptions {
   retry?: Omit<TransportRetryOptions, 'signal' | 'endpoint'>;
   /** Sees every raw answer (token usage, transcripts). */
   onResponse?: (message: BaseMessage) => void;
+  /** LangChain callbacks for every request (the session's exchange recorder). */
+  callbacks?: Callbacks;
 }
 
 /** LangChain's rule for ChatOpenAI: json_schema, except for the models older than structured outputs. */
@@ -113,7 +116,8 @@ export async function invokeStructured<S extends z.ZodType>(
   schema: S,
   options: InvokeStructuredOptions = {},
 ): Promise<z.output<S>> {
-  const { type = 'default', name = 'extract', signal, onResponse } = options;
+  const { type = 'default', name = 'extract', signal, onResponse, callbacks } = options;
+  const call = { signal, ...(callbacks && { callbacks }) };
   const pattern = options.stripThinking instanceof RegExp ? options.stripThinking : options.stripThinking ? DEFAULT_THINKING_PATTERN : undefined;
   const llm: BaseChatModel = pattern && !(model instanceof ThinkingStrippedChatModel) ? withThinkingStripped(model, pattern) : model;
   const endpoint = endpointOf(model);
@@ -130,10 +134,10 @@ export async function invokeStructured<S extends z.ZodType>(
   const jsonSchema = toJsonSchema(schema);
 
   if (type === 'jsonify') {
-    const first = await request(() => llm.invoke(messages, { signal }));
+    const first = await request(() => llm.invoke(messages, call));
     onResponse?.(first);
     if (first.text.trim() === '') throw new StructuredOutputError('the answer is not usable JSON: the answer is empty', '', ['the answer is empty']);
-    const second = await request(() => llm.invoke([new HumanMessage(jsonifyPrompt(jsonSchema, first.text))], { signal }));
+    const second = await request(() => llm.invoke([new HumanMessage(jsonifyPrompt(jsonSchema, first.text))], call));
     onResponse?.(second);
     return validate(schema, { text: second.text });
   }
@@ -150,12 +154,12 @@ export async function invokeStructured<S extends z.ZodType>(
       // `response_format` is a ChatOpenAI call option; through a ThinkingStrippedChatModel it is forwarded to it.
       const bound = llm.withConfig({ response_format: responseFormat } as Partial<BaseChatModelCallOptions>);
       let answer: AIMessageChunk | undefined;
-      for await (const chunk of await bound.stream(prompt, { signal })) answer = answer ? answer.concat(chunk) : chunk;
+      for await (const chunk of await bound.stream(prompt, call)) answer = answer ? answer.concat(chunk) : chunk;
       if (!answer) throw new Error('the answer stream ended without a message');
       return answer;
     }
     const runnable = llm.withStructuredOutput(jsonSchema, { name, includeRaw: true as const, ...(method === 'default' ? {} : { method }) });
-    return (await runnable.invoke(prompt, { signal })).raw;
+    return (await runnable.invoke(prompt, call)).raw;
   });
   onResponse?.(raw);
   return validate(schema, candidateOf(raw, name));

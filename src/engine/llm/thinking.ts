@@ -18,6 +18,7 @@ import { ChatGenerationChunk, type ChatResult } from '@langchain/core/outputs';
 import { OutputParserException } from '@langchain/core/output_parsers';
 import { Runnable, RunnableLambda } from '@langchain/core/runnables';
 import type { InteropZodType } from '@langchain/core/utils/types';
+import { ExchangeRecorder } from './recording';
 
 export const DEFAULT_THINKING_PATTERN = /<think>[\s\S]*?<\/think>\s*/g;
 
@@ -184,16 +185,17 @@ export class ThinkingStrippedChatModel extends BaseChatModel<PassThroughCallOpti
   }
 
   /**
-   * The wrapped model runs without callbacks (an explicit empty list also stops LangChain from inheriting the graph's
-   * callbacks implicitly): otherwise LangGraph's "messages" stream would show its raw tokens, thinking included, beside
-   * the stripped ones this model reports.
+   * The wrapped model runs with the session's exchange recorders only (an explicit list also stops LangChain from
+   * inheriting the graph's callbacks implicitly): otherwise LangGraph's "messages" stream would show its raw tokens,
+   * thinking included, beside the stripped ones this model reports. The recorders keep the raw answer, as the model
+   * gave it, and skip this wrapper's own run.
    */
-  private forward(options: this['ParsedCallOptions']) {
-    return { ...options, callbacks: [] };
+  private forward(options: this['ParsedCallOptions'], runManager: CallbackManagerForLLMRun | undefined) {
+    return { ...options, callbacks: (runManager?.handlers ?? []).filter((h) => h instanceof ExchangeRecorder) };
   }
 
-  override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions']): Promise<ChatResult> {
-    const answer = await this.inner.invoke(messages, this.forward(options));
+  override async _generate(messages: BaseMessage[], options: this['ParsedCallOptions'], runManager?: CallbackManagerForLLMRun): Promise<ChatResult> {
+    const answer = await this.inner.invoke(messages, this.forward(options, runManager));
     const message = stripThinkingFromMessage(answer, this.pattern);
     return { generations: [{ text: message.text, message }] };
   }
@@ -216,7 +218,7 @@ export class ThinkingStrippedChatModel extends BaseChatModel<PassThroughCallOpti
           tool_call_chunks: source?.tool_call_chunks,
         }),
       });
-    for await (const chunk of await this.inner.stream(messages, this.forward(options))) {
+    for await (const chunk of await this.inner.stream(messages, this.forward(options, runManager))) {
       // Content blocks (non-string content) carry their reasoning separately; they pass unchanged.
       if (typeof chunk.content !== 'string') {
         yield new ChatGenerationChunk({ text: chunk.text, message: chunk });

@@ -3,7 +3,7 @@
 // Subgraphs run inside their node with the node's config, so they share the run context, the event stream and the
 // checkpointer (an interrupt inside the strategy pauses the session; resuming continues the subgraph where it stopped).
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
-import { END, START, StateGraph, type BaseCheckpointSaver, type LangGraphRunnableConfig } from '@langchain/langgraph';
+import { CompiledStateGraph, END, START, StateGraph, type BaseCheckpointSaver, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import { createAnalysisGraph } from '../analysis';
 import type { GraphOptions } from '../context';
 import { describeSessionGraphs } from '../graph-view';
@@ -27,6 +27,10 @@ export interface SessionGraphParts {
 
 const SESSION_KEYS = Object.keys(TuningState.spec);
 
+function isPregel(graph: unknown): graph is CompiledStateGraph<any, any> {
+  return graph instanceof CompiledStateGraph;
+}
+
 /** A subgraph as a node: its result, reduced to the session's channels (a strategy's own channels stay inside). */
 function subgraphNode(graph: { invoke(state: TuningStateValue, config?: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>> }) {
   return async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>> => {
@@ -42,6 +46,8 @@ function subgraphNode(graph: { invoke(state: TuningStateValue, config?: LangGrap
 export function createSessionGraph(parts: SessionGraphParts) {
   const { llm, graphOptions } = parts;
   const testNodes = parts.testingStrategies.map((_, i) => `tests_${i}`);
+  // The tuning strategy is declared as the node's subgraph, so that its checkpoint history can be read and updated
+  // (time travel, branch.ts).
   const hosted: Record<string, TuningGraph | TestingGraph> = {
     analyze: createAnalysisGraph(llm, parts.analysisRetryPolicy, graphOptions),
     tune: parts.tuningStrategy.createGraph(llm, graphOptions),
@@ -51,7 +57,7 @@ export function createSessionGraph(parts: SessionGraphParts) {
     .addNode('analyze', subgraphNode(hosted.analyze!))
     .addNode('testsReady', testsReadyNode)
     .addNode('baseline', baselineNode)
-    .addNode('tune', subgraphNode(hosted.tune!))
+    .addNode('tune', subgraphNode(hosted.tune!), { subgraphs: isPregel(hosted.tune) ? [hosted.tune] : [] })
     .addNode('finish', finishNode);
   testNodes.forEach((node) => builder.addNode(node, subgraphNode(hosted[node]!)));
   // Node names of the testing strategies are only known at run time, so the edges are added by name.

@@ -81,6 +81,15 @@ export abstract class BaseTuningStrategy {
 
   abstract createGraph(llm: BaseChatModel, options?: GraphOptions): TuningGraph;
 
+  /**
+   * Announces that a step starts (step.started) and returns the update that records it in the session's
+   * `startedSteps`: a branch of the session can later start again from here (see branch.ts).
+   */
+  startStep(state: TuningStateValue, step: { id: string; title: string }, config: LangGraphRunnableConfig): { startedSteps: string[] } {
+    emit(config, { type: 'step.started', stepId: step.id, title: step.title });
+    return { startedSteps: [...(state.startedSteps ?? []), step.id] };
+  }
+
   /** The code of an answer (the rewritten device unit), `#define`s of tunable parameters removed; NoCodeError when there is none. */
   extractCode(answer: string, kernelName: string, tunableNames: Iterable<string>): string {
     const code = extractKernelCode(answer, { kernelName, tunableNames });

@@ -79,7 +79,7 @@ export class AutonomousTuningStrategy extends BaseTuningStrategy {
       .addNode('breakdown', breakdownNode(llm, policy), { ...llmNode, input: BreakdownInputState })
       .addNode('mergeBreakdowns', mergeBreakdownsNode())
       .addNode('approve', approveNode())
-      .addNode('next', nextStepNode())
+      .addNode('next', nextStepNode(this))
       .addNode('runCandidate', candidateNode(this, llm), { ...llmNode, input: CandidateInputState })
       .addNode('decide', decideNode(this))
       .addNode('replan', replanNode(llm, policy, this.maxReplanning), llmNode)

@@ -42,7 +42,7 @@ export class ExplicitTuningStrategy extends BaseTuningStrategy {
         return { steps: steps.map((s) => ({ id: s.id, status: 'pending' as const, completed: false })), currentStepId: null };
       })
       .addNode('approve', approveNode(steps))
-      .addNode('next', nextStepNode(steps))
+      .addNode('next', nextStepNode(this, steps))
       .addNode('evaluate', evaluateNode(steps, llm, this.retryPolicy), llmNode)
       .addNode('apply', applyNode(this, steps, llm), llmNode)
       .addEdge(START, 'init')

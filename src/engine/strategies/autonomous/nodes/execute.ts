@@ -2,7 +2,7 @@
 // time), `decide` keeps the fastest correct candidate if it beats the best kernel by the threshold.
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Annotation, type LangGraphRunnableConfig } from '@langchain/langgraph';
-import { describeRejection, emit } from '../../../events';
+import { describeRejection } from '../../../events';
 import type { TuningStateValue } from '../../../state';
 import type { BaseTuningStrategy } from '../../base';
 import { stepRequestTail } from '../../prompts';
@@ -10,12 +10,12 @@ import { applyStepPrompt } from '../prompts';
 import { type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
 import { kernelView } from '../../../kernel-view';
 
-export function nextStepNode() {
+export function nextStepNode(strategy: BaseTuningStrategy) {
   return async (state: AutonomousStateValue, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
     const step = state.plan.find((s) => s.status === 'pending' && s.validated && s.approved);
     if (!step) return { currentStepId: null };
-    emit(config, { type: 'step.started', stepId: step.id, title: step.title });
     return {
+      ...strategy.startStep(state, step, config),
       currentStepId: step.id,
       plan: state.plan.map((s) => (s === step ? { ...s, status: 'running' } : s)),
       outcomes: { __overwrite__: [] },

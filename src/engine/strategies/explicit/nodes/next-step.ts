@@ -2,10 +2,11 @@
 // longer complete (it was skipped, or failed) is skipped with that reason; when no step is left to run, the strategy ends.
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { emit } from '../../../events';
+import type { BaseTuningStrategy } from '../../base';
 import type { TuningStep } from '../steps';
 import type { ExplicitStateUpdate, ExplicitStateValue, ExplicitStepState } from '../state';
 
-export function nextStepNode(steps: readonly TuningStep[]) {
+export function nextStepNode(strategy: BaseTuningStrategy, steps: readonly TuningStep[]) {
   return async (state: ExplicitStateValue, config: LangGraphRunnableConfig): Promise<ExplicitStateUpdate> => {
     let status = state.steps;
     const byId = (id: string) => status.find((s) => s.id === id)!;
@@ -25,7 +26,6 @@ export function nextStepNode(steps: readonly TuningStep[]) {
     // Dependencies are earlier steps, so the first pending step is ready.
     const ready = pending()[0];
     if (!ready) return { steps: status, currentStepId: null };
-    emit(config, { type: 'step.started', stepId: ready.id, title: ready.title });
-    return { steps: status.map((s) => (s.id === ready.id ? { ...s, status: 'running' } : s)), currentStepId: ready.id };
+    return { ...strategy.startStep(state, ready, config), steps: status.map((s) => (s.id === ready.id ? { ...s, status: 'running' } : s)), currentStepId: ready.id };
   };
 }

@@ -1,0 +1,52 @@
+/**
+ * The settings a stored session's graph was built with, so that it can be run again (resumed, branched, replayed) by
+ * the CLI, the extension or a benchmark; never a secret. Plain data and zod only (the history store uses it in the
+ * extension's light bundle); session-options.ts builds a transformer from them, session-log.ts reads the event log.
+ */
+import { z } from 'zod';
+
+const STRUCTURED = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'] as const;
+
+export const SessionSettingsSchema = z.object({
+  /** The kernel to tune; needed when the file has several (a stored session has it filled in once it started). */
+  kernelName: z.string().min(1).optional(),
+  /** Shown in diffs and compiler messages. */
+  fileName: z.string().min(1),
+  /** The file on disk, when it was one: its directory is searched for its quoted #includes. */
+  filePath: z.string().optional(),
+  includePaths: z.array(z.string()),
+  compilerOptions: z.array(z.string()),
+  strategy: z.discriminatedUnion('kind', [
+    z.object({
+      kind: z.literal('autonomous'),
+      breakdownSteps: z.boolean(),
+      maxBreakdowns: z.number().int().min(1),
+      withReplanning: z.boolean(),
+      maxReplanning: z.number().int().min(1),
+      candidatesPerStep: z.number().int().min(1),
+    }),
+    /** The default steps selected, by id. */
+    z.object({ kind: z.literal('explicit'), steps: z.array(z.string()) }),
+  ]),
+  retries: z.number().int().min(0),
+  performanceThreshold: z.number().min(0),
+  iterations: z.number().int().min(1),
+  timePerTestS: z.number().positive(),
+  launchTimeoutS: z.number().positive().optional(),
+  structuredOutputType: z.enum(STRUCTURED),
+  stripThinking: z.boolean(),
+  approvePlan: z.boolean(),
+  /** Which model answered (for the record; a replay needs none). */
+  model: z.object({ provider: z.enum(['openai', 'ollama']), model: z.string(), baseUrl: z.string().optional(), temperature: z.number().optional() }),
+});
+export type SessionSettings = z.infer<typeof SessionSettingsSchema>;
+
+/** The autonomous strategy's defaults, for callers that expose no strategy options (the CLI). */
+export const DEFAULT_AUTONOMOUS: Extract<SessionSettings['strategy'], { kind: 'autonomous' }> = {
+  kind: 'autonomous',
+  breakdownSteps: false,
+  maxBreakdowns: 1,
+  withReplanning: true,
+  maxReplanning: 3,
+  candidatesPerStep: 1,
+};
