@@ -148,6 +148,15 @@ async function runExtensionTests(server, ws, profile, testsModule, label) {
   const code = await Promise.race([exited, new Promise((r) => setTimeout(() => r('timeout'), 240_000))]);
   mkdirSync(results, { recursive: true });
   await page.screenshot({ path: join(results, `extension-tests-${label}.png`) }).catch(() => undefined);
+  // Let the workbench save its state (the open editors and report tabs the reload suite expects back): VS Code in a
+  // browser flushes its storage when its page is hidden and when it unloads, so hide it (another tab in front), give
+  // the flush time, then close it as a user does. Closing the browser context alone can lose the last state.
+  const front = await context.newPage();
+  await front.bringToFront();
+  await new Promise((resolve) => setTimeout(resolve, 2_000));
+  page.on('dialog', (dialog) => void dialog.accept().catch(() => undefined));
+  await page.close({ runBeforeUnload: true }).catch(() => undefined);
+  await new Promise((resolve) => page.once('close', resolve) && setTimeout(resolve, 5_000));
   await context.close();
   log(`${label}: exit ${code}`);
   if (code !== 0) {
