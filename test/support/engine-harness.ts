@@ -8,7 +8,10 @@ import { transportRetryPolicy } from '../../src/engine/llm/transport';
 import type { TuningEvent, TuningEventType } from '../../src/engine/events';
 import type { SessionEnd } from '../../src/engine/session';
 import type { LLMKernelTransformer, StreamOptions } from '../../src/engine/transformer';
-import { largestBuffer, type FakeVariant } from './fake-backend';
+import { defaultRetryPolicy } from '../../src/engine/feedback';
+import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
+import type { LLMKernelTransformerOptions } from '../../src/engine/transformer';
+import { FakeBackend, largestBuffer, type FakeVariant } from './fake-backend';
 import { loadScript, startScriptedLlmServer, type ScriptedLlmServer, type ScriptedServerOptions, type ScriptTurn } from './scripted-llm-server';
 
 export const SAXPY = `__global__ void saxpy(const float *x, float *y, float a, int n) {
@@ -85,4 +88,15 @@ export function saxpyTime(v: FakeVariant): number {
   if (v.source.includes('FAKE_BLOCK_AWARE') && v.defines.block_size_x === '512') t *= 0.6;
   if (v.source.includes('FAKE_SLIGHTLY_FASTER')) t *= 0.995;
   return t;
+}
+
+/** An autonomous saxpy session on the fake GPU (TEST DOUBLE) with `llm`: one retry per error, fast transport retries. */
+export function saxpySessionOptions(llm: LLMKernelTransformerOptions['llm'], extra: Partial<LLMKernelTransformerOptions> = {}): LLMKernelTransformerOptions {
+  return {
+    llm,
+    backend: new FakeBackend({ model: { timeMs: saxpyTime } }),
+    tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
+    transportRetryPolicy: FAST_TRANSPORT_RETRY,
+    ...extra,
+  };
 }

@@ -1,28 +1,17 @@
 // Every request a session makes to its model is recorded as an llm.exchange event (messages as sent, parameters, the
 // answer, timing), for both clients and every structured-output mode; secrets never reach the record.
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
 import { redactSecrets } from '../../src/engine/llm/exchange';
 import { createChatModel } from '../../src/engine/llm/providers';
-import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
-import { collect, FAST_TRANSPORT_RETRY, ollamaModel, openaiModel, requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
-import { FakeBackend } from '../support/fake-backend';
+import { LLMKernelTransformer } from '../../src/engine/transformer';
+import { collect, saxpySessionOptions, ollamaModel, openaiModel, requestText, SAXPY, scriptedServers } from '../support/engine-harness';
 import { loadScript, type ScriptTurn } from '../support/scripted-llm-server';
 
 const servers = scriptedServers();
 afterEach(() => servers.closeAll());
 const server = (script: string | ScriptTurn[]) => servers.start(script);
 
-function options(llm: LLMKernelTransformerOptions['llm'], extra: Partial<LLMKernelTransformerOptions> = {}): LLMKernelTransformerOptions {
-  return {
-    llm,
-    backend: new FakeBackend({ model: { timeMs: saxpyTime } }),
-    tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
-    transportRetryPolicy: FAST_TRANSPORT_RETRY,
-    ...extra,
-  };
-}
+const options = saxpySessionOptions;
 
 describe('recording the model exchanges', () => {
   it('records one exchange per request, with the messages as sent and the answer as received (OpenAI client)', async () => {

@@ -3,13 +3,12 @@
 // departs from the recording.
 import { afterEach, describe, expect, it } from 'vitest';
 import type { TuningEvent } from '../../src/engine/events';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
 import type { LlmExchange } from '../../src/engine/llm/exchange';
 import { ReplayChatModel, ReplayDivergenceError } from '../../src/engine/llm/replay';
 import { exchangesOf } from '../../src/engine/session-log';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
-import { collect, type Collected, FAST_TRANSPORT_RETRY, ollamaModel, openaiModel, SAXPY, saxpyTime, scriptedServers, serve } from '../support/engine-harness';
+import { collect, saxpySessionOptions, type Collected, ollamaModel, openaiModel, SAXPY, scriptedServers, serve } from '../support/engine-harness';
 import { FakeBackend, largestBuffer, type FakeVariant } from '../support/fake-backend';
 import { withoutGraphEvents } from '../support/graph-events';
 import { loadScript, type ScriptTurn } from '../support/scripted-llm-server';
@@ -18,15 +17,7 @@ const servers = scriptedServers();
 afterEach(() => servers.closeAll());
 const server = (script: string | ScriptTurn[]) => servers.start(script);
 
-function options(llm: LLMKernelTransformerOptions['llm'], extra: Partial<LLMKernelTransformerOptions> = {}): LLMKernelTransformerOptions {
-  return {
-    llm,
-    backend: new FakeBackend({ model: { timeMs: saxpyTime } }),
-    tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
-    transportRetryPolicy: FAST_TRANSPORT_RETRY,
-    ...extra,
-  };
-}
+const options = saxpySessionOptions;
 
 /** A session recorded against the scripted server, which is closed afterwards: a replay that asked it would fail. */
 async function recorded(script: Parameters<typeof serve>[0], extra: Partial<LLMKernelTransformerOptions> = {}, order?: 'first-match'): Promise<{ run: Collected; exchanges: LlmExchange[] }> {
