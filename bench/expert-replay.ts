@@ -1,6 +1,6 @@
 // Issue 10's benchmark of the graph: the expert session of examples/matmul_naive (answers written by hand as a capable
 // model would give them, recorded in examples/matmul_naive/expert-session.json) replayed through the whole graph on
-// this GPU with no model: analysis, test, baseline, three planned steps, each tuned and verified here. Reports the final
+// this GPU with no model: analysis, test, baseline, four planned steps, each tuned and verified here. Reports the final
 // kernel's time, its ratio to the original and to cuBLAS fp32 (torch.matmul with TF32 off, measured in the same run,
 // same size, CUDA events, median of many), and the wall time of the graph, which here has no model latency in it.
 //   node dist/bench/expert-replay.js        (JSON also to $OUT/bench-expert-replay.json when OUT is set)

@@ -50,19 +50,20 @@ const EXPERT_SETTINGS: SessionSettings = {
 };
 
 interface AnswerTurn extends ScriptTurn {
-  /** A step's rewrite: the kernel file beside answers.json, a sentence before it and the json block after it. */
+  /** A step's rewrite: the kernel file beside answers.json, a sentence before it and the json block after it (if any). */
   kernel?: string;
   prose?: string;
   json?: unknown;
 }
 
-/** The answers as the scripted model's turns: a step's answer is the prose, its kernel in a cuda block and its json. */
+/** The answers as the scripted model's turns: a step's answer is the prose, its kernel in a cuda block and its json, if any. */
 function turns(): ScriptTurn[] {
   const answers = JSON.parse(readFileSync(join(EXPERT, 'answers.json'), 'utf8')) as { turns: AnswerTurn[] };
   return answers.turns.map(({ kernel, prose, json, ...turn }) => {
     if (kernel === undefined) return turn;
     const code = readFileSync(join(EXPERT, kernel), 'utf8').trimEnd();
-    return { ...turn, respond: { content: `${prose}\n\n\`\`\`cuda\n${code}\n\`\`\`\n\n\`\`\`json\n${JSON.stringify(json)}\n\`\`\`\n` } };
+    const jsonBlock = json === undefined ? '' : `\n\`\`\`json\n${JSON.stringify(json)}\n\`\`\`\n`;
+    return { ...turn, respond: { content: `${prose}\n\n\`\`\`cuda\n${code}\n\`\`\`\n${jsonBlock}` } };
   });
 }
 
@@ -73,7 +74,7 @@ function turns(): ScriptTurn[] {
 function expertTime(v: FakeVariant): number {
   const n = v.test.kind === 'spec' ? v.test.test.scalars.n! : 4096;
   const source = v.source;
-  const tflops = source.includes('float4') ? 28 : source.includes('tile_n') ? 20 : source.includes('__shared__') ? 8 : 4;
+  const tflops = source.includes('a_tile[2]') ? 36 : source.includes('float4') ? 28 : source.includes('tile_n') ? 20 : source.includes('__shared__') ? 8 : 4;
   const d = (name: string) => Number(v.defines[name] ?? 1);
   const tiles = d('tile_m') * d('tile_n') * d('block_size_x') * d('block_size_y');
   const occupancy = source.includes('float4') ? 1 + 0.01 * (d('min_blocks_per_sm') - 1) : 1;
@@ -121,28 +122,35 @@ describe('the expert session of examples/matmul_naive', () => {
     expect(stored.llmExchanges!.map(request), hint).toEqual(fresh.llmExchanges!.map(request));
     expect(stored.run, hint).toEqual(EXPERT_SETTINGS);
     expect(stored.originalCode, hint).toBe(SOURCE);
-    expect(stored.llmExchanges!.map((x) => x.purpose)).toEqual(['describe kernel', 'problem size', 'outputs', 'test spec', 'plan', 'validate steps', 'step 1', 'restrictions', 'step 2', 'restrictions', 'step 3', 'restrictions']);
+    expect(stored.llmExchanges!.map((x) => x.purpose)).toEqual(['describe kernel', 'problem size', 'outputs', 'test spec', 'plan', 'validate steps', 'step 1', 'restrictions', 'step 2', 'restrictions', 'step 3', 'restrictions', 'step 4', 'restrictions']);
   });
 
-  it('replays through the whole graph without a model, every step accepted, to the vectorised kernel', async () => {
+  it('replays through the whole graph without a model, every step accepted, to the double-buffered kernel', async () => {
     const stored = HistoryEntrySchema.parse(JSON.parse(readFileSync(RECORDING, 'utf8')));
     const replay = new ReplayChatModel(stored.llmExchanges!);
     const { options } = transformerOptionsFrom(stored.run!, { llm: replay, backend: new FakeBackend({ model: { timeMs: expertTime } }), checkpointer: new MemorySaver(), threadId: 'replay' });
     const run = await collect(new LLMKernelTransformer(stored.originalCode, options));
     expect(run.end).toEqual({ status: 'finished' });
     expect(replay.unused()).toEqual([]);
-    expect(run.of('step.accepted').map((e) => e.stepId)).toEqual(['1', '2', '3']);
+    expect(run.of('step.accepted').map((e) => e.stepId)).toEqual(['1', '2', '3', '4']);
     const finished = run.of('session.finished')[0]!;
     expect(finished.tunableCode).toContain('__launch_bounds__(block_size_x * block_size_y, min_blocks_per_sm)');
+    expect(finished.tunableCode).toContain('a_tile[2][tile_k]');
     expect(Object.keys(finished.bestParams).sort()).toEqual(['block_size_x', 'block_size_y', 'min_blocks_per_sm', 'tile_k', 'tile_m', 'tile_n']);
     expect(finished.launch.grid).toEqual([`(n + ${Number(finished.bestParams.block_size_x) * Number(finished.bestParams.tile_n) - 1}) / ${Number(finished.bestParams.block_size_x) * Number(finished.bestParams.tile_n)}`, expect.any(String), '1']);
-    // The restrictions of the last step keep the search to tiles float4 can move.
+    // The restrictions of the third step keep the search to tiles float4 can move.
     const step3 = run.of('configs.evaluated').filter((e) => e.stepId === '3');
     expect(step3.length).toBe(96);
     expect(step3.every((e) => Number(e.result.config.tile_m) % 4 === 0)).toBe(true);
+    // Those of the fourth keep blocks of 128 to 256 threads and leave out the one shape that spills registers.
+    const step4 = run.of('configs.evaluated').filter((e) => e.stepId === '4').map((e) => e.result.config as Record<string, number>);
+    expect(step4.length).toBe(63);
+    const threads = (c: Record<string, number>) => c.block_size_x! * c.block_size_y!;
+    expect(step4.every((c) => threads(c) >= 128 && threads(c) <= 256)).toBe(true);
+    expect(step4.some((c) => threads(c) === 256 && c.tile_m! * c.tile_n! === 64 && c.tile_k === 16 && c.min_blocks_per_sm === 2)).toBe(false);
   });
 
-  it.skipIf(!hasNvcc)('compiles every step\'s kernel with nvcc at the corners of its search space', async () => {
+  it.skipIf(!hasNvcc)('compiles every step\'s kernel with nvcc at the corners of its search space, without spilling registers', async () => {
     const nvcc = new NvccCompiler({ defaultArch: 'sm_90' });
     const corners: [string, Record<string, number>[]][] = [
       ['step1_shared_tiles.cu', [{ block_size_x: 32, block_size_y: 4, tile_m: 4, tile_k: 8 }, { block_size_x: 64, block_size_y: 16, tile_m: 8, tile_k: 16 }]],
@@ -155,12 +163,23 @@ describe('the expert session of examples/matmul_naive', () => {
           { block_size_x: 32, block_size_y: 8, tile_m: 4, tile_n: 4, tile_k: 16, min_blocks_per_sm: 2 },
         ],
       ],
+      [
+        'step4_double_buffered.cu',
+        [
+          { block_size_x: 32, block_size_y: 4, tile_m: 4, tile_n: 4, tile_k: 8, min_blocks_per_sm: 1 },
+          { block_size_x: 16, block_size_y: 16, tile_m: 8, tile_n: 8, tile_k: 8, min_blocks_per_sm: 2 },
+          { block_size_x: 16, block_size_y: 16, tile_m: 8, tile_n: 8, tile_k: 16, min_blocks_per_sm: 1 },
+          { block_size_x: 16, block_size_y: 8, tile_m: 8, tile_n: 8, tile_k: 16, min_blocks_per_sm: 2 },
+          { block_size_x: 32, block_size_y: 8, tile_m: 8, tile_n: 4, tile_k: 16, min_blocks_per_sm: 2 },
+        ],
+      ],
     ];
     for (const [file, configs] of corners) {
       const source = readFileSync(join(EXPERT, file), 'utf8');
       for (const defines of configs) {
         const compiled = await nvcc.compile({ source, fileName: file, nameExpressions: ['matmul_naive'], defines: { block_size_z: 1, ...defines } });
         expect(compiled.log, `${file} ${JSON.stringify(defines)}`).not.toMatch(/warning/i);
+        expect(compiled.resources?.matmul_naive, `${file} ${JSON.stringify(defines)}`).toMatchObject({ spillStoreBytes: 0, spillLoadBytes: 0 });
       }
     }
   }, 120_000);
