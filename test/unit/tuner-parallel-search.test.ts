@@ -1,7 +1,7 @@
 // Searching with several workers (one per GPU): how the strategies spread their evaluations, keep the budget, stop, and
 // split into shards. The evaluator here answers after a delay per configuration, so evaluations really overlap.
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { CacheFile, replay } from '../../src/tuner/cache';
 import { SearchSpace } from '../../src/tuner/search-space';
 import { bruteForce, genetic, localSearch, randomSample, type Evaluate, type Strategy } from '../../src/tuner/strategies';
@@ -206,6 +206,18 @@ describe('shards of a search', () => {
       expect([...keysOf(onGpu)].sort()).toEqual([...keysOf(replayed)].sort());
       // Shard I of 3 takes configurations I, I + 3, I + 6, ... of the space in Kernel Tuner's order.
       expect(keysOf(replayed)).toEqual(all.filter((_, k) => k % 3 === index));
+    }
+  });
+
+  it('walk the space for their share once per run, not once per result', async () => {
+    const shard = vi.spyOn(limited, 'shard');
+    try {
+      const totals: number[] = [];
+      const result = await bruteForce().run(limited, evaluate, { shard: { index: 0, count: 2 }, onResult: (_, p) => totals.push(p.total) });
+      expect(shard).toHaveBeenCalledTimes(1);
+      expect(new Set(totals)).toEqual(new Set([result.results.length]));
+    } finally {
+      shard.mockRestore();
     }
   });
 

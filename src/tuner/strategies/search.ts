@@ -4,7 +4,7 @@
 // which configurations to evaluate, one at a time (evaluate) or as a batch (evaluateAll: spread over the workers).
 
 import { freshSeed, Random } from '../random';
-import type { SearchSpace } from '../search-space';
+import type { ExcludedConfig, SearchSpace } from '../search-space';
 import { objectiveOf, type Config, type ConfigResult, type StopReason, type TuneResult } from '../types';
 
 /**
@@ -112,6 +112,8 @@ export class SearchContext {
   private bestResult: ConfigResult | undefined;
   private unvisitedOrder: Int32Array | undefined;
   private unvisitedCursor = 0;
+  /** This run's share of the space: a shard's walks the whole space, so it is computed once, not per result. */
+  private readonly share: { positions: Positions; excluded: readonly ExcludedConfig[] };
 
   constructor(
     readonly space: SearchSpace,
@@ -122,6 +124,12 @@ export class SearchContext {
     this.start = options.clock.now();
     this.workers = options.workers ?? 1;
     this.freeWorkers = Array.from({ length: this.workers }, (_, w) => w);
+    const { shard } = options;
+    if (shard) this.share = space.shard(shard.index, shard.count);
+    else {
+      const length = space.size;
+      this.share = { positions: { length, at: (i) => (i >= 0 && i < length ? i : undefined) }, excluded: space.excluded };
+    }
   }
 
   /** Distinct configurations evaluated so far. */
@@ -144,10 +152,12 @@ export class SearchContext {
 
   /** The positions of this run's share of the space, in order (every position without a shard). */
   get positions(): Positions {
-    const shard = this.options.shard;
-    if (shard) return this.space.shard(shard.index, shard.count).positions;
-    const length = this.space.size;
-    return { length, at: (i) => (i >= 0 && i < length ? i : undefined) };
+    return this.share.positions;
+  }
+
+  /** The configurations of this run's share that are over the device's limits, in order. */
+  get excluded(): readonly ExcludedConfig[] {
+    return this.share.excluded;
   }
 
   /** The objective of an evaluated configuration, or undefined when it has not been evaluated. */
@@ -162,10 +172,8 @@ export class SearchContext {
   }
 
   private progress(): SearchProgress {
-    const shard = this.options.shard && this.space.shard(this.options.shard.index, this.options.shard.count);
-    const share = shard ? { size: shard.positions.length, excluded: shard.excluded.length } : { size: this.space.size, excluded: this.space.excluded.length };
-    const evaluations = Math.min(share.size, this.options.maxFevals ?? Infinity);
-    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs, total: share.excluded + evaluations };
+    const evaluations = Math.min(this.share.positions.length, this.options.maxFevals ?? Infinity);
+    return { evaluations: this.evaluations, best: this.bestResult, elapsedMs: this.elapsedMs, total: this.share.excluded.length + evaluations };
   }
 
   /** Tells onUpcoming which configurations follow the one starting now (those neither evaluated nor started, up to the lookahead). */
@@ -317,7 +325,7 @@ export async function runStrategy(
   const seed = options.seed ?? freshSeed();
   const ctx = new SearchContext(space, evaluate, { ...options, seed, clock: options.clock ?? wallClock });
   // Configurations over the device limits are shared out like the others, so that the shards' caches hold each once.
-  for (const e of shard ? space.shard(shard.index, shard.count).excluded : space.excluded) {
+  for (const e of ctx.excluded) {
     ctx.report({ config: e.config, key: e.key, status: 'exceeds_device_limits', error: { message: e.reason } });
   }
   let stopReason: StopReason = 'completed';
