@@ -169,6 +169,12 @@ function isoTimestamp(python: unknown): string | undefined {
   return Number.isNaN(d.getTime()) ? undefined : d.toISOString();
 }
 
+/** The start of a cache, up to its open "cache" object: Kernel Tuner writes json.dumps(header + "cache": {}, indent="")
+ *  without its last 3 characters, "}\n}", and then appends the entries. */
+function openCacheText(header: CacheHeader): string {
+  return pyJsonIndentEmpty({ ...header, cache: {} }).slice(0, -3);
+}
+
 // ---------------------------------------------------------------- entries ↔ results
 
 type Entry = Record<string, unknown>;
@@ -411,8 +417,7 @@ export class CacheFile {
         objective: 'time',
         ...(identity.shard && { lkt_shard: { index: identity.shard.index, count: identity.shard.count } }),
       };
-      // Kernel Tuner writes json.dumps(header + "cache": {}, indent="") without its last 3 characters, "}\n}".
-      writeFileSync(path, pyJsonIndentEmpty({ ...header, cache: {} }).slice(0, -3));
+      writeFileSync(path, openCacheText(header));
       return new CacheFile(path, header, [], undefined).openForAppend();
     }
     const parsed = parseCacheText(path, text);
@@ -612,15 +617,15 @@ export function mergeCaches(inputs: readonly string[], out: string, options: { p
   }
   // Search-space order: the parameters' values in the order the header lists them, the last parameter fastest.
   const rank = (entry: Entry) => paramNames.map((name) => h0.tune_params[name]?.findIndex((v) => v === entry[name]) ?? -1);
-  const ordered = [...merged].sort(([, a], [, b]) => {
-    const ra = rank(a);
-    const rb = rank(b);
-    for (let i = 0; i < ra.length; i++) if (ra[i] !== rb[i]) return ra[i]! - rb[i]!;
-    return 0;
-  });
+  const ordered = [...merged]
+    .map(([key, entry]) => ({ key, entry, rank: rank(entry) }))
+    .sort((a, b) => {
+      for (let i = 0; i < a.rank.length; i++) if (a.rank[i] !== b.rank[i]) return a.rank[i]! - b.rank[i]!;
+      return 0;
+    });
   const { lkt_shard: _shard, ...header } = h0;
-  const lines = ordered.map(([key, entry]) => `\n${JSON.stringify(key)}: ${pyJson(pyEntry(entry))}`);
-  const text = `${pyJsonIndentEmpty({ ...header, cache: {} }).slice(0, -3)}${lines.join(',')}}\n}`;
+  const lines = ordered.map(({ key, entry }) => `\n${JSON.stringify(key)}: ${pyJson(pyEntry(entry))}`);
+  const text = `${openCacheText(header)}${lines.join(',')}}\n}`;
   writeFileSync(`${out}.tmp`, text);
   renameSync(`${out}.tmp`, out);
   return { entries: ordered.length, duplicates, shards };
