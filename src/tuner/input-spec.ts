@@ -9,7 +9,7 @@ import { compileExpression, evaluateNumber, type Env } from './expressions';
 import type { KernelParameter, KernelSignature } from './kernel-source';
 import type { ProblemSizeSpec } from './types';
 import { formatBytes } from './units';
-import { likelyMeant, unknownKeysMessage, withoutMistypedKeys } from './unknown-keys';
+import { likelyMeant, unknownKeysError, unknownKeysMessage, withoutMistypedKeys } from './unknown-keys';
 
 /** Default cap on the bytes of all buffers of one test (inputs + outputs; the verifier keeps copies of each). */
 export const DEFAULT_MAX_TEST_BYTES = 2 * 1024 ** 3;
@@ -37,12 +37,8 @@ const BUFFER_KEYS = ['dtype', 'length', 'output', 'fill', 'random'];
 const ARGUMENT_KEY_NAMES = [...new Set([...SCALAR_KEYS, ...BUFFER_KEYS])];
 const ARGUMENT_KEYS = `an argument has ${SCALAR_KEYS.join(' and ')}, or ${BUFFER_KEYS.join(', ')}`;
 
-const unknownKeys = (keys: readonly string[], known: readonly string[]): string => unknownKeysMessage(keys, known, ARGUMENT_KEYS);
 /** Error map of a strict argument object: a key it does not know is named, with the key it was likely meant to be. */
-const argumentObjectError =
-  (known: readonly string[]) =>
-  (issue: { code?: string; keys?: string[] }): string | undefined =>
-    issue.code === 'unrecognized_keys' ? unknownKeys(issue.keys!, known) : undefined;
+const argumentObjectError = (known: readonly string[]) => unknownKeysError(known, ARGUMENT_KEYS);
 
 export const bufferSpecSchema = z
   .strictObject(
@@ -92,7 +88,7 @@ export const argumentSpecSchema = z
     }
     if (!('value' in input) && !('length' in input)) {
       const unknown = keys.filter((k) => !ARGUMENT_KEY_NAMES.includes(k));
-      problem(unknown.length > 0 ? unknownKeys(unknown, ARGUMENT_KEY_NAMES) : `give a value (for a scalar) or a length (for a buffer): ${ARGUMENT_KEYS}`);
+      problem(unknown.length > 0 ? unknownKeysMessage(unknown, ARGUMENT_KEY_NAMES, ARGUMENT_KEYS) : `give a value (for a scalar) or a length (for a buffer): ${ARGUMENT_KEYS}`);
       const dtype = dtypeSchema.safeParse((input as { dtype?: unknown }).dtype);
       if (!dtype.success && !unknown.some((k) => likelyMeant(k, ARGUMENT_KEY_NAMES) === 'dtype')) problem(dtype.error.issues[0]!.message, ['dtype']);
       return z.NEVER;
@@ -104,19 +100,17 @@ export const argumentSpecSchema = z
     return z.NEVER;
   });
 
-const TEST_SPEC_KEYS = ['arguments', 'problemSize', 'seed'];
+const testSpecShape = {
+  /** Argument name → its spec; every kernel parameter needs one. */
+  arguments: z.record(z.string(), argumentSpecSchema),
+  /** Numbers or expressions over scalar arguments (and tunable parameters, evaluated per configuration). */
+  problemSize: z.union([numberOrExpression, z.array(numberOrExpression).min(1).max(3)]),
+  /** Seed of the first input set; the second set, drawn to catch cached or constant results, uses seed + 1. */
+  seed: z.number().int().nonnegative().default(1),
+};
+const TEST_SPEC_KEYS = Object.keys(testSpecShape);
 
-export const testSpecSchema = z.strictObject(
-  {
-    /** Argument name → its spec; every kernel parameter needs one. */
-    arguments: z.record(z.string(), argumentSpecSchema),
-    /** Numbers or expressions over scalar arguments (and tunable parameters, evaluated per configuration). */
-    problemSize: z.union([numberOrExpression, z.array(numberOrExpression).min(1).max(3)]),
-    /** Seed of the first input set; the second set, drawn to catch cached or constant results, uses seed + 1. */
-    seed: z.number().int().nonnegative().default(1),
-  },
-  { error: (issue) => (issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, TEST_SPEC_KEYS) : undefined) },
-);
+export const testSpecSchema = z.strictObject(testSpecShape, { error: unknownKeysError(TEST_SPEC_KEYS) });
 
 export type BufferSpec = z.infer<typeof bufferSpecSchema>;
 export type ScalarSpec = z.infer<typeof scalarSpecSchema>;

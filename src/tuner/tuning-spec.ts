@@ -9,7 +9,7 @@ import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from './tunable-kernel';
 import { launchWorkOf, type LaunchWork } from './speed-of-light';
 import type { TuneParams } from './types';
-import { unknownKeysMessage, withoutMistypedKeys } from './unknown-keys';
+import { unknownKeysError, withoutMistypedKeys } from './unknown-keys';
 import { readUserFile } from './user-files';
 
 const paramValue = z.union([z.number(), z.string(), z.boolean()]);
@@ -61,9 +61,7 @@ const tuningSpecShape = {
 };
 const TUNING_SPEC_KEYS = Object.keys(tuningSpecShape);
 
-export const tuningSpecSchema = z.strictObject(tuningSpecShape, {
-  error: (issue) => (issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys, TUNING_SPEC_KEYS) : undefined),
-});
+export const tuningSpecSchema = z.strictObject(tuningSpecShape, { error: unknownKeysError(TUNING_SPEC_KEYS) });
 
 export type TuningSpec = z.infer<typeof tuningSpecSchema>;
 

@@ -19,6 +19,12 @@ export function unknownKeysMessage(keys: readonly string[], known: readonly stri
     .join('; ');
 }
 
+/** The error map of a strict zod object: a key it does not know is named, with the known key it was likely meant to be. */
+export const unknownKeysError =
+  (known: readonly string[], context?: string) =>
+  (issue: { code?: string; keys?: string[] }): string | undefined =>
+    issue.code === 'unrecognized_keys' ? unknownKeysMessage(issue.keys!, known, context) : undefined;
+
 /**
  * The issues less those about a required key that is missing because it was mistyped: "dtype: required" says nothing
  * that "unknown key "dtyp": did you mean "dtype"?" does not.
