@@ -15,11 +15,12 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { loadSpec, type LoadedSpec } from '../examples/load';
 import type { TuningBackend } from '../src/tuner/backend';
-import { GpuBackend } from '../src/tuner/gpu-backend';
+import type { GpuBackend } from '../src/tuner/gpu-backend';
 import { defaultCompileConcurrency, type TuneOptions } from '../src/tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob } from '../src/tuner/tuning-spec';
 import type { Config, ConfigResult, TuneResult } from '../src/tuner/types';
 import { gpuSkipReason } from '../test/support/gpu-available';
+import { openGpusOfFirstModel } from '../test/support/gpus';
 
 const root = path.resolve(__dirname, '..', '..'); // the bundle runs from dist/bench/
 const examplesDir = path.join(root, 'examples');
@@ -51,15 +52,6 @@ interface SpaceReport {
   oneSameCompiles?: RunReport;
   speedup: number;
   bestSame: 'same' | 'tie within 1%' | 'different';
-}
-
-/** Opens a worker on every GPU of the first GPU's model (all of them on a host of one model). */
-async function openGpus(): Promise<GpuBackend[]> {
-  const first = await GpuBackend.open({ device: 0 });
-  const devices = await first.gpu.devices();
-  await first.dispose();
-  const ordinals = devices.filter((d) => d.name === devices[0]!.name).map((d) => d.ordinal);
-  return GpuBackend.openAll({ kind: 'list', ordinals });
 }
 
 /** Two configurations per GPU, unmeasured: every worker's CUDA context and NVRTC, and this process, warm up. */
@@ -161,7 +153,7 @@ async function main(): Promise<void> {
     console.log(`no GPU: skipped (${skip})`);
     return;
   }
-  const gpus = await openGpus();
+  const gpus = await openGpusOfFirstModel();
   try {
     const matmul = await loadSpec(path.join(examplesDir, 'matmul_tiled', 'tune.yaml'));
     await warmUp(matmul, gpus);

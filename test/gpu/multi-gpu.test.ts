@@ -12,10 +12,11 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadExample, type LoadedSpec } from '../../examples/load';
 import { CacheFile, mergeCaches } from '../../src/tuner/cache';
-import { GpuBackend } from '../../src/tuner/gpu-backend';
+import type { GpuBackend } from '../../src/tuner/gpu-backend';
 import type { TuneOptions } from '../../src/tuner/tunable-kernel';
 import type { TuneResult } from '../../src/tuner/types';
 import { gpuSkipReason } from '../support/gpu-available';
+import { openGpusOfFirstModel } from '../support/gpus';
 
 const root = path.resolve(__dirname, '..', '..');
 const examplesDir = path.join(root, 'examples');
@@ -36,11 +37,8 @@ describe('several GPUs and shards on the device', () => {
   before(async () => {
     if (skip) return;
     scratch = mkdtempSync(path.join(tmpdir(), 'lkt-multi-gpu-'));
-    const first = await GpuBackend.open({ device: 0 });
-    const devices = await first.gpu.devices();
-    await first.dispose();
-    gpus = await GpuBackend.openAll({ kind: 'list', ordinals: devices.filter((d) => d.name === devices[0]!.name).map((d) => d.ordinal) });
-    console.log(`# ${gpus.length} GPU${gpus.length > 1 ? 's' : ''}: ${devices.filter((d) => d.name === devices[0]!.name).map((d) => `${d.ordinal} ${d.name} ${d.pciBusId}`).join('; ')}`);
+    gpus = await openGpusOfFirstModel();
+    console.log(`# ${gpus.length} GPU${gpus.length > 1 ? 's' : ''}: ${gpus.map(({ gpu: { device: d } }) => `${d.ordinal} ${d.name} ${d.pciBusId}`).join('; ')}`);
   });
   after(async () => {
     await Promise.all(gpus.map((g) => g.dispose()));
