@@ -1,7 +1,6 @@
 // Kernel launches and timing. Arguments are converted and checked before any CUDA call: the driver copies each
 // parameter from the pointer it is given with the size the kernel declares, so a missing argument or a scalar of
 // the wrong width would read host memory it does not own or pass garbage without any error.
-#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstring>
@@ -13,6 +12,7 @@
 #include "args.h"
 #include "context.h"
 #include "errors.h"
+#include "timing.h"
 
 namespace kt {
 namespace {
@@ -191,15 +191,6 @@ CUresult launchOnce(const CudaApi& api, const LaunchSpec& s, CUstream stream) {
                             s.sharedMemBytes, stream, params, nullptr);
 }
 
-/** Reports `result`, first draining the stream so that no queued work outlives the call (its errors are ignored:
- *  the first failure is the one to report). */
-[[noreturn]] void failAfterDrain(Napi::Env env, const CudaApi& api, CUstream stream, CUresult result,
-                                 const char* call) {
-  const ErrorInfo info = cudaErrorInfo(api, result, call);
-  api.cuStreamSynchronize(stream);
-  throwError(env, info);
-}
-
 }  // namespace
 
 Napi::Value Launch(const Napi::CallbackInfo& info) {
@@ -237,46 +228,18 @@ Napi::Value Benchmark(const Napi::CallbackInfo& info) {
   checkAgainstFunction(env, api, ctx, spec, fn);
   if (flushPtr != 0) ctx.checkRange(env, fn, "options.flushPtr", flushPtr, flushBytes);
   const CUstream stream = ctx.stream();
-
-  for (uint64_t i = 0; i < warmup; ++i) {
+  const auto launch = [&] {
     const CUresult r = launchOnce(api, spec, stream);
     if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuLaunchKernel");
-  }
-
-  // Timed launches in chunks: each iteration has its own event pair, so nothing waits between launches; the chunk
-  // bounds the event pool. Waiting between chunks adds idle time outside the events only.
-  constexpr uint64_t kChunk = 512;
-  const std::vector<CUevent>& events = ctx.events(env, api, 2 * static_cast<size_t>(std::min(iterations, kChunk)));
-  std::vector<double> samples;
-  samples.reserve(iterations);
-  for (uint64_t begin = 0; begin < iterations; begin += kChunk) {
-    const uint64_t n = std::min(kChunk, iterations - begin);
-    for (uint64_t j = 0; j < n; ++j) {
-      if (flushPtr != 0) {
-        // Overwrites more than L2 holds, so the launch starts from cold caches; a changing value defeats any
-        // elision of identical writes.
-        const CUresult r = api.cuMemsetD8Async(flushPtr, static_cast<unsigned char>((begin + j) & 0xff), flushBytes,
-                                               stream);
-        if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuMemsetD8Async");
-      }
-      CUresult r = api.cuEventRecord(events[2 * j], stream);
-      if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuEventRecord");
-      r = launchOnce(api, spec, stream);
-      if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuLaunchKernel");
-      r = api.cuEventRecord(events[2 * j + 1], stream);
-      if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuEventRecord");
-    }
-    ctx.syncStream(env, api);
-    for (uint64_t j = 0; j < n; ++j) {
-      float ms = 0;
-      checkCuda(env, api, api.cuEventElapsedTime(&ms, events[2 * j], events[2 * j + 1]), "cuEventElapsedTime");
-      samples.push_back(ms);
-    }
-  }
-
-  Napi::Array out = Napi::Array::New(env, samples.size());
-  for (size_t i = 0; i < samples.size(); ++i) out.Set(static_cast<uint32_t>(i), Napi::Number::New(env, samples[i]));
-  return out;
+  };
+  const auto flush = [&](uint64_t i) {
+    if (flushPtr == 0) return;
+    // Overwrites more than L2 holds, so the launch starts from cold caches; a changing value defeats any elision of
+    // identical writes.
+    const CUresult r = api.cuMemsetD8Async(flushPtr, static_cast<unsigned char>(i & 0xff), flushBytes, stream);
+    if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuMemsetD8Async");
+  };
+  return toJsNumbers(env, timeOnStream(env, api, ctx, warmup, iterations, launch, flush));
 }
 
 }  // namespace kt

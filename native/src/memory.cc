@@ -6,6 +6,7 @@
 #include "args.h"
 #include "context.h"
 #include "errors.h"
+#include "timing.h"
 
 namespace kt {
 namespace {
@@ -45,6 +46,13 @@ Context& lockedContext(Napi::Env env, const CudaApi& api, const char* fn, std::u
   lock = std::unique_lock<std::mutex>(ctx.mutex);
   ctx.require(env, api, fn);
   return ctx;
+}
+
+/** The driver's device-to-device copy needs ranges that do not overlap (bytes > 0). */
+void checkNoOverlap(Napi::Env env, const char* fn, CUdeviceptr dst, CUdeviceptr src, uint64_t bytes) {
+  if (dst < src + bytes && src < dst + bytes) {
+    throwInvalidArgument(env, std::string(fn) + ": the source and destination ranges overlap", ErrorInfo::Kind::RangeError);
+  }
 }
 
 }  // namespace
@@ -199,9 +207,7 @@ Napi::Value MemCopy(const Napi::CallbackInfo& info) {
   ctx.checkRange(env, "memCopy", "dst", dst, bytes);
   ctx.checkRange(env, "memCopy", "src", src, bytes);
   if (bytes == 0) return env.Undefined();
-  if (dst < src + bytes && src < dst + bytes) {
-    throwInvalidArgument(env, "memCopy: the source and destination ranges overlap", ErrorInfo::Kind::RangeError);
-  }
+  checkNoOverlap(env, "memCopy", dst, src, bytes);
   checkCuda(env, api, api.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(bytes), ctx.stream()), "cuMemcpyDtoDAsync");
   ctx.syncStream(env, api);
   return env.Undefined();
@@ -216,7 +222,6 @@ Napi::Value MemCopyBenchmark(const Napi::CallbackInfo& info) {
   const CUdeviceptr src = toPtr(info[1], fn, "src");
   const uint64_t bytes = toInteger(info[2], fn, "bytes");
   const Napi::Object opts = toObject(info[3], fn, "options");
-  // Each timed copy has its own pair of events from the context's pool: the pool bounds the iterations.
   const uint64_t warmup = toInteger(opts.Get("warmup"), fn, "options.warmup", 0, 100000);
   const uint64_t iterations = toInteger(opts.Get("iterations"), fn, "options.iterations", 1, 1000);
   const CudaApi& api = requireCuda(env);
@@ -225,33 +230,13 @@ Napi::Value MemCopyBenchmark(const Napi::CallbackInfo& info) {
   ctx.checkRange(env, fn, "dst", dst, bytes);
   ctx.checkRange(env, fn, "src", src, bytes);
   if (bytes == 0) throwInvalidArgument(env, std::string(fn) + ": bytes must be at least 1", ErrorInfo::Kind::RangeError);
-  if (dst < src + bytes && src < dst + bytes) {
-    throwInvalidArgument(env, std::string(fn) + ": the source and destination ranges overlap", ErrorInfo::Kind::RangeError);
-  }
+  checkNoOverlap(env, fn, dst, src, bytes);
   const CUstream stream = ctx.stream();
   const auto copy = [&] {
     const CUresult r = api.cuMemcpyDtoDAsync(dst, src, static_cast<size_t>(bytes), stream);
-    if (r != CUDA_SUCCESS) {
-      const ErrorInfo e = cudaErrorInfo(api, r, "cuMemcpyDtoDAsync");
-      api.cuStreamSynchronize(stream);
-      throwError(env, e);
-    }
+    if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuMemcpyDtoDAsync");
   };
-  for (uint64_t i = 0; i < warmup; ++i) copy();
-  const std::vector<CUevent>& events = ctx.events(env, api, 2 * static_cast<size_t>(iterations));
-  for (uint64_t i = 0; i < iterations; ++i) {
-    checkCuda(env, api, api.cuEventRecord(events[2 * i], stream), "cuEventRecord");
-    copy();
-    checkCuda(env, api, api.cuEventRecord(events[2 * i + 1], stream), "cuEventRecord");
-  }
-  ctx.syncStream(env, api);
-  Napi::Array out = Napi::Array::New(env, iterations);
-  for (uint64_t i = 0; i < iterations; ++i) {
-    float ms = 0;
-    checkCuda(env, api, api.cuEventElapsedTime(&ms, events[2 * i], events[2 * i + 1]), "cuEventElapsedTime");
-    out.Set(static_cast<uint32_t>(i), Napi::Number::New(env, ms));
-  }
-  return out;
+  return toJsNumbers(env, timeOnStream(env, api, ctx, warmup, iterations, copy, [](uint64_t) {}));
 }
 
 }  // namespace kt

@@ -160,6 +160,7 @@ describe.skipIf(hasCuda)('without libcuda', () => {
     ['memDownload', (a) => a.memDownload(1n, 16, 0)],
     ['memFill', (a) => a.memFill(0x1000n, 8, 0xdeadbeefcafen, 4)],
     ['memCopy', (a) => a.memCopy(1n, 2n, 16)],
+    ['memCopyBenchmark', (a) => a.memCopyBenchmark(1n, 2n, 16, { warmup: 1, iterations: 3 })],
     ['launch', (a) => a.launch(launch)],
     ['benchmark', (a) => a.benchmark(launch, { warmup: 1, iterations: 3, flushPtr: 0n, flushBytes: 0 })],
   ];
@@ -269,6 +270,10 @@ describe('argument checks (before any CUDA call)', () => {
       'benchmark: expected options.iterations to be an integer from 1 to 1000000, received 0');
     await invalid(() => addon.benchmark(launch, { warmup: 0, iterations: 1, flushPtr: 1n, flushBytes: 0 }),
       'benchmark: expected options.flushBytes to be a positive integer when flushPtr is set, received 0');
+    await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: 0, iterations: 1001 }),
+      'memCopyBenchmark: expected options.iterations to be an integer from 1 to 1000, received 1001');
+    await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: -1, iterations: 1 }),
+      /^memCopyBenchmark: expected options.warmup to be an integer from 0 to 100000/);
   });
 
   it('checks a cubin before handing it to the driver', async () => {
