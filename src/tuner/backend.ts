@@ -186,8 +186,3 @@ export function backendList(backend: TuningBackend | readonly TuningBackend[]): 
   if (list.length === 0) throw new RangeError('the list of backends is empty: give at least one (one per GPU)');
   return list;
 }
-
-/** Compiles and loads a variant on one backend. */
-export async function buildKernel(backend: TuningBackend, request: BuildRequest, signal?: AbortSignal): Promise<BuiltKernel> {
-  return backend.load(await backend.compile(request, signal));
-}

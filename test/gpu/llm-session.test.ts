@@ -11,7 +11,6 @@ import { createChatModel } from '../../src/engine/llm/providers';
 import type { EventOf, TuningEvent } from '../../src/engine/events';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { LLMKernelTransformer } from '../../src/engine/transformer';
-import { buildKernel } from '../../src/tuner/backend';
 import { GpuBackend } from '../../src/tuner/gpu-backend';
 import script from '../fixtures/llm-scripts/gpu-matmul-session.json';
 import { gpuSkipReason } from '../support/gpu-available';
@@ -87,7 +86,7 @@ describe('LLM session on the GPU: naive matmul', () => {
     const tile = Number(finished.bestParams.block_size_x);
     assert.deepEqual(finished.launch.block, [tile, tile, 1]);
     assert.deepEqual(finished.launch.grid, [`(N + ${tile - 1}) / ${tile}`, `(M + ${tile - 1}) / ${tile}`, '1']);
-    const built = await buildKernel(backend, { compiler: (await backend.describe()).compilers[0]!, source: finished.finalCode, fileName: 'final.cu', nameExpression: 'matmul_naive', defines: {}, compilerOptions: [] });
+    const built = await backend.load(await backend.compile({ compiler: (await backend.describe()).compilers[0]!, source: finished.finalCode, fileName: 'final.cu', nameExpression: 'matmul_naive', defines: {}, compilerOptions: [] }));
     await built.release();
   });
 });
