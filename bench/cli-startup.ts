@@ -4,9 +4,10 @@
 //   node dist/bench/cli-startup.js [RUNS]        (JSON also to $OUT/bench-cli-startup.json when OUT is set)
 // It runs the cli.js one folder up from itself: dist/cli.js here, dist-gpu/cli.js on the GPU machine.
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import * as path from 'node:path';
 import { gpuSkipReason } from '../test/support/gpu-available';
+import { writeBenchJson } from './support/output';
 
 const bundleDir = path.join(__dirname, '..');
 const cli = path.join(bundleDir, 'cli.js');
@@ -39,10 +40,7 @@ function main(): void {
   for (const [file, bytes] of Object.entries(bundles)) console.log(`  ${file.padEnd(16)} ${(bytes / 1024).toFixed(0).padStart(6)} KiB`);
   console.log(`\nwall time of a fresh process, median of ${runs} (${noGpu ? `no GPU: ${noGpu}; probe not timed` : 'with a GPU'}):`);
   for (const t of timings) console.log(`  ${t.command.padEnd(12)} ${t.medianMs.toFixed(0).padStart(6)} ms  (min ${t.minMs.toFixed(0)} ms, exit ${t.exitCode})`);
-  if (process.env.OUT) {
-    mkdirSync(process.env.OUT, { recursive: true });
-    writeFileSync(path.join(process.env.OUT, 'bench-cli-startup.json'), `${JSON.stringify({ node: process.version, runs, noGpu: noGpu || null, bundles, timings }, null, 2)}\n`);
-  }
+  writeBenchJson('cli-startup', { node: process.version, runs, noGpu: noGpu || null, bundles, timings });
 }
 
 main();

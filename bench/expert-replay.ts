@@ -6,7 +6,7 @@
 //   node dist/bench/expert-replay.js        (JSON also to $OUT/bench-expert-replay.json when OUT is set)
 // cuBLAS is measured by /opt/torch/.venv/bin/python (or $LKT_TORCH_PYTHON) after the replay, once its GPU worker is gone.
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { MemorySaver } from '@langchain/langgraph';
 import type { EventOf, TuningEvent } from '../src/engine/events';
@@ -18,6 +18,7 @@ import { LLMKernelTransformer } from '../src/engine/transformer';
 import type { TuningBackend } from '../src/tuner/backend';
 import { GpuBackend } from '../src/tuner/gpu-backend';
 import { gpuSkipReason } from '../test/support/gpu-available';
+import { writeBenchJson } from './support/output';
 
 // The bundle runs from dist/bench/ (or dist-gpu/bench/); the source from bench/.
 const root = path.basename(path.dirname(__dirname)).startsWith('dist') ? path.resolve(__dirname, '..', '..') : path.resolve(__dirname, '..');
@@ -148,13 +149,8 @@ export async function run(backend: TuningBackend, cublasAt: (n: number) => Cubla
   console.log(`  cuBLAS fp32 (torch ${cublas.torch}, TF32 off)  ${cublas.medianMs.toFixed(3)} ms  ${report.cublas.tflops.toFixed(1)} TFLOP/s (median of ${cublas.reps})`);
   console.log(`  final: ${report.speedupOverOriginal.toFixed(2)}x the original, ${(100 * report.fractionOfCublas).toFixed(1)} % of cuBLAS (goal ${100 * GOAL} %: ${report.goal.met ? 'met' : 'NOT met'})`);
 
-  const outDir = process.env.OUT;
-  if (outDir) {
-    mkdirSync(outDir, { recursive: true });
-    const file = path.join(outDir, 'bench-expert-replay.json');
-    writeFileSync(file, `${JSON.stringify(report, null, 2)}\n`);
-    console.log(`\nwrote ${file}`);
-  }
+  const file = writeBenchJson('expert-replay', report);
+  if (file) console.log(`\nwrote ${file}`);
 }
 
 function describe(e: TuningEvent): string {

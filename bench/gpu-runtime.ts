@@ -8,11 +8,12 @@
 // Verification is element-wise on the GPU: a checker kernel, compiled with the variants, counts the elements where c is
 // not exactly a + b (exact: both sides are one correctly rounded float add); c is filled with NaN before each checked
 // launch, so an element a variant never writes counts too.
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { measureBandwidth } from '../src/gpu/bandwidth';
 import { Gpu, int32, type CompiledProgram, type Kernel, type Module, type TimingStats } from '../src/gpu/client';
 import { gpuSkipReason } from '../test/support/gpu-available';
+import { writeBenchJson } from './support/output';
 
 const root = path.resolve(__dirname, '..', '..'); // the bundle runs from dist/bench/
 const N = 1 << 26;
@@ -176,31 +177,25 @@ async function main(): Promise<void> {
       console.log(`  ${key.replace('Ms', '').padEnd(20)} ${ms(first.phases[key]).padStart(7)}  ${ms(second.phases[key]).padStart(7)}`);
     }
     console.log(`  ${'total'.padEnd(20)} ${ms(first.totalMs).padStart(7)}  ${ms(second.totalMs).padStart(7)}`);
-    const outDir = process.env.OUT;
-    if (outDir) {
-      mkdirSync(outDir, { recursive: true });
-      const file = path.join(outDir, 'bench-gpu-runtime.json');
-      const json = {
-        benchmark: 'gpu-runtime',
-        device: gpu.device.name,
-        arch: gpu.arch,
-        driverVersion: runtime.driverVersion,
-        nvrtcVersion: runtime.nvrtcVersion,
-        n: N,
-        blockSizes: BLOCK_SIZES,
-        warmup: WARMUP,
-        iterations: ITERATIONS,
-        verification: 'on the GPU: count of elements where c != a + b exactly, c poisoned with NaN first',
-        setup: { workerStartMs: openMs, buffersAndInputsMs: setupMs - openMs },
-        runs: [first, second],
-        best: { blockSize: best.blockSize, medianMs: best.stats.medianMs, GBps: bestGBps },
-        copy: { kernel: copy.kernel, memcpy: copy.memcpy, ratio: copy.ratio, bufferBytes: copy.bufferBytes },
-        bestOfCopy: bestGBps / copyGBps,
-        reference: REFERENCE,
-      };
-      writeFileSync(file, `${JSON.stringify(json, null, 2)}\n`);
-      console.log(`\nwrote ${file}`);
-    }
+    const file = writeBenchJson('gpu-runtime', {
+      benchmark: 'gpu-runtime',
+      device: gpu.device.name,
+      arch: gpu.arch,
+      driverVersion: runtime.driverVersion,
+      nvrtcVersion: runtime.nvrtcVersion,
+      n: N,
+      blockSizes: BLOCK_SIZES,
+      warmup: WARMUP,
+      iterations: ITERATIONS,
+      verification: 'on the GPU: count of elements where c != a + b exactly, c poisoned with NaN first',
+      setup: { workerStartMs: openMs, buffersAndInputsMs: setupMs - openMs },
+      runs: [first, second],
+      best: { blockSize: best.blockSize, medianMs: best.stats.medianMs, GBps: bestGBps },
+      copy: { kernel: copy.kernel, memcpy: copy.memcpy, ratio: copy.ratio, bufferBytes: copy.bufferBytes },
+      bestOfCopy: bestGBps / copyGBps,
+      reference: REFERENCE,
+    });
+    if (file) console.log(`\nwrote ${file}`);
   } finally {
     await gpu.dispose();
   }

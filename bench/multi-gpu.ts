@@ -11,7 +11,6 @@
 //   node dist/bench/multi-gpu.js        (JSON also to $OUT/bench-multi-gpu.json when OUT is set)
 // Before anything is timed, every GPU's worker is started and tunes a few configurations of the first space (its CUDA
 // context, NVRTC and this process's JIT are warm for every measured run).
-import { mkdirSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { loadSpec, type LoadedSpec } from '../examples/load';
 import type { TuningBackend } from '../src/tuner/backend';
@@ -20,6 +19,7 @@ import { defaultCompileConcurrency, type TuneOptions } from '../src/tuner/tunabl
 import { loadTuningSpec, tuningJob } from '../src/tuner/tuning-spec';
 import type { Config, ConfigResult, TuneResult } from '../src/tuner/types';
 import { gpuSkipReason } from '../test/support/gpu-available';
+import { writeBenchJson } from './support/output';
 import { openGpusOfFirstModel } from '../test/support/gpus';
 
 const root = path.resolve(__dirname, '..', '..'); // the bundle runs from dist/bench/
@@ -163,13 +163,8 @@ async function main(): Promise<void> {
       await benchmarkSpace('stencil 16384² (examples/stencil_2d, widened)', await largeStencil(), gpus),
     ];
     for (const r of reports) print(r);
-    const outDir = process.env.OUT;
-    if (outDir) {
-      mkdirSync(outDir, { recursive: true });
-      const file = path.join(outDir, 'bench-multi-gpu.json');
-      writeFileSync(file, `${JSON.stringify({ benchmark: 'multi-gpu', gpus: gpus.map((g) => ({ ordinal: g.gpu.device.ordinal, name: g.gpu.device.name })), spaces: reports }, null, 2)}\n`);
-      console.log(`\nwrote ${file}`);
-    }
+    const file = writeBenchJson('multi-gpu', { benchmark: 'multi-gpu', gpus: gpus.map((g) => ({ ordinal: g.gpu.device.ordinal, name: g.gpu.device.name })), spaces: reports });
+    if (file) console.log(`\nwrote ${file}`);
   } finally {
     await Promise.all(gpus.map((g) => g.dispose()));
   }

@@ -7,11 +7,12 @@
 // compiles, the helper kernels loaded from the disk cache or compiled) and "second" (warm). The breakdown comes from a
 // backend wrapper that times the preparation (oracle compile, test data generation and oracle runs) and from the
 // per-configuration timings of the results (compile, load, verify, benchmark, framework).
-import { existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { loadExample, type LoadedSpec } from '../examples/load';
 import { gpuSkipReason } from '../test/support/gpu-available';
+import { writeBenchJson } from './support/output';
 import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../src/tuner/backend';
 import { GpuBackend } from '../src/tuner/gpu-backend';
 import type { ConfigResult, TuneResult } from '../src/tuner/types';
@@ -232,13 +233,8 @@ async function main(): Promise<void> {
     );
   }
 
-  const outDir = process.env.OUT;
-  if (outDir) {
-    mkdirSync(outDir, { recursive: true });
-    const file = path.join(outDir, 'bench-tuner.json');
-    writeFileSync(file, `${JSON.stringify({ benchmark: 'tuner', benchmarks: reports }, null, 2)}\n`);
-    console.log(`\nwrote ${file}`);
-  }
+  const file = writeBenchJson('tuner', { benchmark: 'tuner', benchmarks: reports });
+  if (file) console.log(`\nwrote ${file}`);
 }
 
 main().catch((e: unknown) => {

@@ -3,9 +3,8 @@
 // new worker (hang_mode 2). The watchdog's limit scales with the reference kernel (100x its time, at least 1 s); after a timeout the
 // worker is killed and the next configuration starts a new one (CUDA context, helper kernels, test data).
 //   node dist/bench/watchdog.js        (JSON also to $OUT/bench-watchdog.json when OUT is set)
-import { mkdirSync, writeFileSync } from 'node:fs';
-import * as path from 'node:path';
 import { gpuSkipReason } from '../test/support/gpu-available';
+import { writeBenchJson } from './support/output';
 import { GpuBackend } from '../src/tuner/gpu-backend';
 import { KernelTest, TunableKernel } from '../src/tuner/tunable-kernel';
 
@@ -63,10 +62,7 @@ async function main(): Promise<void> {
   console.log(`${device}: reference kernel ${summary.referenceMs?.toFixed(4)} ms, launch limit ${summary.launchLimitMs} ms`);
   for (const r of rows) console.log(`  ${r.config.padEnd(10)} ${r.status.padEnd(8)} ${r.wallMs.toFixed(0).padStart(6)} ms`);
   console.log(`a hanging configuration: ${summary.hangingMs.toFixed(0)} ms; the one after it (new worker): ${summary.afterHangMs.toFixed(0)} ms; a normal one: ${summary.normalMs.toFixed(0)} ms`);
-  if (process.env.OUT) {
-    mkdirSync(process.env.OUT, { recursive: true });
-    writeFileSync(path.join(process.env.OUT, 'bench-watchdog.json'), `${JSON.stringify(summary, null, 2)}\n`);
-  }
+  writeBenchJson('watchdog', summary);
 }
 
 main().catch((e: unknown) => {
