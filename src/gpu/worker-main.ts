@@ -138,6 +138,15 @@ class WorkerState {
       throw argumentError(name, `a byte range within the buffer's ${b.bytes} bytes`, `[${byteOffset}, ${byteOffset + bytes})`);
   }
 
+  /** The buffers of a device → device copy, each checked to hold `bytes`. */
+  private copyRanges(p: { dst: HandleId; src: HandleId; bytes: number }): { dst: BufferEntry; src: BufferEntry } {
+    const dst = this.buffer(p.dst, 'dst');
+    const src = this.buffer(p.src, 'src');
+    this.checkRange(dst, 0, p.bytes, 'bytes');
+    this.checkRange(src, 0, p.bytes, 'bytes');
+    return { dst, src };
+  }
+
   private nativeLaunch(p: WireLaunch): NativeLaunch {
     const addon = this.context();
     const k = this.kernel(p.kernel);
@@ -250,17 +259,11 @@ class WorkerState {
       generateRandom(p.dtype, p.count, spec, (chunk, offset) => addon.memUpload(b.ptr, chunk, offset * elementBytes), RANDOM_CHUNK_ELEMENTS);
     },
     memCopy: (p) => {
-      const dst = this.buffer(p.dst, 'dst');
-      const src = this.buffer(p.src, 'src');
-      this.checkRange(dst, 0, p.bytes, 'bytes');
-      this.checkRange(src, 0, p.bytes, 'bytes');
+      const { dst, src } = this.copyRanges(p);
       this.context().memCopy(dst.ptr, src.ptr, p.bytes);
     },
     memCopyBenchmark: (p) => {
-      const dst = this.buffer(p.dst, 'dst');
-      const src = this.buffer(p.src, 'src');
-      this.checkRange(dst, 0, p.bytes, 'bytes');
-      this.checkRange(src, 0, p.bytes, 'bytes');
+      const { dst, src } = this.copyRanges(p);
       return { samplesMs: this.context().memCopyBenchmark(dst.ptr, src.ptr, p.bytes, { warmup: p.warmup, iterations: p.iterations }) };
     },
     launch: (p) => {

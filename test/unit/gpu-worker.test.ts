@@ -109,6 +109,20 @@ describe('GpuWorker protocol (real child process, fake addon)', () => {
     expect(Array.from(await c.download())).toEqual([11, 12, 13, 14, 15, 16, -1, -1]);
   });
 
+  it('times the driver\'s device-to-device copy of whole buffers (benchmarkCopy), checking both buffers first', async () => {
+    const gpu = await openFake();
+    const [source, destination, shorter] = await Promise.all([gpu.alloc('uint32', 64), gpu.alloc('uint32', 64), gpu.alloc('uint32', 32)]);
+    await source.fillRandom({ distribution: 'integers', min: 0, max: 1000, seed: 3 });
+    const stats = await gpu.benchmarkCopy(destination, source, { warmup: 1, iterations: 4 });
+    expect(stats.samplesMs).toHaveLength(4);
+    expect(Array.from(await destination.download())).toEqual(Array.from(await source.download()));
+    await expect(gpu.benchmarkCopy(destination, destination)).rejects.toThrow(/another DeviceBuffer of 256 bytes/);
+    await expect(gpu.benchmarkCopy(shorter, source)).rejects.toThrow(ArgumentError);
+    await expect(gpu.benchmarkCopy(destination, source, { iterations: 1001 })).rejects.toThrow(/at most 1000/);
+    await shorter.free();
+    await expect(gpu.benchmarkCopy(shorter, source)).rejects.toThrow(/not freed/);
+  });
+
   it('kills a request past its time limit (KernelTimeoutError), restarts, and replays handles made before', async () => {
     const gpu = await openFake();
     const k = await kernels(gpu);
