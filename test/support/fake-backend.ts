@@ -19,6 +19,7 @@
  *   at a time).
  */
 import type { DeviceSpeedLimits } from '../../src/tuner/speed-of-light';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
 import { NvccCompiler } from '../../src/gpu/nvcc';
@@ -236,17 +237,8 @@ export class FakeBackend implements TuningBackend {
 
 /** Waits `ms`; an abort ends the wait at once with the GPU layer's AbortError (what a killed worker answers). */
 function delay(ms: number, signal: AbortSignal | undefined): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const aborted = () => {
-      clearTimeout(timer);
-      reject(new AbortError('time was aborted', { code: 'ABORTED', explanation: 'The caller aborted the request (fake backend).' }));
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', aborted);
-      resolve();
-    }, ms);
-    if (signal?.aborted) aborted();
-    else signal?.addEventListener('abort', aborted, { once: true });
+  return sleep(ms, undefined, signal && { signal }).catch(() => {
+    throw new AbortError('time was aborted', { code: 'ABORTED', explanation: 'The caller aborted the request (fake backend).' });
   });
 }
 
