@@ -18,7 +18,7 @@ import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from
 import { mountPerformanceChart, type PerformanceChart } from './chart';
 import { formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
-import { highlightLines } from './highlight-dom';
+import { highlightHunk, highlightLines } from './highlight-dom';
 import { renderGraphSection } from './graph-panel';
 import { reduceGraphAll } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
@@ -344,22 +344,16 @@ function renderDiff(diff: string): HTMLElement {
   };
   for (const hunk of hunks) {
     table.append(h('tr', { class: 'hunk-header' }, h('td', { colspan: state.ui.diffMode === 'split' ? '4' : '3' }, hunk.header)));
-    const fragments = new Map<DiffLine, DocumentFragment>();
-    // Old and new sides are tokenized separately so that block comments carry within each version.
-    const oldLines = hunk.lines.filter((l) => l.kind !== 'add');
-    const newLines = hunk.lines.filter((l) => l.kind !== 'del');
-    highlightLines(oldLines.map((l) => l.text)).forEach((f, i) => fragments.set(oldLines[i]!, f));
-    const newFragments = new Map<DiffLine, DocumentFragment>();
-    highlightLines(newLines.map((l) => l.text)).forEach((f, i) => newFragments.set(newLines[i]!, f));
+    const code = highlightHunk(hunk);
     if (state.ui.diffMode === 'unified') {
       for (const line of hunk.lines) {
-        const fragment = line.kind === 'add' ? newFragments.get(line) : fragments.get(line);
+        const fragment = (line.kind === 'add' ? code.new : code.old).get(line);
         const sign = line.kind === 'add' ? '+' : line.kind === 'del' ? '−' : ' ';
         table.append(h('tr', { class: line.kind }, h('td', { class: `no ${line.kind}` }, String(line.kind === 'add' ? line.newNo : line.oldNo)), h('td', { class: `sign ${line.kind}` }, sign), h('td', { class: `code ${line.kind}` }, fragment ?? '')));
       }
     } else {
       for (const row of sideBySide(hunk)) {
-        table.append(h('tr', {}, ...lineCell(row.left, 'old', row.left && fragments.get(row.left)), ...lineCell(row.right, 'new', row.right && (newFragments.get(row.right) ?? fragments.get(row.right)))));
+        table.append(h('tr', {}, ...lineCell(row.left, 'old', row.left && code.old.get(row.left)), ...lineCell(row.right, 'new', row.right && code.new.get(row.right))));
       }
     }
   }
