@@ -138,11 +138,11 @@ export function chartSeries(data: ChartData): ChartSeries {
   const others = (data.others ?? []).filter((o) => o.timeline.length > 0).map((o) => ({ label: o.label, points: timelinePoints(o.timeline, o.label) }));
   const step = data.stepTitle ?? '(current step)';
   const timed: ChartPoint[] = [];
-  const untimed: ConfigSummary[] = [];
+  const untimed: { config: ConfigSummary; x: number }[] = [];
   let best: { point: ChartPoint; timeMs: number } | undefined;
   data.configs.forEach((c, i) => {
     const hasTime = (c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs);
-    if (!hasTime) return void untimed.push(c);
+    if (!hasTime) return void untimed.push({ config: c, x: i + 1 });
     const point = {
       x: i + 1,
       y: c.timeMs!,
@@ -162,8 +162,8 @@ export function chartSeries(data: ChartData): ChartSeries {
   const times = [...steps.map((p) => p.y), ...others.flatMap((o) => o.points.map((p) => p.y)), ...timed.map((p) => p.y)];
   const scale = chooseScale(times);
   const [yMin, yMax] = timeRange(times, scale);
-  const failed = untimed.map((c) => ({
-    x: data.configs.indexOf(c) + 1,
+  const failed = untimed.map(({ config: c, x }) => ({
+    x,
     y: yMin,
     info: {
       title: formatParams(c.config),
