@@ -12,9 +12,10 @@ import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/events';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
-import { acceptedTimeline, focusStep, reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
+import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
 import { startedStepsOf } from '../src/engine/session-log';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
+import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
 import { formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
@@ -258,17 +259,12 @@ function renderPlanEditor(v: SessionView): HTMLElement | null {
   return section('Approve the plan', 'approval', h('p', {}, 'Edit, remove or add steps, then approve; nothing runs until you do.'), list, h('div', { class: 'actions' }, add, approve));
 }
 
-function chartData(v: SessionView): ChartData {
-  const step = focusStep(v);
-  return { timeline: acceptedTimeline(v), others: state.related ?? [], configs: step?.candidates.at(-1)?.configs ?? [], ...(step && { stepTitle: step.title }) };
-}
-
 /** The chart lives across renders (Chart.js keeps its canvas and listeners); each render only gives it new data. */
 let chartView: { section: HTMLElement; chart: PerformanceChart } | undefined;
 
-function renderChart(v: SessionView): HTMLElement {
+function renderChart(data: ChartData): HTMLElement {
   if (chartView) {
-    chartView.chart.update(chartData(v));
+    chartView.chart.update(data);
     return chartView.section;
   }
   const holder = h('div', { class: 'chart-holder', id: 'chart' });
@@ -280,7 +276,7 @@ function renderChart(v: SessionView): HTMLElement {
     });
   chartView = {
     section: section('Performance', 'performance', holder, h('div', { class: 'actions' }, exportButton('png'), exportButton('svg'))),
-    chart: mountPerformanceChart(holder, chartData(v)),
+    chart: mountPerformanceChart(holder, data),
   };
   return chartView.section;
 }
@@ -473,10 +469,12 @@ function render(): void {
     return;
   }
   const memo = captureFocus(app);
-  const chart = renderChart(view);
+  const data = sessionChartData(view, state.related);
+  const chart = renderChart(data);
   // The chart's section persists across redraws (Chart.js keeps its canvas): its data tables are replaced.
   chart.querySelector('#chart-data')?.remove();
-  chart.append(chartDataElement(view) ?? '');
+  const tables = chartDataElement(data);
+  if (tables) chart.append(tables);
   app.replaceChildren(
     ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), chart, renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
   );
