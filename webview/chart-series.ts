@@ -105,10 +105,14 @@ function timeRange(timesMs: readonly number[], scale: ScaleKind): [number, numbe
   return [Math.pow(10, Math.floor(Math.log10(Math.min(...positive)))), Math.pow(10, Math.ceil(Math.log10(max)))];
 }
 
-export function formatParams(config: Readonly<Record<string, unknown>>): string {
+/** "name=value, ..." of a configuration; `none` when it has no parameters. */
+export function formatParams(config: Readonly<Record<string, unknown>>, none = '(none)'): string {
   const entries = Object.entries(config);
-  return entries.length === 0 ? '(no parameters)' : entries.map(([k, v]) => `${k}=${String(v)}`).join(', ');
+  return entries.length === 0 ? none : entries.map(([k, v]) => `${k}=${String(v)}`).join(', ');
 }
+
+/** A configuration's point names it in its tooltip and in the summary. */
+const configTitle = (config: Readonly<Record<string, unknown>>) => formatParams(config, '(no parameters)');
 
 const STATUS_TEXT: Partial<Record<ConfigSummary['status'], string>> = { ok: 'ok', stopped_early: 'stopped early (cannot beat the best)' };
 
@@ -147,7 +151,7 @@ export function chartSeries(data: ChartData): ChartSeries {
       x: i + 1,
       y: c.timeMs!,
       info: {
-        title: formatParams(c.config),
+        title: configTitle(c.config),
         rows: [
           ['Time', formatTime(c.timeMs!)],
           ['Speed-up', speedupText(baselineMs, c.timeMs!)],
@@ -166,7 +170,7 @@ export function chartSeries(data: ChartData): ChartSeries {
     x,
     y: yMin,
     info: {
-      title: formatParams(c.config),
+      title: configTitle(c.config),
       rows: [['Result', c.status.replace(/_/g, ' ')], ['Step', step], ...(c.error ? [['Error', c.error] as [string, string]] : [])] as [string, string][],
     },
   }));

@@ -17,7 +17,7 @@ import { startedStepsOf } from '../src/engine/session-log';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
-import { formatTime, type ChartData } from './chart-series';
+import { formatParams, formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
 import { highlightHunk, highlightLines } from './highlight-dom';
 import { renderGraphSection } from './graph-panel';
@@ -133,11 +133,6 @@ function section(title: string, id: string, ...children: Child[]): HTMLElement {
   return h('section', { id, 'aria-labelledby': `${id}-title` }, h('h2', { id: `${id}-title` }, title), ...children);
 }
 
-function params(config: Record<string, unknown>): string {
-  const entries = Object.entries(config);
-  return entries.length === 0 ? '(none)' : entries.map(([k, v]) => `${k}=${String(v)}`).join(', ');
-}
-
 function elapsed(v: SessionView): string {
   if (!v.firstEventAt) return '0 s';
   const end = state.live ? Date.now() : Date.parse(v.lastEventAt ?? v.firstEventAt);
@@ -215,7 +210,7 @@ function renderFinal(v: SessionView): HTMLElement | null {
       {},
       `${f.tracker.baselineTimeMs === null ? 'n/a' : formatTime(f.tracker.baselineTimeMs)} → ${f.tracker.finalTimeMs === null ? 'n/a' : formatTime(f.tracker.finalTimeMs)} (${f.tracker.speedup.toFixed(2)}×, ${f.tracker.improvementPct.toFixed(1)}% less time).`,
     ),
-    h('p', {}, 'Chosen parameters (defined in the code with #ifndef guards, so a build can still override them): ', h('code', {}, params(f.bestParams))),
+    h('p', {}, 'Chosen parameters (defined in the code with #ifndef guards, so a build can still override them): ', h('code', {}, formatParams(f.bestParams))),
     h('p', {}, 'The host code must launch the kernel with:'),
     h('pre', { class: 'code launch' }, ...launch.map((l) => h('div', {}, codeLine(l)))),
   );
@@ -312,7 +307,7 @@ function renderAnalysis(v: SessionView): HTMLElement | null {
       h('table', { class: 'grid' }, h('thead', {}, h('tr', {}, ...['Test', 'Origin', 'Problem size', 'Outputs', 'Data', 'Original time'].map((c) => h('th', {}, c)))), h('tbody', {}, ...rows)),
     );
   }
-  if (v.baseline) parts.push(h('p', { id: 'baseline' }, 'Baseline: ', h('strong', {}, formatTime(v.baseline.timeMs)), ` with ${params(v.baseline.params)} (test ${v.baseline.testId})`));
+  if (v.baseline) parts.push(h('p', { id: 'baseline' }, 'Baseline: ', h('strong', {}, formatTime(v.baseline.timeMs)), ` with ${formatParams(v.baseline.params)} (test ${v.baseline.testId})`));
   return section('Kernel analysis', 'analysis', ...parts);
 }
 

@@ -6,7 +6,7 @@
  */
 import type { ReportConfig, ReportData, ReportStep } from '../../src/report/model';
 import { mountPerformanceChart } from '../chart';
-import { formatTime } from '../chart-series';
+import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
 import { highlightHunk } from '../highlight-dom';
 import { sortConfigs, type SortState } from '../sort';
@@ -23,7 +23,6 @@ function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, 
 const num = (v: number | undefined | null, digits = 3) => (v === undefined || v === null ? '' : Number(v.toPrecision(digits)).toLocaleString('en'));
 const pct = (v: number | undefined) => (v === undefined ? '' : `${v.toFixed(1)}%`);
 const time = (ms: number | null | undefined) => (ms === null || ms === undefined ? 'n/a' : formatTime(ms));
-const params = (config: Record<string, unknown>) => Object.entries(config).map(([k, v]) => `${k}=${String(v)}`).join(', ') || '(none)';
 
 function card(label: string, value: string, id?: string): HTMLElement {
   return h('div', { class: 'card', id }, h('div', { class: 'v' }, value), h('div', { class: 'k' }, label));
@@ -57,7 +56,7 @@ function summary(data: ReportData): HTMLElement {
       best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
       card('configurations', String(s.evaluations)),
     ),
-    s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, params(s.bestConfig))),
+    s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, formatParams(s.bestConfig))),
   );
 }
 
