@@ -21,7 +21,7 @@ import { formatParams, formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
 import { highlightHunk, highlightLines } from './highlight-dom';
 import { renderGraphSection } from './graph-panel';
-import { reduceGraphAll } from './graph-model';
+import { reduceGraphAll, type GraphModel } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
 
 interface UiState {
@@ -63,7 +63,11 @@ let state: Persisted = restored ?? {
   live: false,
   ui: { diffMode: 'unified', sort: { column: 'time', descending: false }, open: {} },
 };
+// What the events say, derived again only when they change: a redraw for the UI's own state (a sort, a resize) reuses it.
 let view: SessionView | undefined;
+let graph: GraphModel = reduceGraphAll([]);
+/** The steps that ran: a branch can start from any of them. */
+let startedSteps: ReadonlySet<string> = new Set();
 let frame = 0;
 
 function post(message: FromWebviewMessage): void {
@@ -72,7 +76,11 @@ function post(message: FromWebviewMessage): void {
 
 function commit(rebuild: boolean): void {
   api.setState(state);
-  if (rebuild) view = state.header ? reduceAll(state.header, state.events) : undefined;
+  if (rebuild) {
+    view = state.header ? reduceAll(state.header, state.events) : undefined;
+    graph = reduceGraphAll(state.events);
+    startedSteps = new Set(startedStepsOf(state.events).map((s) => s.stepId));
+  }
   if (!frame) frame = requestAnimationFrame(() => ((frame = 0), render()));
 }
 
@@ -277,7 +285,7 @@ function renderChart(data: ChartData): HTMLElement {
 }
 
 function renderGraph(): HTMLElement | null {
-  return renderGraphSection(reduceGraphAll(state.events), state.ui.graphNode, (key) => ((state.ui.graphNode = key), commit(false)));
+  return renderGraphSection(graph, state.ui.graphNode, (key) => ((state.ui.graphNode = key), commit(false)));
 }
 
 function renderAnalysis(v: SessionView): HTMLElement | null {
@@ -413,7 +421,6 @@ const STEP_STATUS_LABEL: Record<StepView['status'], string> = { pending: 'pendin
 function renderSteps(v: SessionView): HTMLElement | null {
   if (v.order.length === 0) return null;
   const lastFinished = [...v.order].reverse().find((id) => ['accepted', 'rejected'].includes(v.steps[id]!.status));
-  const startedSteps = new Set(startedStepsOf(state.events).map((s) => s.stepId));
   const list = h('div', { class: 'steps' });
   v.order.forEach((id, i) => {
     const step = v.steps[id]!;
