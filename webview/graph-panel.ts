@@ -5,7 +5,7 @@
  */
 import type { GraphView, JsonPreview } from '../src/engine/events';
 import { layoutGraph, type PlacedNode } from './graph-layout';
-import { nodeKey, nodeLabel, type GraphModel, type NodeRun, type NodeState } from './graph-model';
+import { nodeKey, nodeLabel, splitNodeKey, type GraphModel, type NodeRun, type NodeState } from './graph-model';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
@@ -100,7 +100,7 @@ function duration(run: NodeRun): string {
 }
 
 function renderRuns(key: string, model: GraphModel): HTMLElement {
-  const [graph, node] = key.split('\u0000') as [string, string];
+  const [graph, node] = splitNodeKey(key);
   const state = model.nodes[key];
   const box = el('div', 'node-details');
   box.id = 'graph-node-details';
@@ -129,7 +129,7 @@ function renderRuns(key: string, model: GraphModel): HTMLElement {
 export function renderGraphSection(model: GraphModel, selected: string | undefined, onSelect: (key: string) => void): HTMLElement | null {
   const session = model.graphs[0];
   if (!session) return null;
-  const [selectedGraph, selectedNode] = (selected?.split('\u0000') ?? []) as [string?, string?];
+  const [selectedGraph, selectedNode] = selected === undefined ? [] : splitNodeKey(selected);
   // Beside the session graph: the subgraph of the selected node (or of the node whose subgraph the selection is in),
   // else the one that ran last.
   const selectedHost = model.graphs.find((g) => g.id === selectedGraph)?.nodes.find((n) => n.id === selectedNode)?.subgraph;

@@ -7,7 +7,7 @@ import { createChatModel } from '../../src/engine/llm/providers';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { ExplicitTuningStrategy } from '../../src/engine/strategies/explicit';
 import { layoutGraph } from '../../webview/graph-layout';
-import { nodeKey, reduceGraphAll } from '../../webview/graph-model';
+import { nodeKey, reduceGraphAll, splitNodeKey } from '../../webview/graph-model';
 import { SESSION_GRAPH } from '../support/graph-events';
 
 // Building a graph asks the model nothing; this client is never called.
@@ -61,6 +61,11 @@ describe('graph model', () => {
     const model = reduceGraphAll([...inherited, started, ev({ type: 'graph.described', graphs: [SESSION_GRAPH, tune] }), node('session', 'tune', 't2', 'started')]);
     expect(model.nodes[nodeKey('tune', 'optimize')]).toMatchObject({ status: 'visited', runs: [{ task: 'o1', phase: 'interrupted' }] });
     expect(model.nodes[nodeKey('session', 'tune')]).toMatchObject({ status: 'active', runs: [{ task: 't1', phase: 'interrupted' }, { task: 't2', phase: 'started' }] });
+  });
+
+  it('keys a node by its graph and its id, and reads both back', () => {
+    expect(splitNodeKey(nodeKey('tune', 'optimize'))).toEqual(['tune', 'optimize']);
+    expect(nodeKey('session', 'tune')).not.toBe(nodeKey('session/tune', ''));
   });
 
   it('counts a node\'s runs in a loop and keeps their order', () => {
