@@ -4,7 +4,7 @@
  * given and returned. Built with DOM calls and textContent only (node names and data come from the session).
  */
 import type { GraphView, JsonPreview } from '../src/engine/events';
-import { layoutGraph, type PlacedNode } from './graph-layout';
+import { layoutGraph, type GraphLayout, type PlacedNode } from './graph-layout';
 import { nodeKey, nodeLabel, splitNodeKey, type GraphModel, type NodeRun, type NodeState } from './graph-model';
 
 const SVG = 'http://www.w3.org/2000/svg';
@@ -33,9 +33,21 @@ function nodeTitle(graph: GraphView, node: PlacedNode, state: NodeState | undefi
   return parts.join(' · ');
 }
 
+/**
+ * Each graph's layout, by the description the events carry: a graph is described once per run and drawn again on every
+ * redraw, and dagre takes milliseconds (about 15 ms for the autonomous strategy's graph).
+ */
+const layouts = new WeakMap<GraphView, GraphLayout>();
+
+function layoutOf(graph: GraphView): GraphLayout {
+  let placed = layouts.get(graph);
+  if (!placed) layouts.set(graph, (placed = layoutGraph(graph)));
+  return placed;
+}
+
 /** One graph as an SVG figure; `selected` is the nodeKey of the selected node. */
 function drawGraph(graph: GraphView, model: GraphModel, selected: string | undefined, onSelect: (key: string) => void): HTMLElement {
-  const placed = layoutGraph(graph);
+  const placed = layoutOf(graph);
   const root = svg('svg', { class: 'graph', viewBox: `0 0 ${placed.width} ${placed.height}`, width: placed.width, height: placed.height, role: 'group', 'aria-label': `graph ${graph.name}` });
   const defs = svg('defs', {});
   const marker = svg('marker', { id: `arrow-${graph.id.replace(/[^\w-]/g, '_')}`, viewBox: '0 0 8 8', refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
