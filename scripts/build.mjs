@@ -85,32 +85,12 @@ async function buildJs() {
     rmSync(join(dist, outDir), { recursive: true, force: true });
     await esbuild.build({ ...common, entryPoints: files, outdir: join(dist, outDir) });
   }
-  // The tuning panel runs in a webview: a browser bundle, minified (it is loaded on every panel open).
-  await esbuild.build({
-    bundle: true,
-    platform: 'browser',
-    target: 'chrome120',
-    format: 'iife',
-    sourcemap: 'linked',
-    minify: true,
-    logLevel: 'warning',
-    entryPoints: [join(root, 'webview', 'main.ts')],
-    outfile: join(dist, 'webview.js'),
-    plugins: [svgcanvasCspPatch],
-  });
+  // The webview code runs in a browser: minified bundles, svgcanvas patched for the panel's CSP.
+  const browser = { bundle: true, platform: 'browser', target: 'chrome120', format: 'iife', minify: true, logLevel: 'warning', plugins: [svgcanvasCspPatch] };
+  // The tuning panel (loaded on every panel open).
+  await esbuild.build({ ...browser, sourcemap: 'linked', entryPoints: [join(root, 'webview', 'main.ts')], outfile: join(dist, 'webview.js') });
   // The HTML report's page script, inlined into every report (src/report/html.ts reads it from beside the bundles).
-  await esbuild.build({
-    bundle: true,
-    platform: 'browser',
-    target: 'chrome120',
-    format: 'iife',
-    minify: true,
-    legalComments: 'none',
-    logLevel: 'warning',
-    entryPoints: [join(root, 'webview', 'report', 'main.ts')],
-    outfile: join(dist, 'report-page.js'),
-    plugins: [svgcanvasCspPatch],
-  });
+  await esbuild.build({ ...browser, legalComments: 'none', entryPoints: [join(root, 'webview', 'report', 'main.ts')], outfile: join(dist, 'report-page.js') });
   // Extension tests (they run inside the extension host) and the Playwright UI test (Node), for scripts/test-extension.mjs.
   const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));
   if (extensionTests.length > 0) {

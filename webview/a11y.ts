@@ -5,8 +5,8 @@
  * - the steps' collapsible headers (inside vscode-collapsible's shadow DOM) are announced as buttons that expand;
  * - the chart gets its data as tables for screen readers (webview/chart-data.ts).
  */
-import type { SessionView } from '../src/extension/session-view';
 import { chartTables } from './chart-data';
+import type { ChartData } from './chart-series';
 
 /** Where the focused element was: a selector for an anchor, then child steps (tag name and index among same tags). */
 export interface FocusMemo {
@@ -78,8 +78,8 @@ export function exposeCollapsibles(root: HTMLElement): void {
 }
 
 /** The chart's data as tables, for screen readers only (the chart itself is drawn for the eye). */
-export function chartDataElement(view: SessionView): HTMLElement | null {
-  const tables = chartTables(view);
+export function chartDataElement(data: ChartData): HTMLElement | null {
+  const tables = chartTables(data);
   if (tables.length === 0) return null;
   const holder = document.createElement('div');
   holder.className = 'visually-hidden';

@@ -1,9 +1,15 @@
 /**
- * What the performance chart shows, as tables: read by screen readers in place of the chart (a picture to them), one
- * row per point. Pure (no DOM), unit-tested; webview/a11y.ts turns it into elements.
+ * What the performance chart of a session shows, and the same as tables: read by screen readers in place of the chart
+ * (a picture to them), one row per point. Pure (no DOM), unit-tested; webview/a11y.ts turns the tables into elements.
  */
 import { acceptedTimeline, focusStep, type SessionView } from '../src/extension/session-view';
-import { formatTime } from './chart-series';
+import { formatTime, type ChartData } from './chart-series';
+
+/** The chart of a session: its accepted steps and the configurations of the step it follows, beside `others`' steps. */
+export function sessionChartData(view: SessionView, others: ChartData['others'] = []): ChartData {
+  const step = focusStep(view);
+  return { timeline: acceptedTimeline(view), others, configs: step?.candidates.at(-1)?.configs ?? [], ...(step && { stepTitle: step.title }) };
+}
 
 export interface DataTable {
   caption: string;
@@ -12,9 +18,9 @@ export interface DataTable {
 }
 
 /** Time per accepted step against the baseline, then the configurations of the step the chart follows. */
-export function chartTables(view: SessionView): DataTable[] {
+export function chartTables(data: ChartData): DataTable[] {
   const tables: DataTable[] = [];
-  const timeline = acceptedTimeline(view);
+  const { timeline, configs } = data;
   if (timeline.length > 0) {
     const base = timeline[0]!.timeMs;
     tables.push({
@@ -23,12 +29,10 @@ export function chartTables(view: SessionView): DataTable[] {
       rows: timeline.map((p) => [p.label, formatTime(p.timeMs), `${(base / p.timeMs).toFixed(2)}×`]),
     });
   }
-  const step = focusStep(view);
-  const configs = step?.candidates.at(-1)?.configs ?? [];
-  if (step && configs.length > 0) {
+  if (configs.length > 0) {
     const names = [...new Set(configs.flatMap((c) => Object.keys(c.config)))];
     tables.push({
-      caption: `Configurations of step "${step.title}" (chart, right)`,
+      caption: `Configurations${data.stepTitle === undefined ? '' : ` of step "${data.stepTitle}"`} (chart, right)`,
       columns: [...names, 'Median time', 'Result'],
       rows: configs.map((c) => [
         ...names.map((n) => (c.config[n] === undefined ? '' : String(c.config[n]))),

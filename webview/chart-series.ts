@@ -105,10 +105,14 @@ function timeRange(timesMs: readonly number[], scale: ScaleKind): [number, numbe
   return [Math.pow(10, Math.floor(Math.log10(Math.min(...positive)))), Math.pow(10, Math.ceil(Math.log10(max)))];
 }
 
-export function formatParams(config: Readonly<Record<string, unknown>>): string {
+/** "name=value, ..." of a configuration; `none` when it has no parameters. */
+export function formatParams(config: Readonly<Record<string, unknown>>, none = '(none)'): string {
   const entries = Object.entries(config);
-  return entries.length === 0 ? '(no parameters)' : entries.map(([k, v]) => `${k}=${String(v)}`).join(', ');
+  return entries.length === 0 ? none : entries.map(([k, v]) => `${k}=${String(v)}`).join(', ');
 }
+
+/** A configuration's point names it in its tooltip and in the summary. */
+const configTitle = (config: Readonly<Record<string, unknown>>) => formatParams(config, '(no parameters)');
 
 const STATUS_TEXT: Partial<Record<ConfigSummary['status'], string>> = { ok: 'ok', stopped_early: 'stopped early (cannot beat the best)' };
 
@@ -138,16 +142,16 @@ export function chartSeries(data: ChartData): ChartSeries {
   const others = (data.others ?? []).filter((o) => o.timeline.length > 0).map((o) => ({ label: o.label, points: timelinePoints(o.timeline, o.label) }));
   const step = data.stepTitle ?? '(current step)';
   const timed: ChartPoint[] = [];
-  const untimed: ConfigSummary[] = [];
+  const untimed: { config: ConfigSummary; x: number }[] = [];
   let best: { point: ChartPoint; timeMs: number } | undefined;
   data.configs.forEach((c, i) => {
     const hasTime = (c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs);
-    if (!hasTime) return void untimed.push(c);
+    if (!hasTime) return void untimed.push({ config: c, x: i + 1 });
     const point = {
       x: i + 1,
       y: c.timeMs!,
       info: {
-        title: formatParams(c.config),
+        title: configTitle(c.config),
         rows: [
           ['Time', formatTime(c.timeMs!)],
           ['Speed-up', speedupText(baselineMs, c.timeMs!)],
@@ -162,11 +166,11 @@ export function chartSeries(data: ChartData): ChartSeries {
   const times = [...steps.map((p) => p.y), ...others.flatMap((o) => o.points.map((p) => p.y)), ...timed.map((p) => p.y)];
   const scale = chooseScale(times);
   const [yMin, yMax] = timeRange(times, scale);
-  const failed = untimed.map((c) => ({
-    x: data.configs.indexOf(c) + 1,
+  const failed = untimed.map(({ config: c, x }) => ({
+    x,
     y: yMin,
     info: {
-      title: formatParams(c.config),
+      title: configTitle(c.config),
       rows: [['Result', c.status.replace(/_/g, ' ')], ['Step', step], ...(c.error ? [['Error', c.error] as [string, string]] : [])] as [string, string][],
     },
   }));

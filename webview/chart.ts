@@ -52,12 +52,8 @@ export function onThemeChange(doc: Document, onChange: () => void): () => void {
   };
 }
 
-export interface ImageSize {
-  width: number;
-  height: number;
-}
-
-export const EXPORT_SIZE: ImageSize = { width: 960, height: 420 };
+/** The exported image's size, whatever the size of the chart on screen. */
+const EXPORT_SIZE = { width: 960, height: 420 };
 
 /** Images get the theme's background (a canvas is transparent). */
 function backgroundPlugin(colour: string): Plugin<'scatter'> {
@@ -76,20 +72,20 @@ function backgroundPlugin(colour: string): Plugin<'scatter'> {
  * The chart of `data` as an image, drawn off screen at a fixed size: a PNG data URL (at twice the pixels, for
  * high-density screens and print) or the text of an SVG document.
  */
-export function renderChartImage(data: ChartData, theme: ChartTheme, format: 'png' | 'svg', size: ImageSize = EXPORT_SIZE): string {
+export function renderChartImage(data: ChartData, theme: ChartTheme, format: 'png' | 'svg'): string {
   const config = chartConfig(chartSeries(data), theme);
   const options = { ...config.options, responsive: false, devicePixelRatio: format === 'png' ? 2 : 1 };
   const plugins = [backgroundPlugin(theme.background)];
   if (format === 'png') {
     const canvas = document.createElement('canvas');
-    canvas.width = size.width;
-    canvas.height = size.height;
+    canvas.width = EXPORT_SIZE.width;
+    canvas.height = EXPORT_SIZE.height;
     const chart = new Chart(canvas, { ...config, options, plugins, platform: BasicPlatform });
     const url = chart.toBase64Image('image/png');
     chart.destroy();
     return url;
   }
-  const context = new SvgContext({ width: size.width, height: size.height });
+  const context = new SvgContext(EXPORT_SIZE);
   // Chart.js draws on `context.canvas`; svgcanvas points it at the context itself, which needs a getContext.
   const canvas = Object.assign(context, { getContext: () => context, style: {} });
   // svgcanvas cannot replay a Path2D: with a `segment` option (even empty) Chart.js draws lines with path calls.

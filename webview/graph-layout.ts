@@ -3,28 +3,23 @@
  * flowcharts use; 50 KB, no eval, nothing remote). Pure geometry: the panel turns it into SVG elements.
  */
 import { graphlib, layout } from '@dagrejs/dagre';
-import type { GraphView } from '../src/engine/events';
+import type { GraphEdgeView, GraphNodeView, GraphView } from '../src/engine/events';
 import { nodeLabel } from './graph-model';
 
-export interface PlacedNode {
-  id: string;
+/** A node as described (its id, the graph it hosts), placed. */
+export interface PlacedNode extends GraphNodeView {
   label: string;
   /** Centre, and size, in SVG units. */
   x: number;
   y: number;
   width: number;
   height: number;
-  /** The graph it runs, when it hosts one. */
-  subgraph?: string;
   /** LangGraph's entry or exit. */
   terminal: boolean;
 }
 
-export interface PlacedEdge {
-  source: string;
-  target: string;
-  conditional: boolean;
-  label?: string;
+/** An edge as described, placed. */
+export interface PlacedEdge extends GraphEdgeView {
   /** SVG path data, from the source's border to the target's. */
   path: string;
   /** Where the arrow ends and the direction it points in (degrees), for its head. */
@@ -57,16 +52,7 @@ export function layoutGraph(graph: GraphView): GraphLayout {
   const size = g.graph() as { width?: number; height?: number };
   const nodes = graph.nodes.map((node): PlacedNode => {
     const placed = g.node(node.id) as { x: number; y: number; width: number; height: number };
-    return {
-      id: node.id,
-      label: nodeLabel(node.id),
-      x: placed.x,
-      y: placed.y,
-      width: placed.width,
-      height: placed.height,
-      ...(node.subgraph !== undefined && { subgraph: node.subgraph }),
-      terminal: node.id === '__start__' || node.id === '__end__',
-    };
+    return { ...node, label: nodeLabel(node.id), x: placed.x, y: placed.y, width: placed.width, height: placed.height, terminal: node.id === '__start__' || node.id === '__end__' };
   });
   const edges = graph.edges.flatMap((e, i): PlacedEdge[] => {
     const placed = g.edge({ v: e.source, w: e.target, name: String(i) }) as { points?: { x: number; y: number }[] } | undefined;
@@ -75,10 +61,7 @@ export function layoutGraph(graph: GraphView): GraphLayout {
     const [last, before] = [points.at(-1)!, points.at(-2)!];
     return [
       {
-        source: e.source,
-        target: e.target,
-        conditional: e.conditional,
-        ...(e.label !== undefined && { label: e.label }),
+        ...e,
         path: smoothPath(points),
         end: { x: last.x, y: last.y, angle: (Math.atan2(last.y - before.y, last.x - before.x) * 180) / Math.PI },
       },

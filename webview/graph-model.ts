@@ -38,8 +38,17 @@ export interface GraphModel {
 /** Runs kept per node: a loop node runs once per step, and each run carries its state. */
 const MAX_RUNS = 20;
 
+/** A NUL between graph and node: no id contains one. */
+const KEY_SEPARATOR = '\u0000';
+
 export function nodeKey(graph: string, node: string): string {
-  return `${graph}\u0000${node}`;
+  return `${graph}${KEY_SEPARATOR}${node}`;
+}
+
+/** The graph and the node of a nodeKey. */
+export function splitNodeKey(key: string): [graph: string, node: string] {
+  const at = key.indexOf(KEY_SEPARATOR);
+  return [key.slice(0, at), key.slice(at + 1)];
 }
 
 export function emptyGraphModel(): GraphModel {

@@ -4,8 +4,8 @@
  * given and returned. Built with DOM calls and textContent only (node names and data come from the session).
  */
 import type { GraphView, JsonPreview } from '../src/engine/events';
-import { layoutGraph, type PlacedNode } from './graph-layout';
-import { nodeKey, nodeLabel, type GraphModel, type NodeRun, type NodeState } from './graph-model';
+import { layoutGraph, type GraphLayout, type PlacedNode } from './graph-layout';
+import { nodeKey, nodeLabel, splitNodeKey, type GraphModel, type NodeRun, type NodeState } from './graph-model';
 
 const SVG = 'http://www.w3.org/2000/svg';
 
@@ -33,9 +33,21 @@ function nodeTitle(graph: GraphView, node: PlacedNode, state: NodeState | undefi
   return parts.join(' · ');
 }
 
+/**
+ * Each graph's layout, by the description the events carry: a graph is described once per run and drawn again on every
+ * redraw, and dagre takes milliseconds (about 15 ms for the autonomous strategy's graph).
+ */
+const layouts = new WeakMap<GraphView, GraphLayout>();
+
+function layoutOf(graph: GraphView): GraphLayout {
+  let placed = layouts.get(graph);
+  if (!placed) layouts.set(graph, (placed = layoutGraph(graph)));
+  return placed;
+}
+
 /** One graph as an SVG figure; `selected` is the nodeKey of the selected node. */
 function drawGraph(graph: GraphView, model: GraphModel, selected: string | undefined, onSelect: (key: string) => void): HTMLElement {
-  const placed = layoutGraph(graph);
+  const placed = layoutOf(graph);
   const root = svg('svg', { class: 'graph', viewBox: `0 0 ${placed.width} ${placed.height}`, width: placed.width, height: placed.height, role: 'group', 'aria-label': `graph ${graph.name}` });
   const defs = svg('defs', {});
   const marker = svg('marker', { id: `arrow-${graph.id.replace(/[^\w-]/g, '_')}`, viewBox: '0 0 8 8', refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
@@ -100,7 +112,7 @@ function duration(run: NodeRun): string {
 }
 
 function renderRuns(key: string, model: GraphModel): HTMLElement {
-  const [graph, node] = key.split('\u0000') as [string, string];
+  const [graph, node] = splitNodeKey(key);
   const state = model.nodes[key];
   const box = el('div', 'node-details');
   box.id = 'graph-node-details';
@@ -129,7 +141,7 @@ function renderRuns(key: string, model: GraphModel): HTMLElement {
 export function renderGraphSection(model: GraphModel, selected: string | undefined, onSelect: (key: string) => void): HTMLElement | null {
   const session = model.graphs[0];
   if (!session) return null;
-  const [selectedGraph, selectedNode] = (selected?.split('\u0000') ?? []) as [string?, string?];
+  const [selectedGraph, selectedNode] = selected === undefined ? [] : splitNodeKey(selected);
   // Beside the session graph: the subgraph of the selected node (or of the node whose subgraph the selection is in),
   // else the one that ran last.
   const selectedHost = model.graphs.find((g) => g.id === selectedGraph)?.nodes.find((n) => n.id === selectedNode)?.subgraph;

@@ -12,15 +12,16 @@ import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/events';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
-import { acceptedTimeline, focusStep, reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
+import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
 import { startedStepsOf } from '../src/engine/session-log';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
+import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
-import { formatTime, type ChartData } from './chart-series';
+import { formatParams, formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
-import { highlightLines } from './highlight-dom';
+import { highlightHunk, highlightLines } from './highlight-dom';
 import { renderGraphSection } from './graph-panel';
-import { reduceGraphAll } from './graph-model';
+import { reduceGraphAll, type GraphModel } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
 
 interface UiState {
@@ -62,7 +63,11 @@ let state: Persisted = restored ?? {
   live: false,
   ui: { diffMode: 'unified', sort: { column: 'time', descending: false }, open: {} },
 };
+// What the events say, derived again only when they change: a redraw for the UI's own state (a sort, a resize) reuses it.
 let view: SessionView | undefined;
+let graph: GraphModel = reduceGraphAll([]);
+/** The steps that ran: a branch can start from any of them. */
+let startedSteps: ReadonlySet<string> = new Set();
 let frame = 0;
 
 function post(message: FromWebviewMessage): void {
@@ -71,7 +76,11 @@ function post(message: FromWebviewMessage): void {
 
 function commit(rebuild: boolean): void {
   api.setState(state);
-  if (rebuild) view = state.header ? reduceAll(state.header, state.events) : undefined;
+  if (rebuild) {
+    view = state.header ? reduceAll(state.header, state.events) : undefined;
+    graph = reduceGraphAll(state.events);
+    startedSteps = new Set(startedStepsOf(state.events).map((s) => s.stepId));
+  }
   if (!frame) frame = requestAnimationFrame(() => ((frame = 0), render()));
 }
 
@@ -130,11 +139,6 @@ function button(label: string, onClick: () => void, options: { secondary?: boole
 
 function section(title: string, id: string, ...children: Child[]): HTMLElement {
   return h('section', { id, 'aria-labelledby': `${id}-title` }, h('h2', { id: `${id}-title` }, title), ...children);
-}
-
-function params(config: Record<string, unknown>): string {
-  const entries = Object.entries(config);
-  return entries.length === 0 ? '(none)' : entries.map(([k, v]) => `${k}=${String(v)}`).join(', ');
 }
 
 function elapsed(v: SessionView): string {
@@ -214,7 +218,7 @@ function renderFinal(v: SessionView): HTMLElement | null {
       {},
       `${f.tracker.baselineTimeMs === null ? 'n/a' : formatTime(f.tracker.baselineTimeMs)} → ${f.tracker.finalTimeMs === null ? 'n/a' : formatTime(f.tracker.finalTimeMs)} (${f.tracker.speedup.toFixed(2)}×, ${f.tracker.improvementPct.toFixed(1)}% less time).`,
     ),
-    h('p', {}, 'Chosen parameters (defined in the code with #ifndef guards, so a build can still override them): ', h('code', {}, params(f.bestParams))),
+    h('p', {}, 'Chosen parameters (defined in the code with #ifndef guards, so a build can still override them): ', h('code', {}, formatParams(f.bestParams))),
     h('p', {}, 'The host code must launch the kernel with:'),
     h('pre', { class: 'code launch' }, ...launch.map((l) => h('div', {}, codeLine(l)))),
   );
@@ -258,17 +262,12 @@ function renderPlanEditor(v: SessionView): HTMLElement | null {
   return section('Approve the plan', 'approval', h('p', {}, 'Edit, remove or add steps, then approve; nothing runs until you do.'), list, h('div', { class: 'actions' }, add, approve));
 }
 
-function chartData(v: SessionView): ChartData {
-  const step = focusStep(v);
-  return { timeline: acceptedTimeline(v), others: state.related ?? [], configs: step?.candidates.at(-1)?.configs ?? [], ...(step && { stepTitle: step.title }) };
-}
-
 /** The chart lives across renders (Chart.js keeps its canvas and listeners); each render only gives it new data. */
 let chartView: { section: HTMLElement; chart: PerformanceChart } | undefined;
 
-function renderChart(v: SessionView): HTMLElement {
+function renderChart(data: ChartData): HTMLElement {
   if (chartView) {
-    chartView.chart.update(chartData(v));
+    chartView.chart.update(data);
     return chartView.section;
   }
   const holder = h('div', { class: 'chart-holder', id: 'chart' });
@@ -280,13 +279,13 @@ function renderChart(v: SessionView): HTMLElement {
     });
   chartView = {
     section: section('Performance', 'performance', holder, h('div', { class: 'actions' }, exportButton('png'), exportButton('svg'))),
-    chart: mountPerformanceChart(holder, chartData(v)),
+    chart: mountPerformanceChart(holder, data),
   };
   return chartView.section;
 }
 
 function renderGraph(): HTMLElement | null {
-  return renderGraphSection(reduceGraphAll(state.events), state.ui.graphNode, (key) => ((state.ui.graphNode = key), commit(false)));
+  return renderGraphSection(graph, state.ui.graphNode, (key) => ((state.ui.graphNode = key), commit(false)));
 }
 
 function renderAnalysis(v: SessionView): HTMLElement | null {
@@ -316,7 +315,7 @@ function renderAnalysis(v: SessionView): HTMLElement | null {
       h('table', { class: 'grid' }, h('thead', {}, h('tr', {}, ...['Test', 'Origin', 'Problem size', 'Outputs', 'Data', 'Original time'].map((c) => h('th', {}, c)))), h('tbody', {}, ...rows)),
     );
   }
-  if (v.baseline) parts.push(h('p', { id: 'baseline' }, 'Baseline: ', h('strong', {}, formatTime(v.baseline.timeMs)), ` with ${params(v.baseline.params)} (test ${v.baseline.testId})`));
+  if (v.baseline) parts.push(h('p', { id: 'baseline' }, 'Baseline: ', h('strong', {}, formatTime(v.baseline.timeMs)), ` with ${formatParams(v.baseline.params)} (test ${v.baseline.testId})`));
   return section('Kernel analysis', 'analysis', ...parts);
 }
 
@@ -344,22 +343,16 @@ function renderDiff(diff: string): HTMLElement {
   };
   for (const hunk of hunks) {
     table.append(h('tr', { class: 'hunk-header' }, h('td', { colspan: state.ui.diffMode === 'split' ? '4' : '3' }, hunk.header)));
-    const fragments = new Map<DiffLine, DocumentFragment>();
-    // Old and new sides are tokenized separately so that block comments carry within each version.
-    const oldLines = hunk.lines.filter((l) => l.kind !== 'add');
-    const newLines = hunk.lines.filter((l) => l.kind !== 'del');
-    highlightLines(oldLines.map((l) => l.text)).forEach((f, i) => fragments.set(oldLines[i]!, f));
-    const newFragments = new Map<DiffLine, DocumentFragment>();
-    highlightLines(newLines.map((l) => l.text)).forEach((f, i) => newFragments.set(newLines[i]!, f));
+    const code = highlightHunk(hunk);
     if (state.ui.diffMode === 'unified') {
       for (const line of hunk.lines) {
-        const fragment = line.kind === 'add' ? newFragments.get(line) : fragments.get(line);
+        const fragment = (line.kind === 'add' ? code.new : code.old).get(line);
         const sign = line.kind === 'add' ? '+' : line.kind === 'del' ? '−' : ' ';
         table.append(h('tr', { class: line.kind }, h('td', { class: `no ${line.kind}` }, String(line.kind === 'add' ? line.newNo : line.oldNo)), h('td', { class: `sign ${line.kind}` }, sign), h('td', { class: `code ${line.kind}` }, fragment ?? '')));
       }
     } else {
       for (const row of sideBySide(hunk)) {
-        table.append(h('tr', {}, ...lineCell(row.left, 'old', row.left && fragments.get(row.left)), ...lineCell(row.right, 'new', row.right && (newFragments.get(row.right) ?? fragments.get(row.right)))));
+        table.append(h('tr', {}, ...lineCell(row.left, 'old', row.left && code.old.get(row.left)), ...lineCell(row.right, 'new', row.right && code.new.get(row.right))));
       }
     }
   }
@@ -428,7 +421,6 @@ const STEP_STATUS_LABEL: Record<StepView['status'], string> = { pending: 'pendin
 function renderSteps(v: SessionView): HTMLElement | null {
   if (v.order.length === 0) return null;
   const lastFinished = [...v.order].reverse().find((id) => ['accepted', 'rejected'].includes(v.steps[id]!.status));
-  const startedSteps = new Set(startedStepsOf(state.events).map((s) => s.stepId));
   const list = h('div', { class: 'steps' });
   v.order.forEach((id, i) => {
     const step = v.steps[id]!;
@@ -479,10 +471,12 @@ function render(): void {
     return;
   }
   const memo = captureFocus(app);
-  const chart = renderChart(view);
+  const data = sessionChartData(view, state.related);
+  const chart = renderChart(data);
   // The chart's section persists across redraws (Chart.js keeps its canvas): its data tables are replaced.
   chart.querySelector('#chart-data')?.remove();
-  chart.append(chartDataElement(view) ?? '');
+  const tables = chartDataElement(data);
+  if (tables) chart.append(tables);
   app.replaceChildren(
     ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), chart, renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
   );

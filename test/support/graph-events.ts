@@ -1,10 +1,23 @@
 /**
- * Checks of the graph events of a session run: the graphs are described first, every node run names a described
- * graph and node, and every run that started ended. Returns how many times each node of the strategy's graph ran.
+ * Graph events in tests: a session graph to describe, and checks of the graph events of a session run (the graphs are
+ * described first, every node run names a described graph and node, and every run that started ended).
  */
 import { expect } from 'vitest';
-import type { EventOf, TuningEvent } from '../../src/engine/events';
+import type { EventOf, GraphView, TuningEvent } from '../../src/engine/events';
 
+/** A session graph shaped like the engine's (in short): the analysis, then the strategy's graph, run by the node `tune`. */
+export const SESSION_GRAPH: GraphView = {
+  id: 'session',
+  name: 'llm_kernel_tuner',
+  nodes: [{ id: '__start__' }, { id: 'analyze' }, { id: 'tune', subgraph: 'tune' }, { id: '__end__' }],
+  edges: [
+    { source: '__start__', target: 'analyze', conditional: false },
+    { source: 'analyze', target: 'tune', conditional: false },
+    { source: 'tune', target: '__end__', conditional: false },
+  ],
+};
+
+/** Checks the graph events of a session run; returns how many times each node of the strategy's graph ran. */
 export function expectGraphEvents(events: readonly TuningEvent[], tune: { name: string; nodes: string[] }): Record<string, number> {
   expect(events[0]?.type).toBe('session.started');
   const described = events[1] as EventOf<'graph.described'>;

@@ -4,14 +4,14 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { TuningEvent } from '../../src/engine/events';
 import { reduceAll } from '../../src/extension/session-view';
-import { chartTables } from '../../webview/chart-data';
+import { chartTables, sessionChartData } from '../../webview/chart-data';
 
 const events = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'sessions', 'h100-matmul-naive.events.json'), 'utf8')) as TuningEvent[];
 const header = { sessionId: 'h100', kernelName: 'matmul_naive', fileName: 'matmul_naive.cu', startedAt: events[0]!.at, model: 'scripted answers (test double)', strategy: 'autonomous' as const };
 
 describe('the chart as tables', () => {
   it('lists the baseline and every accepted step with its speed-up, then the configurations of the last step', () => {
-    const [timeline, configs] = chartTables(reduceAll(header, events));
+    const [timeline, configs] = chartTables(sessionChartData(reduceAll(header, events)));
     expect(timeline).toEqual({
       caption: 'Time per accepted step (chart, left)',
       columns: ['Point', 'Median time', 'Speed-up over the baseline'],
@@ -31,6 +31,6 @@ describe('the chart as tables', () => {
   });
 
   it('has nothing to say before the baseline is timed', () => {
-    expect(chartTables(reduceAll(header, events.slice(0, 3)))).toEqual([]);
+    expect(chartTables(sessionChartData(reduceAll(header, events.slice(0, 3))))).toEqual([]);
   });
 });

@@ -5,22 +5,14 @@ import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { makeEvent, type TuningEvent, type TuningEventBody } from '../../src/engine/events';
 import { bundleForPage, hasChromium, launchChromium, pageUnderCsp } from '../support/chromium-page';
+import { SESSION_GRAPH } from '../support/graph-events';
 
 const ev = (body: TuningEventBody): TuningEvent => makeEvent(body);
 const events: TuningEvent[] = [
   ev({
     type: 'graph.described',
     graphs: [
-      {
-        id: 'session',
-        name: 'llm_kernel_tuner',
-        nodes: [{ id: '__start__' }, { id: 'analyze' }, { id: 'tune', subgraph: 'tune' }, { id: '__end__' }],
-        edges: [
-          { source: '__start__', target: 'analyze', conditional: false },
-          { source: 'analyze', target: 'tune', conditional: false },
-          { source: 'tune', target: '__end__', conditional: false },
-        ],
-      },
+      SESSION_GRAPH,
       {
         id: 'tune',
         name: 'my_strategy',

@@ -7,21 +7,12 @@ import { createChatModel } from '../../src/engine/llm/providers';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { ExplicitTuningStrategy } from '../../src/engine/strategies/explicit';
 import { layoutGraph } from '../../webview/graph-layout';
-import { nodeKey, reduceGraphAll } from '../../webview/graph-model';
+import { nodeKey, reduceGraphAll, splitNodeKey } from '../../webview/graph-model';
+import { SESSION_GRAPH } from '../support/graph-events';
 
 // Building a graph asks the model nothing; this client is never called.
 const llm = createChatModel({ provider: 'ollama', model: 'unused', baseUrl: 'http://127.0.0.1:9' });
 
-const session: GraphView = {
-  id: 'session',
-  name: 'llm_kernel_tuner',
-  nodes: [{ id: '__start__' }, { id: 'analyze' }, { id: 'tune', subgraph: 'tune' }, { id: '__end__' }],
-  edges: [
-    { source: '__start__', target: 'analyze', conditional: false },
-    { source: 'analyze', target: 'tune', conditional: false },
-    { source: 'tune', target: '__end__', conditional: false },
-  ],
-};
 const tune: GraphView = {
   id: 'tune',
   name: 'one_node',
@@ -38,7 +29,7 @@ const node = (graph: string, name: string, task: string, phase: 'started' | 'fin
 describe('graph model', () => {
   it('lights the running node, marks visited and failed ones, and keeps each run\'s input and output', () => {
     const events = [
-      ev({ type: 'graph.described', graphs: [session, tune] }),
+      ev({ type: 'graph.described', graphs: [SESSION_GRAPH, tune] }),
       node('session', 'analyze', 'a1', 'started', { data: { code: 'k' } }),
       node('session', 'analyze', 'a1', 'finished', { data: { analysis: 'x' } }),
       node('session', 'tune', 't1', 'started'),
@@ -65,16 +56,21 @@ describe('graph model', () => {
   });
 
   it('closes the runs a new run leaves behind: a resume after the window died, a branch after the log it inherited', () => {
-    const inherited = [ev({ type: 'graph.described', graphs: [session, tune] }), node('session', 'tune', 't1', 'started'), node('tune', 'optimize', 'o1', 'started')];
+    const inherited = [ev({ type: 'graph.described', graphs: [SESSION_GRAPH, tune] }), node('session', 'tune', 't1', 'started'), node('tune', 'optimize', 'o1', 'started')];
     const started = ev({ type: 'session.started', threadId: 'b', resumed: false, kernel: { name: 'k', signature: 'void k()' }, device: { name: 'GPU', arch: 'sm_90', computeCapability: [9, 0] } });
-    const model = reduceGraphAll([...inherited, started, ev({ type: 'graph.described', graphs: [session, tune] }), node('session', 'tune', 't2', 'started')]);
+    const model = reduceGraphAll([...inherited, started, ev({ type: 'graph.described', graphs: [SESSION_GRAPH, tune] }), node('session', 'tune', 't2', 'started')]);
     expect(model.nodes[nodeKey('tune', 'optimize')]).toMatchObject({ status: 'visited', runs: [{ task: 'o1', phase: 'interrupted' }] });
     expect(model.nodes[nodeKey('session', 'tune')]).toMatchObject({ status: 'active', runs: [{ task: 't1', phase: 'interrupted' }, { task: 't2', phase: 'started' }] });
   });
 
+  it('keys a node by its graph and its id, and reads both back', () => {
+    expect(splitNodeKey(nodeKey('tune', 'optimize'))).toEqual(['tune', 'optimize']);
+    expect(nodeKey('session', 'tune')).not.toBe(nodeKey('session/tune', ''));
+  });
+
   it('counts a node\'s runs in a loop and keeps their order', () => {
     const runs = [1, 2, 3].flatMap((i) => [node('tune', 'optimize', `o${i}`, 'started', { data: i }), node('tune', 'optimize', `o${i}`, 'finished', { data: i * 10 })]);
-    const model = reduceGraphAll([ev({ type: 'graph.described', graphs: [session, tune] }), ...runs]);
+    const model = reduceGraphAll([ev({ type: 'graph.described', graphs: [SESSION_GRAPH, tune] }), ...runs]);
     expect(model.nodes[nodeKey('tune', 'optimize')]!.runs.map((r) => [r.input, r.output])).toEqual([[1, 10], [2, 20], [3, 30]]);
   });
 });

@@ -1,13 +1,15 @@
 /**
  * The HTML report's page (src/report/html.ts inlines this bundle): draws the report from its embedded JSON. DOM is
- * built with textContent only (step titles, diffs and errors come from a model or a compiler, never parsed as HTML);
- * the chart's SVG is built from escaped text and parsed as SVG. Tables sort by any column, in place.
+ * built with textContent only (step titles, diffs and errors come from a model or a compiler, never parsed as HTML).
+ * The chart and the CUDA highlighting are the panel's, so the report and the panel look and read alike. Tables sort by
+ * any column, in place.
  */
 import type { ReportConfig, ReportData, ReportStep } from '../../src/report/model';
-import { formatTime } from '../chart-series';
+import { mountPerformanceChart } from '../chart';
+import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
+import { highlightHunk } from '../highlight-dom';
 import { sortConfigs, type SortState } from '../sort';
-import { highlightedLines, mountChart } from './adapters';
 
 type Child = Node | string | null | undefined | false;
 
@@ -21,7 +23,6 @@ function h<K extends keyof HTMLElementTagNameMap>(tag: K, attrs: Record<string, 
 const num = (v: number | undefined | null, digits = 3) => (v === undefined || v === null ? '' : Number(v.toPrecision(digits)).toLocaleString('en'));
 const pct = (v: number | undefined) => (v === undefined ? '' : `${v.toFixed(1)}%`);
 const time = (ms: number | null | undefined) => (ms === null || ms === undefined ? 'n/a' : formatTime(ms));
-const params = (config: Record<string, unknown>) => Object.entries(config).map(([k, v]) => `${k}=${String(v)}`).join(', ') || '(none)';
 
 function card(label: string, value: string, id?: string): HTMLElement {
   return h('div', { class: 'card', id }, h('div', { class: 'v' }, value), h('div', { class: 'k' }, label));
@@ -55,7 +56,7 @@ function summary(data: ReportData): HTMLElement {
       best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
       card('configurations', String(s.evaluations)),
     ),
-    s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, params(s.bestConfig))),
+    s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, formatParams(s.bestConfig))),
   );
 }
 
@@ -85,7 +86,7 @@ function chart(data: ReportData): HTMLElement {
   // Beside the line of improvements: the configurations of the step with the most of them.
   const step = [...data.steps].sort((a, b) => b.configs.length - a.configs.length)[0];
   const holder = h('div', { class: 'chart-holder', id: 'chart' });
-  mountChart(holder, {
+  mountPerformanceChart(holder, {
     timeline: data.timeline,
     configs: step?.configs ?? [],
     ...(step && { stepTitle: step.title }),
@@ -99,20 +100,13 @@ function diffTable(diff: string): HTMLElement {
   const table = h('table', { class: 'diff' });
   for (const hunk of hunks) {
     table.append(h('tr', { class: 'hunk' }, h('td', { colspan: '3' }, hunk.header)));
-    // Each side is highlighted as a text of its own, so block comments carry within each version.
-    const oldLines = hunk.lines.filter((l) => l.kind !== 'add');
-    const newLines = hunk.lines.filter((l) => l.kind !== 'del');
-    const code = new Map([...zip(oldLines, highlightedLines(oldLines.map((l) => l.text))), ...zip(newLines, highlightedLines(newLines.map((l) => l.text)))]);
+    const code = highlightHunk(hunk);
     for (const line of hunk.lines) {
       const sign = line.kind === 'add' ? '+' : line.kind === 'del' ? '-' : ' ';
-      table.append(h('tr', { class: line.kind }, h('td', { class: 'no' }, String(line.kind === 'add' ? line.newNo : line.oldNo)), h('td', { class: 'no' }, sign), h('td', {}, code.get(line) ?? line.text)));
+      table.append(h('tr', { class: line.kind }, h('td', { class: 'no' }, String(line.kind === 'add' ? line.newNo : line.oldNo)), h('td', { class: 'no' }, sign), h('td', {}, (line.kind === 'del' ? code.old : code.new).get(line)!)));
     }
   }
   return h('div', { class: 'diff-holder' }, table);
-}
-
-function zip<A, B>(a: readonly A[], b: readonly B[]): [A, B][] {
-  return a.map((x, i) => [x, b[i]!]);
 }
 
 interface Column {
@@ -192,7 +186,7 @@ function steps(data: ReportData): HTMLElement {
     const outcome = [`${failed} failed`, ...(skipped > 0 ? [`${skipped} skipped (over the device's limits)`] : [])].join(', ');
     if (step.configs.length > 0) body.push(h('h3', {}, `Configurations (${step.configs.length}: ${outcome}); click a column to sort`), configTable(step, data));
     const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
-    const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status === 'search' ? 'search' : step.status)), ...body);
+    const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status)), ...body);
     details.open = step.status === 'accepted' || step.status === 'search' || data.steps.length === 1;
     section.append(details);
   });
