@@ -78,7 +78,7 @@ export interface ReportData {
 }
 
 /** `configs` with their speed of light, for the report's table. */
-export function withSpeedOfLight(configs: readonly ConfigSummary[], work: LaunchWork | null, limits: DeviceSpeedLimits | null): ReportConfig[] {
+function withSpeedOfLight(configs: readonly ConfigSummary[], work: LaunchWork | null, limits: DeviceSpeedLimits | null): ReportConfig[] {
   return configs.map((c) => {
     if (!work || c.timeMs === undefined || !(c.timeMs > 0) || (c.status !== 'ok' && c.status !== 'stopped_early')) return { ...c };
     return { ...c, ...achieved(c.timeMs, work, limits) };
