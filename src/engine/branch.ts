@@ -68,7 +68,7 @@ export async function findBranchPoint(graph: HistoryGraph, threadId: string, ste
   // Newest first, as LangGraph lists them.
   const steps = await history(graph, { configurable: { thread_id: threadId, checkpoint_ns: tuneNamespace } });
   const started = steps.length > 0 ? startedIn(steps[0]!) : [];
-  const firstWith = [...steps].reverse().find((s) => startedIn(s).includes(stepId));
+  const firstWith = steps.findLast((s) => startedIn(s).includes(stepId));
   const from = firstWith && steps.find((s) => idOf(s.config) === idOf(firstWith.parentConfig));
   if (!from) {
     throw new BranchPointError(
