@@ -1,4 +1,4 @@
-// Plain-text output helpers of the CLI: aligned tables and times (the progress bar is progress.ts).
+// Plain-text output helpers of the CLI: aligned tables, times and shell words (the progress bar is progress.ts).
 
 /** Columns padded to their widest cell; numbers (cells that parse as one) are right-aligned. */
 export function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
@@ -12,4 +12,9 @@ export function table(headers: readonly string[], rows: readonly (readonly strin
 /** Milliseconds with 4 significant digits, as the tables show them. */
 export function ms(value: number | undefined): string {
   return value === undefined ? '' : value.toPrecision(4);
+}
+
+/** A word as a POSIX shell reads it back: plain when it can be, else in single quotes. */
+export function shellQuote(word: string): string {
+  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }

@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { renderReportHtml } from '../report/html';
 import type { ReportData } from '../report/model';
+import { shellQuote } from './format';
 
 /** The report's path: `--report FILE` when given, else `fallback`; null with --no-report. */
 export function reportPath(values: { report?: string | undefined; 'no-report'?: boolean | undefined }, fallback: string): string | null {
@@ -11,11 +12,6 @@ export function reportPath(values: { report?: string | undefined; 'no-report'?: 
     return null;
   }
   return resolve(values.report ?? fallback);
-}
-
-/** A word as a POSIX shell reads it back: plain when it can be, else in single quotes. */
-export function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 /** The command line that reruns this command, as the user called it (the --report flag included). */

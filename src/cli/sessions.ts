@@ -147,7 +147,7 @@ export class SessionRecorder {
     const exchanges = [...this.exchanges];
     this.writing = this.writing.then(() => {
       const now = new Date().toISOString();
-      const finished = [...events].reverse().find((e): e is Extract<TuningEvent, { type: 'session.finished' }> => e.type === 'session.finished');
+      const finished = events.findLast((e): e is Extract<TuningEvent, { type: 'session.finished' }> => e.type === 'session.finished');
       const baseline = events.find((e): e is Extract<TuningEvent, { type: 'baseline' }> => e.type === 'baseline');
       const t = finished?.tracker;
       return this.history.save({

@@ -3,6 +3,7 @@
 // shared directory; a second job, queued with --dependency=afterok on the array, merges the shards' caches into one.
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { shellQuote } from './format';
 
 export interface SlurmJob {
   /** The kernel's name: it names the jobs and files. */
@@ -27,11 +28,6 @@ export interface SlurmScripts {
   /** The shards' caches, in shard order, and the merged cache. */
   shardCaches: string[];
   mergedCache: string;
-}
-
-/** Quotes a word for bash: as it is when it is plain, else in single quotes. */
-export function shellQuote(word: string): string {
-  return /^[\w@%+=:,./-]+$/.test(word) ? word : `'${word.replace(/'/g, `'\\''`)}'`;
 }
 
 const safeName = (name: string) => name.replace(/[^\w.-]+/g, '_');

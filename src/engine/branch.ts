@@ -14,8 +14,7 @@
 import { basename } from 'node:path';
 import type { RunnableConfig } from '@langchain/core/runnables';
 import type { BaseCheckpointSaver, CheckpointTuple, LangGraphRunnableConfig, StateSnapshot } from '@langchain/langgraph';
-import { compileRestriction } from '../tuner/restrictions';
-import { checkInterface, mergeTuneParams } from './code';
+import { checkInterface, mergeTuneParams, restrictionsStillValid } from './code';
 import { unifiedDiff } from './diff';
 import { emit } from './events';
 import { unitOf } from './kernel-view';
@@ -69,7 +68,7 @@ export async function findBranchPoint(graph: HistoryGraph, threadId: string, ste
   // Newest first, as LangGraph lists them.
   const steps = await history(graph, { configurable: { thread_id: threadId, checkpoint_ns: tuneNamespace } });
   const started = steps.length > 0 ? startedIn(steps[0]!) : [];
-  const firstWith = [...steps].reverse().find((s) => startedIn(s).includes(stepId));
+  const firstWith = steps.findLast((s) => startedIn(s).includes(stepId));
   const from = firstWith && steps.find((s) => idOf(s.config) === idOf(firstWith.parentConfig));
   if (!from) {
     throw new BranchPointError(
@@ -119,15 +118,7 @@ export async function measureEditedKernel(state: TuningStateValue, code: string,
   emit(config, { type: 'step.started', stepId: id, title });
   await checkInterface(code, (await originalKernel(state)).signature, state.fileName);
   const tuneParams = mergeTuneParams(state.tuneParams, {}, (await unitOf(state, code)).text);
-  const names = Object.keys(tuneParams);
-  const restrictions = state.restrictions.filter((r) => {
-    try {
-      compileRestriction(r, names);
-      return true;
-    } catch {
-      return false;
-    }
-  });
+  const restrictions = restrictionsStillValid(state.restrictions, tuneParams);
   emit(config, { type: 'candidate', stepId: id, candidate: 0, attempt: 1, code, diff: unifiedDiff(state.code, code, { fileName: basename(state.fileName) }), tuneParams, restrictions });
   const candidate = { code, tuneParams, restrictions, gridDivisors: state.gridDivisors, sharedMemBytes: state.sharedMemBytes ?? null };
   const run = await runCandidate(candidate, state, config, { stepId: id, candidate: 0 });

@@ -1,8 +1,9 @@
 /**
  * Turning a model's answer into a candidate kernel: the code (from a fenced block, or from prose around bare code),
  * without `#define`s of tunable parameters (the tuner injects those), with the interface the host code depends on,
- * and the tunable parameters it names, merged into the current ones.
+ * and the tunable parameters it names, merged into the current ones (with the restrictions that still apply to them).
  */
+import { compileRestriction } from '../tuner/restrictions';
 import { findKernel, parseKernels, sameSignature, type KernelSignature } from '../tuner/kernel-source';
 import type { ParamValue } from '../tuner/types';
 import { InvalidTuneParamsError, SignatureChangedError } from './errors';
@@ -144,6 +145,19 @@ export function mergeTuneParams(current: TuneParamLists, proposed: Record<string
   }
   if (problems.length > 0) throw new InvalidTuneParamsError(`invalid tunable parameters: ${problems.join('; ')}`, problems);
   return merged;
+}
+
+/** The restrictions that still hold only names of `tuneParams` (a candidate that drops a parameter drops those on it). */
+export function restrictionsStillValid(restrictions: readonly string[], tuneParams: TuneParamLists): string[] {
+  const names = Object.keys(tuneParams);
+  return restrictions.filter((r) => {
+    try {
+      compileRestriction(r, names);
+      return true;
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** Size of the search space before restrictions. */

@@ -15,7 +15,7 @@ export interface DescribableGraph {
   readonly name?: string;
 }
 
-export function isDescribable(graph: unknown): graph is DescribableGraph {
+function isDescribable(graph: unknown): graph is DescribableGraph {
   return typeof (graph as Partial<DescribableGraph> | null)?.getGraphAsync === 'function';
 }
 
@@ -43,7 +43,7 @@ export async function describeSessionGraphs(session: DescribableGraph, hosted: R
 }
 
 /** The graph id of a stream chunk's namespace: ["tune:<task id>"] is "tune", [] the session graph. */
-export function graphIdOf(namespace: readonly string[]): string {
+function graphIdOf(namespace: readonly string[]): string {
   return namespace.length === 0 ? SESSION_GRAPH_ID : namespace.map((part) => part.split(':', 1)[0]).join('/');
 }
 
@@ -51,7 +51,7 @@ export function graphIdOf(namespace: readonly string[]): string {
 const PREVIEW = { string: 4000, items: 50, depth: 6, keys: 60 };
 
 /** `value` as plain JSON, long strings and lists cut (with a note of what was left out), functions and cycles dropped. */
-export function previewJson(value: unknown, depth = 0, seen: WeakSet<object> = new WeakSet()): JsonPreview {
+function previewJson(value: unknown, depth = 0, seen: WeakSet<object> = new WeakSet()): JsonPreview {
   if (value === null || value === undefined) return null;
   if (typeof value === 'string') return value.length > PREVIEW.string ? `${value.slice(0, PREVIEW.string)}… (${value.length - PREVIEW.string} more characters)` : value;
   if (typeof value === 'number') return Number.isFinite(value) ? value : String(value);

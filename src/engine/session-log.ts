@@ -84,18 +84,14 @@ export function inheritedEvents(events: readonly TuningEvent[]): TuningEvent[] {
  * it (its accepted candidate's), else the original. What a branch from that step shows the user to edit.
  */
 export function codeBeforeStep(events: readonly TuningEvent[], stepId: string, originalCode: string): string {
-  const before = eventsBeforeStep(events, stepId);
+  // The code of each candidate's latest attempt so far, by step and candidate number.
+  const candidates = new Map<string, string>();
+  const key = (e: { stepId: string; candidate: number }) => JSON.stringify([e.stepId, e.candidate]);
   let code = originalCode;
-  before.forEach((e, i) => {
-    if (e.type !== 'step.accepted') return;
-    for (let k = i - 1; k >= 0; k--) {
-      const c = before[k]!;
-      if (c.type === 'candidate' && c.stepId === e.stepId && c.candidate === e.candidate) {
-        code = c.code;
-        return;
-      }
-    }
-  });
+  for (const e of eventsBeforeStep(events, stepId)) {
+    if (e.type === 'candidate') candidates.set(key(e), e.code);
+    else if (e.type === 'step.accepted') code = candidates.get(key(e)) ?? code;
+  }
   return code;
 }
 

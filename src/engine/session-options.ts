@@ -16,7 +16,7 @@ import type { BranchOptions, LLMKernelTransformerOptions } from './transformer';
  * The explicit strategy's default steps that were selected, in their dependency order. A step whose dependency was
  * left out could never run, so it is left out too, and named.
  */
-export function selectExplicitSteps(selected: readonly string[]): { steps: TuningStep[]; dropped: string[] } {
+function selectExplicitSteps(selected: readonly string[]): { steps: TuningStep[]; dropped: string[] } {
   const wanted = new Set(selected);
   const steps: TuningStep[] = [];
   const dropped: string[] = [];

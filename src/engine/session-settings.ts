@@ -41,7 +41,7 @@ export const SessionSettingsSchema = z.object({
 });
 export type SessionSettings = z.infer<typeof SessionSettingsSchema>;
 
-/** The autonomous strategy's defaults, for callers that expose no strategy options (the CLI). */
+/** The autonomous strategy's defaults: AutonomousTuningStrategy's own, and the settings of callers that expose no strategy options (the CLI). */
 export const DEFAULT_AUTONOMOUS: Extract<SessionSettings['strategy'], { kind: 'autonomous' }> = {
   kind: 'autonomous',
   breakdownSteps: false,

@@ -204,12 +204,13 @@ export class LLMKernelTransformer {
       const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };
       const snapshot = await graph.getState(config);
       const started = snapshot.values && Object.keys(snapshot.values).length > 0;
+      const finished = started && snapshot.next.length === 0;
       const interrupted = snapshot.tasks.some((t) => t.interrupts.length > 0);
       yield this.startedEvent(kernel, device, backends.length, started);
       yield makeEvent({ type: 'graph.described', graphs: await graph.describe() });
       // The device's limits, for the speed of light of every configuration (not for a session that only reports).
       const first = backends[0]!;
-      if (first.speedLimits && !(started && snapshot.next.length === 0)) yield await limitsEvent(first.speedLimits.bind(first));
+      if (first.speedLimits && !finished) yield await limitsEvent(first.speedLimits.bind(first));
       if (!started && o.branch) {
         yield* this.startBranch(graph, config, o.branch);
         return yield* streamSession(graph, null, config);
@@ -218,7 +219,7 @@ export class LLMKernelTransformer {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
       }
-      if (started && snapshot.next.length === 0) {
+      if (finished) {
         yield makeEvent((await finishedEvent(snapshot.values as TuningStateValue)).event);
         return { status: 'finished' };
       }

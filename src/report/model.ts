@@ -78,16 +78,17 @@ export interface ReportData {
 }
 
 /** `configs` with their speed of light, for the report's table. */
-export function withSpeedOfLight(configs: readonly ConfigSummary[], work: LaunchWork | null, limits: DeviceSpeedLimits | null): ReportConfig[] {
+function withSpeedOfLight(configs: readonly ConfigSummary[], work: LaunchWork | null, limits: DeviceSpeedLimits | null): ReportConfig[] {
   return configs.map((c) => {
     if (!work || c.timeMs === undefined || !(c.timeMs > 0) || (c.status !== 'ok' && c.status !== 'stopped_early')) return { ...c };
     return { ...c, ...achieved(c.timeMs, work, limits) };
   });
 }
 
-function bestOf(configs: readonly ConfigSummary[]): { key: string; timeMs: number } | undefined {
+/** A step's `best`: its fastest correct configuration, when it has one. */
+function bestOf(configs: readonly ConfigSummary[]): Pick<ReportStep, 'best'> {
   const best = configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0];
-  return best ? { key: best.key, timeMs: best.timeMs! } : undefined;
+  return best ? { best: { key: best.key, timeMs: best.timeMs! } } : {};
 }
 
 const driverText = (version: number) => `${Math.floor(version / 1000)}.${Math.floor((version % 1000) / 10)}`;
@@ -144,7 +145,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     tuneParams: input.tuneParams,
     restrictions: input.restrictions,
     configs: withSpeedOfLight(configs, input.work, input.limits),
-    ...(bestOf(configs) && { best: bestOf(configs)! }),
+    ...bestOf(configs),
   };
   return {
     format: REPORT_DATA_FORMAT,
@@ -200,7 +201,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       tuneParams: candidate?.tuneParams ?? {},
       restrictions: candidate?.restrictions ?? [],
       configs: withSpeedOfLight(configs, work, limits),
-      ...(bestOf(configs) && { best: bestOf(configs)! }),
+      ...bestOf(configs),
     };
   });
   const tracker = view.final?.tracker;

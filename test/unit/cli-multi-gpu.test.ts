@@ -8,7 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CacheMergeError, mergeCaches } from '../../src/tuner/cache';
-import { shellQuote, slurmScripts } from '../../src/cli/slurm';
+import { shellQuote } from '../../src/cli/format';
+import { slurmScripts } from '../../src/cli/slurm';
 
 const root = join(__dirname, '..', '..');
 const cli = join(root, 'dist', 'cli.js');

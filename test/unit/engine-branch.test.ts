@@ -11,12 +11,11 @@ import { FileCheckpointSaver } from '../../src/engine/checkpointer';
 import { emit } from '../../src/engine/events';
 import { defaultRetryPolicy } from '../../src/engine/feedback';
 import { TuningState, type TuningStateValue } from '../../src/engine/state';
-import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { BaseTuningStrategy } from '../../src/engine/strategies/base';
 import { ExplicitTuningStrategy, TuningStep } from '../../src/engine/strategies/explicit';
 import { stepRequestTail } from '../../src/engine/strategies/prompts';
 import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
-import { collect, FAST_TRANSPORT_RETRY, openaiModel, requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
+import { collect, openaiModel, requestText, SAXPY, saxpySessionOptions, saxpyTime, scriptedServers } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
 import { withoutGraphEvents } from '../support/graph-events';
 import { loadScript, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
@@ -33,15 +32,7 @@ const from = (comment: string) => FULL.slice(FULL.findIndex((t) => t.comment?.st
 
 /** A transformer as a new process makes it: a new saver on the directory, a new backend, a new strategy. */
 function transformer(dir: string, threadId: string, s: ScriptedLlmServer, extra: Partial<LLMKernelTransformerOptions> = {}): LLMKernelTransformer {
-  return new LLMKernelTransformer(SAXPY, {
-    llm: openaiModel(s),
-    backend: new FakeBackend({ model: { timeMs: saxpyTime } }),
-    tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
-    transportRetryPolicy: FAST_TRANSPORT_RETRY,
-    checkpointer: new FileCheckpointSaver(dir),
-    threadId,
-    ...extra,
-  });
+  return new LLMKernelTransformer(SAXPY, saxpySessionOptions(openaiModel(s), { checkpointer: new FileCheckpointSaver(dir), threadId, ...extra }));
 }
 
 async function checkpointsOf(dir: string, threadId: string): Promise<string[]> {

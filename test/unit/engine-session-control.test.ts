@@ -9,31 +9,19 @@ import { FileCheckpointSaver } from '../../src/engine/checkpointer';
 import { defaultRetryPolicy } from '../../src/engine/feedback';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
-import { collect, FAST_TRANSPORT_RETRY, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
+import { collect, openaiModel, requestText, SAXPY, saxpySessionOptions, saxpyTime, scriptedServers } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
-import { loadScript, type ScriptedLlmServer } from '../support/scripted-llm-server';
+import { loadScript, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 
-const servers: ScriptedLlmServer[] = [];
-afterEach(async () => {
-  await Promise.all(servers.splice(0).map((s) => s.close()));
-});
+const servers = scriptedServers();
+afterEach(() => servers.closeAll());
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-engine-session-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-async function server(script: Parameters<typeof serve>[0], order?: 'first-match'): Promise<ScriptedLlmServer> {
-  const s = await serve(script, order ? { order } : {});
-  servers.push(s);
-  return s;
-}
+const server = (script: string | ScriptTurn[], order?: 'first-match') => servers.start(script, order ? { order } : {});
 
 function options(s: ScriptedLlmServer, extra: Partial<LLMKernelTransformerOptions> = {}): LLMKernelTransformerOptions {
-  return {
-    llm: openaiModel(s),
-    backend: new FakeBackend({ model: { timeMs: saxpyTime } }),
-    tuningStrategy: new AutonomousTuningStrategy({ withReplanning: false }),
-    transportRetryPolicy: FAST_TRANSPORT_RETRY,
-    ...extra,
-  };
+  return saxpySessionOptions(openaiModel(s), { tuningStrategy: new AutonomousTuningStrategy({ withReplanning: false }), ...extra });
 }
 
 describe('cancellation', () => {

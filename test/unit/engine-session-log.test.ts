@@ -39,6 +39,9 @@ describe('the session log', () => {
   it('gives a branch what came before its step, without the exchanges and the ending', () => {
     expect(eventsBeforeStep(log, '2').map((e) => e.type)).toEqual(['session.started', 'plan', 'step.started', 'candidate', 'candidate', 'candidate', 'step.accepted', 'step.started', 'candidate', 'step.accepted']);
     expect(eventsBeforeStep(log, '1').map((e) => e.type)).toEqual(['session.started', 'plan']);
+    // A run that ended before the step (cancelled, then resumed) leaves its ending out too.
+    const resumed = [...log.slice(0, 8), makeEvent({ type: 'session.cancelled' }), ...log.slice(8)];
+    expect(eventsBeforeStep(resumed, '2')).toEqual(eventsBeforeStep(log, '2'));
     expect(exchangesOf(log)).toEqual([exchange]);
   });
 

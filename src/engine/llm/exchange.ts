@@ -47,13 +47,17 @@ export const LlmExchangeSchema = z.object({
 });
 export type LlmExchange = z.infer<typeof LlmExchangeSchema>;
 
+/** A message's or an answer's tool calls as recorded. */
+const toolCallsOf = (calls: readonly { name: string; args: unknown; id?: string | undefined }[]): z.infer<typeof toolCall>[] =>
+  calls.map((c) => ({ name: c.name, args: c.args, ...(c.id !== undefined && { id: c.id }) }));
+
 const ROLE: Record<string, ExchangeRole> = { system: 'system', human: 'user', ai: 'assistant', tool: 'tool', generic: 'user', developer: 'system' };
 
 export function toExchangeMessage(message: BaseMessage): ExchangeMessage {
   const type = message.getType();
   const out: ExchangeMessage = { role: ROLE[type] ?? 'user', content: message.content as string | unknown[] };
   const calls = (message as AIMessage).tool_calls;
-  if (type === 'ai' && calls && calls.length > 0) out.toolCalls = calls.map((c) => ({ name: c.name, args: c.args, ...(c.id !== undefined && { id: c.id }) }));
+  if (type === 'ai' && calls && calls.length > 0) out.toolCalls = toolCallsOf(calls);
   const toolCallId = (message as { tool_call_id?: unknown }).tool_call_id;
   if (type === 'tool' && typeof toolCallId === 'string') out.toolCallId = toolCallId;
   return out;
@@ -61,9 +65,7 @@ export function toExchangeMessage(message: BaseMessage): ExchangeMessage {
 
 export function responseOf(message: AIMessage): ExchangeResponse {
   const response: ExchangeResponse = { content: message.content as string | unknown[] };
-  if (message.tool_calls && message.tool_calls.length > 0) {
-    response.toolCalls = message.tool_calls.map((c) => ({ name: c.name, args: c.args, ...(c.id !== undefined && { id: c.id }) }));
-  }
+  if (message.tool_calls && message.tool_calls.length > 0) response.toolCalls = toolCallsOf(message.tool_calls);
   if (message.invalid_tool_calls && message.invalid_tool_calls.length > 0) {
     response.invalidToolCalls = message.invalid_tool_calls.map((c) => ({
       ...(c.name !== undefined && { name: c.name }),

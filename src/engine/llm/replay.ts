@@ -44,7 +44,7 @@ function sameMessages(a: readonly ExchangeMessage[], b: readonly ExchangeMessage
 }
 
 /** Where two requests first differ, in words: the message, and the first differing line of its text. */
-export function describeRequestDifference(recorded: readonly ExchangeMessage[], actual: readonly ExchangeMessage[]): string {
+function describeRequestDifference(recorded: readonly ExchangeMessage[], actual: readonly ExchangeMessage[]): string {
   const n = Math.min(recorded.length, actual.length);
   for (let i = 0; i < n; i++) {
     const r = recorded[i]!;

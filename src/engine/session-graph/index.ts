@@ -27,10 +27,6 @@ export interface SessionGraphParts {
 
 const SESSION_KEYS = Object.keys(TuningState.spec);
 
-function isPregel(graph: unknown): graph is CompiledStateGraph<any, any> {
-  return graph instanceof CompiledStateGraph;
-}
-
 /** A subgraph as a node: its result, reduced to the session's channels (a strategy's own channels stay inside). */
 function subgraphNode(graph: { invoke(state: TuningStateValue, config?: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>> }) {
   return async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<Partial<TuningStateValue>> => {
@@ -57,7 +53,7 @@ export function createSessionGraph(parts: SessionGraphParts) {
     .addNode('analyze', subgraphNode(hosted.analyze!))
     .addNode('testsReady', testsReadyNode)
     .addNode('baseline', baselineNode)
-    .addNode('tune', subgraphNode(hosted.tune!), { subgraphs: isPregel(hosted.tune) ? [hosted.tune] : [] })
+    .addNode('tune', subgraphNode(hosted.tune!), { subgraphs: hosted.tune instanceof CompiledStateGraph ? [hosted.tune] : [] })
     .addNode('finish', finishNode);
   testNodes.forEach((node) => builder.addNode(node, subgraphNode(hosted[node]!)));
   // Node names of the testing strategies are only known at run time, so the edges are added by name.

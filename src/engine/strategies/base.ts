@@ -10,10 +10,10 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
 import { CompileError } from '../../gpu/errors';
-import { compileRestriction, compileRestrictions } from '../../tuner/restrictions';
+import { compileRestrictions } from '../../tuner/restrictions';
 import { FailedTestsError } from '../../tuner/tunable-kernel';
 import type { Config } from '../../tuner/types';
-import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, type TuneParamLists } from '../code';
+import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, restrictionsStillValid, type TuneParamLists } from '../code';
 import { engineContext, type GraphOptions } from '../context';
 import { unifiedDiff } from '../diff';
 import { InvalidTuneParamsError, NoCodeError, RetriesExhaustedError } from '../errors';
@@ -105,14 +105,7 @@ export abstract class BaseTuningStrategy {
   /** Restrictions for a candidate, every name checked against its tunable parameters (RestrictionCheckError otherwise). */
   async askRestrictions(llm: BaseChatModel, code: string | KernelView, tuneParams: TuneParamLists, existing: readonly string[], config: LangGraphRunnableConfig): Promise<string[]> {
     const names = Object.keys(tuneParams);
-    const stillValid = existing.filter((r) => {
-      try {
-        compileRestriction(r, names);
-        return true;
-      } catch {
-        return false;
-      }
-    });
+    const stillValid = restrictionsStillValid(existing, tuneParams);
     return withRetries(this.retryPolicy, config, 'restrictions', async ({ feedback }) => {
       const prompt = restrictionsPrompt(code, tuneParams, stillValid);
       const answer = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), RestrictionsAnswer, config, 'restrictions');

@@ -22,18 +22,24 @@ const ProblemSizeAnswer = z.object({
   bytes: z.string().optional().describe('bytes one launch reads and writes in device memory, an expression over the scalar arguments'),
 });
 
+const scalarNames = (kernel: KernelSignature) => kernel.parameters.filter((p) => !p.isPointer).map((p) => p.name);
+
+/** The problem of an expression of the answer (`label` names it for the model): none when it is one over `names`. */
+function expressionProblems(label: string, expression: string, names: readonly string[]): string[] {
+  try {
+    compileExpression(expression, { knownNames: names });
+    return [];
+  } catch (e) {
+    return [`${label} "${expression}": ${(e as Error).message.split('\n', 1)[0]} (allowed names: ${names.join(', ') || 'none, use numbers'})`];
+  }
+}
+
 /** The problems of the optional work expressions (each over the scalar arguments). */
 function workProblems(work: { flops?: string | undefined; bytes?: string | undefined }, kernel: KernelSignature): string[] {
-  const scalars = kernel.parameters.filter((p) => !p.isPointer).map((p) => p.name);
+  const scalars = scalarNames(kernel);
   return (['flops', 'bytes'] as const).flatMap((key) => {
     const expression = work[key]?.trim();
-    if (!expression) return [];
-    try {
-      compileExpression(expression, { knownNames: scalars });
-      return [];
-    } catch (e) {
-      return [`${key} "${expression}": ${(e as Error).message.split('\n', 1)[0]} (allowed names: ${scalars.join(', ') || 'none, use numbers'})`];
-    }
+    return expression ? expressionProblems(key, expression, scalars) : [];
   });
 }
 
@@ -41,29 +47,15 @@ const BLOCK_NAMES = ['block_size_x', 'block_size_y', 'block_size_z'];
 
 /** The problems of a problem size answer, one line each (empty when it is usable). */
 function problemSizeProblems(problemSize: readonly string[], kernel: KernelSignature): string[] {
-  const scalars = kernel.parameters.filter((p) => !p.isPointer).map((p) => p.name);
-  const problems: string[] = [];
-  if (problemSize.length < 1 || problemSize.length > 3) problems.push(`give 1 to 3 entries (one per grid dimension), not ${problemSize.length}`);
-  problemSize.forEach((expression, i) => {
-    try {
-      compileExpression(expression, { knownNames: scalars });
-    } catch (e) {
-      problems.push(`entry ${i + 1} "${expression}": ${(e as Error).message.split('\n', 1)[0]} (allowed names: ${scalars.join(', ') || 'none, use numbers'})`);
-    }
-  });
-  return problems;
+  const scalars = scalarNames(kernel);
+  const count = problemSize.length < 1 || problemSize.length > 3 ? [`give 1 to 3 entries (one per grid dimension), not ${problemSize.length}`] : [];
+  return [...count, ...problemSize.flatMap((expression, i) => expressionProblems(`entry ${i + 1}`, expression, scalars))];
 }
 
 /** The problems of a dynamic shared memory answer (an expression over the block size and the scalar arguments). */
 function sharedMemProblems(expression: string | undefined, kernel: KernelSignature): string[] {
   if (expression === undefined || expression.trim() === '') return ['the kernel declares extern __shared__ memory: give sharedMemBytes, the bytes its launch needs per block'];
-  const names = [...BLOCK_NAMES, ...kernel.parameters.filter((p) => !p.isPointer).map((p) => p.name)];
-  try {
-    compileExpression(expression, { knownNames: names });
-    return [];
-  } catch (e) {
-    return [`sharedMemBytes "${expression}": ${(e as Error).message.split('\n', 1)[0]} (allowed names: ${names.join(', ')})`];
-  }
+  return expressionProblems('sharedMemBytes', expression, [...BLOCK_NAMES, ...scalarNames(kernel)]);
 }
 
 export function problemSizeNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {

@@ -6,6 +6,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import { END, Send, START, StateGraph } from '@langchain/langgraph';
 import type { GraphOptions } from '../../context';
 import { transportRetryPolicy } from '../../llm/transport';
+import { DEFAULT_AUTONOMOUS } from '../../session-settings';
 import type { TuningStateValue } from '../../state';
 import { TuningState } from '../../state';
 import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';
@@ -45,11 +46,11 @@ export class AutonomousTuningStrategy extends BaseTuningStrategy {
 
   constructor(options: AutonomousTuningStrategyOptions = {}) {
     super(options);
-    this.breakdownSteps = options.breakdownSteps ?? false;
-    this.withReplanning = options.withReplanning ?? true;
-    this.maxBreakdowns = this.breakdownSteps ? positiveInteger('maxBreakdowns', options.maxBreakdowns ?? 1) : 0;
-    this.maxReplanning = this.withReplanning ? positiveInteger('maxReplanning', options.maxReplanning ?? 3) : 0;
-    this.candidatesPerStep = positiveInteger('candidatesPerStep', options.candidatesPerStep ?? 1);
+    this.breakdownSteps = options.breakdownSteps ?? DEFAULT_AUTONOMOUS.breakdownSteps;
+    this.withReplanning = options.withReplanning ?? DEFAULT_AUTONOMOUS.withReplanning;
+    this.maxBreakdowns = this.breakdownSteps ? positiveInteger('maxBreakdowns', options.maxBreakdowns ?? DEFAULT_AUTONOMOUS.maxBreakdowns) : 0;
+    this.maxReplanning = this.withReplanning ? positiveInteger('maxReplanning', options.maxReplanning ?? DEFAULT_AUTONOMOUS.maxReplanning) : 0;
+    this.candidatesPerStep = positiveInteger('candidatesPerStep', options.candidatesPerStep ?? DEFAULT_AUTONOMOUS.candidatesPerStep);
   }
 
   createGraph(llm: BaseChatModel, options: GraphOptions = {}): TuningGraph {
