@@ -12,10 +12,10 @@ import { randomUUID } from 'node:crypto';
 import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type LangGraphRunnableConfig, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
-import { backendList, type DeviceDescription, type TuningBackend } from '../tuner/backend';
+import { type DeviceDescription, type TuningBackend } from '../tuner/backend';
 import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
-import { GpuBackend } from '../tuner/gpu-backend';
-import { checkOneModel, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
+import { backendsOf } from '../tuner/gpu-backend';
+import { checkOneModel, type GpuSelection } from '../tuner/gpu-selection';
 import { TunableKernel, type KernelTest } from '../tuner/tunable-kernel';
 import type { Config } from '../tuner/types';
 import { EngineContext, type GraphOptions } from './context';
@@ -173,8 +173,7 @@ export class LLMKernelTransformer {
     const o = this.options;
     let backends: readonly TuningBackend[];
     try {
-      if (o.gpus && o.device !== undefined) throw new RangeError('give device (one GPU) or gpus, not both');
-      backends = o.backend ? backendList(o.backend) : await GpuBackend.openAll(o.gpus ?? singleGpu(o.device ?? 0));
+      ({ backends } = await backendsOf(o));
     } catch (e) {
       return yield* failed(e, o.signal);
     }

@@ -31,6 +31,7 @@ import {
 import { measureBandwidth } from '../gpu/bandwidth';
 import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
 import {
+  backendList,
   programOf,
   type BuildRequest,
   type BuiltKernel,
@@ -59,7 +60,7 @@ import {
   helperNameExpressions,
   scaleKernelName,
 } from './helper-kernels';
-import { resolveGpuSelection, type GpuSelection } from './gpu-selection';
+import { resolveGpuSelection, singleGpu, type GpuSelection } from './gpu-selection';
 import type { BufferInit, Distribution } from './input-spec';
 import type { SampleStats } from './types';
 
@@ -719,4 +720,14 @@ export function summarizeMismatch(
     firstBad,
     tolerance,
   };
+}
+
+/**
+ * The backends of a run (the tuner's and the engine's alike): the caller's own, or one GpuBackend per GPU of `gpus`,
+ * else of `device` (default 0). `opened` says whether the run opened them, and so must close them.
+ */
+export async function backendsOf(o: { backend?: TuningBackend | readonly TuningBackend[]; gpus?: GpuSelection; device?: number }): Promise<{ backends: readonly TuningBackend[]; opened: boolean }> {
+  if (o.backend) return { backends: backendList(o.backend), opened: false };
+  if (o.gpus && o.device !== undefined) throw new RangeError('give device (one GPU) or gpus, not both');
+  return { backends: await GpuBackend.openAll(o.gpus ?? singleGpu(o.device ?? 0)), opened: true };
 }

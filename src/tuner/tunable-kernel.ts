@@ -7,12 +7,12 @@ import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
-import { backendList, type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './backend';
+import { type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './backend';
 import { CacheFile } from './cache';
 import { describeCheckFailure, Evaluator } from './evaluator';
 import { defines, Geometry, type GridDivisor } from './geometry';
-import { GpuBackend } from './gpu-backend';
-import { checkOneModel, singleGpu, type GpuSelection } from './gpu-selection';
+import { backendsOf } from './gpu-backend';
+import { checkOneModel, type GpuSelection } from './gpu-selection';
 import { buildWithFallback, candidatePrograms, compileSources, withCollisionHint, type CompileSources } from './compile-sources';
 import { resolveTestSpec, type ResolvedTest } from './input-spec';
 import { findKernel, nameExpression, parseKernels, type KernelSignature, type TemplateArguments } from './kernel-source';
@@ -466,15 +466,12 @@ interface CompiledOracle {
   compilerNote?: string;
 }
 
-/** The backends a run uses: the caller's, or one GpuBackend per selected GPU (closed by the run's clean-up). */
+/** The backends a run uses (see backendsOf); those it opened are closed by the run's clean-up. */
 async function backendsFor(options: RunOptions, cleanups: (() => Promise<unknown> | void)[]): Promise<readonly TuningBackend[]> {
-  if (options.backend) return backendList(options.backend);
-  if (options.gpus && options.device !== undefined) throw new RangeError('give options.device (one GPU) or options.gpus, not both');
-  const opened = await GpuBackend.openAll(options.gpus ?? singleGpu(options.device ?? 0));
-  cleanups.push(() => Promise.all(opened.map((b) => b.dispose())));
-  return opened;
+  const { backends, opened } = await backendsOf(options);
+  if (opened) cleanups.push(() => Promise.all(backends.map((b) => b.dispose())));
+  return backends;
 }
-
 
 /** Limit of one launch before the reference kernel has been timed (the reference itself, on the test data). */
 const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;

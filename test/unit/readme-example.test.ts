@@ -19,8 +19,8 @@ vi.mock('../../src/tuner/gpu-backend', () => {
     backends.push(backend);
     return backend;
   };
-  // One pretend GPU, whatever the selection: tune() opens its GPUs with openAll.
-  return { GpuBackend: { open, openAll: async () => [await open()] } };
+  // One pretend GPU, whatever the selection: tune() opens the GPUs of a run with backendsOf.
+  return { GpuBackend: { open }, backendsOf: async () => ({ backends: [await open()], opened: true }) };
 });
 
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-readme-'));
