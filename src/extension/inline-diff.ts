@@ -251,8 +251,7 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
   async openSideBySide(uri?: vscode.Uri): Promise<boolean> {
     const d = this.docs.get((uri ?? vscode.window.activeTextEditor?.document.uri)?.toString() ?? '');
     if (!d?.lastOpen) return false;
-    const side = (which: 'without' | 'with') => vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: d.uri.path, query: new URLSearchParams({ for: d.uri.toString(), side: which }).toString() });
-    await vscode.commands.executeCommand('vscode.diff', side('without'), side('with'), `${this.name(d)}: without ↔ with ${d.title}`);
+    await vscode.commands.executeCommand('vscode.diff', sideBySideUri(d.uri, 'without'), sideBySideUri(d.uri, 'with'), `${this.name(d)}: without ↔ with ${d.title}`);
     return true;
   }
 
@@ -531,7 +530,9 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
 
   private changed(d: DocReview): void {
     this.redraw(d.uri);
-    this.proposalChanged.fire(d.uri);
+    // The side-by-side view's documents (if open) follow every decision and edit.
+    this.proposalChanged.fire(sideBySideUri(d.uri, 'without'));
+    this.proposalChanged.fire(sideBySideUri(d.uri, 'with'));
     this.reviewsChanged.fire(d.uri);
   }
 
@@ -608,6 +609,11 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
 /** The document is saved a moment after every change (the afterDelay auto-save; untitled documents never auto-save). */
 function autoSavesAfterDelay(document: vscode.TextDocument): boolean {
   return document.uri.scheme !== 'untitled' && vscode.workspace.getConfiguration('files', document).get('autoSave') === 'afterDelay';
+}
+
+/** A side of the side-by-side view of `uri`'s proposal: the file without it, or with all of it (read-only). */
+function sideBySideUri(uri: vscode.Uri, side: 'without' | 'with'): vscode.Uri {
+  return vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: uri.path, query: new URLSearchParams({ for: uri.toString(), side }).toString() });
 }
 
 function isAsideTab(tab: vscode.Tab, uri: vscode.Uri): boolean {
