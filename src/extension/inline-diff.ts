@@ -134,7 +134,8 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
       vscode.window.onDidChangeVisibleTextEditors(() => this.redrawAll()),
       vscode.window.tabGroups.onDidChangeTabs((e) => this.onTabsChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
-      vscode.window.onDidChangeTextEditorSelection((e) => e.textEditor === vscode.window.activeTextEditor && this.updateContext()),
+      // The cursor matters only where a review is (the "Escape rejects the change at the cursor" key).
+      vscode.window.onDidChangeTextEditorSelection((e) => e.textEditor === vscode.window.activeTextEditor && this.docs.has(e.textEditor.document.uri.toString()) && this.updateContext()),
     );
   }
 
@@ -511,7 +512,7 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
   /** Ends a review that still had pending hunks (they count as dropped). */
   private finish(d: DocReview, last: ReviewState): void {
     d.onFinished?.({ accepted: last.tally.accepted, rejected: last.tally.rejected, dropped: last.tally.withdrawn + last.pending.length });
-    if (d.state !== null && isOpen(d.state)) d.state = null;
+    if (isOpen(d.state)) d.state = null;
     this.changed(d);
   }
 
