@@ -470,14 +470,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   );
 
   // A session's chart draws its parent's and its branches' steps beside its own; they change as they run (a running
-  // session saves every half second: one refresh per burst).
+  // session saves every half second: one refresh per burst, for the sessions saved in it).
   let relatedTimer: ReturnType<typeof setTimeout> | undefined;
+  const savedSessions = new Set<string>();
   context.subscriptions.push(
     vscode.window.onDidChangeActiveTextEditor(updateDraftContext),
-    history.onDidChange(() => {
+    history.onDidChange(({ id }) => {
+      savedSessions.add(id);
       relatedTimer ??= setTimeout(() => {
         relatedTimer = undefined;
-        void panels.refreshRelated();
+        const changed = new Set(savedSessions);
+        savedSessions.clear();
+        void panels.refreshRelated(changed);
       }, 300);
     }),
     { dispose: () => relatedTimer && clearTimeout(relatedTimer) },

@@ -121,10 +121,12 @@ export class SessionManager implements vscode.Disposable {
 
   /** The step series of the sessions related to `sessionId` (the one it branched from, its branches), for its chart. */
   async related(sessionId: string): Promise<RelatedSeries[]> {
-    const entry = await this.store.get(sessionId).catch(() => undefined);
+    // The summaries say who branched from whom: the session's own file (a running one's grows all along) is not read.
+    const { sessions } = await this.store.list();
     const relatives: { id: string; label: string }[] = [];
-    if (entry?.parent) relatives.push({ id: entry.parent.id, label: 'the session it branched from' });
-    for (const s of (await this.store.list()).sessions) if (s.parent?.id === sessionId) relatives.push({ id: s.id, label: `branch from step ${s.parent.stepId}` });
+    const parent = sessions.find((s) => s.id === sessionId)?.parent;
+    if (parent) relatives.push({ id: parent.id, label: 'the session it branched from' });
+    for (const s of sessions) if (s.parent?.id === sessionId) relatives.push({ id: s.id, label: `branch from step ${s.parent.stepId}` });
     const series: RelatedSeries[] = [];
     for (const { id, label } of relatives) {
       const snapshot = await this.snapshot(id).catch(() => undefined);
