@@ -84,6 +84,8 @@ export class SessionManager implements vscode.Disposable {
   readonly onDidChangeLive = this.liveChanged.event;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly statusBar: vscode.StatusBarItem;
+  /** The session and progress the status bar shows ('' none): most events change neither, and redraw nothing. */
+  private statusShown = '';
 
   constructor(
     private readonly store: HistoryStore,
@@ -342,13 +344,16 @@ export class SessionManager implements vscode.Disposable {
   private updateStatusBar(): void {
     const sessionId = this.current();
     const session = sessionId ? this.live.get(sessionId) : undefined;
-    void vscode.commands.executeCommand('setContext', 'kernelTuner.running', session !== undefined);
+    // Progress lives here, not in a notification: a toast would cover the panel's tables for the whole session.
+    const progress = session ? progressMessage(session.view) : '';
+    const shown = session ? `${sessionId} ${progress}` : '';
+    if (shown === this.statusShown) return;
+    if ((shown === '') !== (this.statusShown === '')) void vscode.commands.executeCommand('setContext', 'kernelTuner.running', session !== undefined);
+    this.statusShown = shown;
     if (!session || !sessionId) {
       this.statusBar.hide();
       return;
     }
-    // Progress lives here, not in a notification: a toast would cover the panel's tables for the whole session.
-    const progress = progressMessage(session.view);
     this.statusBar.text = `$(sync~spin) ${session.header.kernelName}: ${progress}`;
     const args = encodeURIComponent(JSON.stringify([sessionId]));
     const tooltip = new vscode.MarkdownString(`Kernel Tuner: tuning ${session.header.kernelName}, ${progress}\n\n[Show the panel](command:kernelTuner.showPanel?${args}) · [Cancel](command:kernelTuner.cancel?${args})`);
