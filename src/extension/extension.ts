@@ -194,19 +194,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return checked;
   }
 
+  /** The kernel a "Tune kernel" lens passes; undefined for any other argument (the menu's uri, none). */
+  function lensTarget(arg: unknown): KernelTarget | undefined {
+    const lens = arg as KernelTarget | undefined;
+    return lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri ? lens : undefined;
+  }
+
   /** The document "Tune this kernel" was asked for: the lens's, the menu's, else the active editor's. */
   function targetUri(arg: unknown): vscode.Uri | undefined {
-    const lens = arg as KernelTarget | undefined;
-    if (lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri) return lens.uri;
-    return arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+    return lensTarget(arg)?.uri ?? (arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri);
   }
 
   /** Which kernel to tune: the lens's, the one under the cursor, or one picked from the file's kernels. */
   async function resolveTarget(arg: unknown): Promise<{ document: vscode.TextDocument; kernelName: string } | undefined> {
-    const lens = arg as KernelTarget | undefined;
-    if (lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri) {
-      return { document: await vscode.workspace.openTextDocument(lens.uri), kernelName: lens.kernelName };
-    }
+    const lens = lensTarget(arg);
+    if (lens) return { document: await vscode.workspace.openTextDocument(lens.uri), kernelName: lens.kernelName };
     const editor = vscode.window.activeTextEditor;
     const fromMenu = arg instanceof vscode.Uri ? arg : undefined;
     const document = fromMenu && editor?.document.uri.toString() !== fromMenu.toString() ? await vscode.workspace.openTextDocument(fromMenu) : editor?.document;
