@@ -52,6 +52,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   const kernels = new KernelIndex(log, (uri) => inlineDiff.hasReview(uri));
   inlineDiff.onDidChangeReview(() => kernels.refresh());
   const relative = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
+  /** Where a save dialog starts: the first workspace folder, else the extension's storage. */
+  const saveFolder = () => vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
   const sessions = new SessionManager(history, log, inlineDiff, relative);
   const tree = new HistoryTreeProvider(history, log);
   const historyView = vscode.window.createTreeView<HistoryNode>('kernelTuner.history', { treeDataProvider: tree, showCollapseAll: true });
@@ -102,9 +104,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function exportChart(sessionId: string, format: ChartImageFormat, data: string): Promise<void> {
     const bytes = chartImageBytes(format, data);
     const kernelName = (await sessions.snapshot(sessionId))?.header.kernelName ?? 'kernel';
-    const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
     const dest = await vscode.window.showSaveDialog({
-      defaultUri: vscode.Uri.joinPath(base, chartFileName(kernelName, format)),
+      defaultUri: vscode.Uri.joinPath(saveFolder(), chartFileName(kernelName, format)),
       filters: format === 'png' ? { 'PNG image': ['png'] } : { 'SVG image': ['svg'] },
       title: `Save the performance chart as ${format.toUpperCase()}`,
     });
@@ -293,10 +294,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function exportEntry(arg: unknown, format: 'json' | 'kernel-tuner-cache'): Promise<void> {
     const entry = await entryFor(arg);
     if (!entry) return;
-    const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
     const suffix = format === 'json' ? 'report.json' : 'cache.json';
     const dest = await vscode.window.showSaveDialog({
-      defaultUri: vscode.Uri.joinPath(base, `${entry.kernelName}-${entry.id}-${suffix}`),
+      defaultUri: vscode.Uri.joinPath(saveFolder(), `${entry.kernelName}-${entry.id}-${suffix}`),
       filters: { JSON: ['json'] },
       title: format === 'json' ? 'Export the session as a JSON report' : 'Export the final step as a Kernel Tuner cache',
     });
@@ -459,7 +459,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
     command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
-    ...htmlReportCommands(command, entryFor, () => vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage)),
+    ...htmlReportCommands(command, entryFor, saveFolder),
     command('kernelTuner.history.delete', async (arg) => {
       const entry = await entryFor(arg);
       if (!entry) return;
