@@ -10,7 +10,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
-import { HistoryStore, type HistoryEntry } from '../engine/history-store';
+import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
@@ -454,7 +454,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     command('kernelTuner.history.replay', async (arg) => {
       const entry = arg === undefined ? await pickReplayable() : await entryFor(arg);
       if (!entry) return;
-      if (!entry.run || !entry.llmExchanges?.length) return void vscode.window.showWarningMessage('This session was stored without its model exchanges (before they were recorded): it cannot be replayed.');
+      if (!isReplayable(entry)) return void vscode.window.showWarningMessage('This session was stored without its model exchanges (before they were recorded): it cannot be replayed.');
       await tune(undefined, { replay: entry });
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
