@@ -169,6 +169,7 @@ describe('time scale', () => {
 
   it('picks round axis maxima and formats times in the right unit', () => {
     expect(niceMax(0.73)).toBeCloseTo(0.8);
+    expect(niceMax(2)).toBe(2);
     expect(niceMax(2.1)).toBe(2.5);
     expect(niceMax(0)).toBe(1);
     expect(formatTime(0.0021)).toBe('2.1 µs');
