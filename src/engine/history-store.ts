@@ -177,10 +177,14 @@ const IndexSchema = z.object({
   files: z.record(z.string(), z.object({ size: z.number(), mtimeMs: z.number(), ino: z.number(), summary: HistorySummarySchema })),
 });
 
+/** The session has its settings and model exchanges stored: it can be replayed. */
+export function isReplayable(entry: Pick<HistoryEntry, 'run' | 'llmExchanges'>): boolean {
+  return entry.run !== undefined && (entry.llmExchanges?.length ?? 0) > 0;
+}
+
 function summarize(entry: HistoryEntry): HistorySummary {
   const { editedCode: _code, ...parent } = entry.parent ?? {};
-  const replayable = entry.run !== undefined && (entry.llmExchanges?.length ?? 0) > 0;
-  return HistorySummarySchema.parse({ ...entry, stepCount: entry.steps.length, replayable, ...(entry.parent && { parent }) });
+  return HistorySummarySchema.parse({ ...entry, stepCount: entry.steps.length, replayable: isReplayable(entry), ...(entry.parent && { parent }) });
 }
 
 function errorMessage(err: unknown): string {

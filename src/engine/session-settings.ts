@@ -5,7 +5,8 @@
  */
 import { z } from 'zod';
 
-const STRUCTURED = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'] as const;
+/** The structured-output modes (llm/structured.ts), as settings name them. */
+export const STRUCTURED_OUTPUT_TYPES = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'] as const;
 
 export const SessionSettingsSchema = z.object({
   /** The kernel to tune; needed when the file has several (a stored session has it filled in once it started). */
@@ -33,7 +34,7 @@ export const SessionSettingsSchema = z.object({
   iterations: z.number().int().min(1),
   timePerTestS: z.number().positive(),
   launchTimeoutS: z.number().positive().optional(),
-  structuredOutputType: z.enum(STRUCTURED),
+  structuredOutputType: z.enum(STRUCTURED_OUTPUT_TYPES),
   stripThinking: z.boolean(),
   approvePlan: z.boolean(),
   /** Which model answered (for the record; a replay needs none). */

@@ -7,7 +7,7 @@
 import { defaultTuningSteps } from '../engine/strategies/explicit/steps';
 import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
-import type { SessionSettings } from '../engine/session-settings';
+import { STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session-settings';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
 
 export const SECTION = 'kernelTuner';
@@ -15,8 +15,6 @@ export const SECTION = 'kernelTuner';
 /** The explicit strategy's default steps in their order: the engine's own list (steps.ts holds data only, no LangChain). */
 export const EXPLICIT_STEP_IDS: readonly string[] = defaultTuningSteps().map((s) => s.id);
 export type ExplicitStepId = string;
-
-const STRUCTURED: readonly StructuredOutputType[] = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'];
 
 export type StrategyConfig =
   | { kind: 'autonomous'; breakdownSteps: boolean; maxBreakdowns: number; withReplanning: boolean; maxReplanning: number }
@@ -136,7 +134,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
   } else if (urlSetting !== undefined && typeof urlSetting !== 'string') problem('llm.baseUrl', 'must be a URL string');
   const temperature = number('llm.temperature', 0.2, 0, 2, false);
   const timeoutMs = Math.round(number('llm.timeoutSeconds', 600, 1, 24 * 3600, false) * 1000);
-  const structuredOutputType = oneOf('llm.structuredOutput', STRUCTURED, 'default');
+  const structuredOutputType = oneOf('llm.structuredOutput', STRUCTURED_OUTPUT_TYPES, 'default');
   const stripThinkingOutput = bool('llm.stripThinking', true);
 
   const kind = oneOf('strategy', ['autonomous', 'explicit'] as const, 'autonomous');

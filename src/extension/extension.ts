@@ -10,7 +10,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
-import { HistoryStore, type HistoryEntry } from '../engine/history-store';
+import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
@@ -52,6 +52,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   const kernels = new KernelIndex(log, (uri) => inlineDiff.hasReview(uri));
   inlineDiff.onDidChangeReview(() => kernels.refresh());
   const relative = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
+  /** Where a save dialog starts: the first workspace folder, else the extension's storage. */
+  const saveFolder = () => vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
   const sessions = new SessionManager(history, log, inlineDiff, relative);
   const tree = new HistoryTreeProvider(history, log);
   const historyView = vscode.window.createTreeView<HistoryNode>('kernelTuner.history', { treeDataProvider: tree, showCollapseAll: true });
@@ -102,9 +104,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function exportChart(sessionId: string, format: ChartImageFormat, data: string): Promise<void> {
     const bytes = chartImageBytes(format, data);
     const kernelName = (await sessions.snapshot(sessionId))?.header.kernelName ?? 'kernel';
-    const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
     const dest = await vscode.window.showSaveDialog({
-      defaultUri: vscode.Uri.joinPath(base, chartFileName(kernelName, format)),
+      defaultUri: vscode.Uri.joinPath(saveFolder(), chartFileName(kernelName, format)),
       filters: format === 'png' ? { 'PNG image': ['png'] } : { 'SVG image': ['svg'] },
       title: `Save the performance chart as ${format.toUpperCase()}`,
     });
@@ -194,19 +195,21 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return checked;
   }
 
+  /** The kernel a "Tune kernel" lens passes; undefined for any other argument (the menu's uri, none). */
+  function lensTarget(arg: unknown): KernelTarget | undefined {
+    const lens = arg as KernelTarget | undefined;
+    return lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri ? lens : undefined;
+  }
+
   /** The document "Tune this kernel" was asked for: the lens's, the menu's, else the active editor's. */
   function targetUri(arg: unknown): vscode.Uri | undefined {
-    const lens = arg as KernelTarget | undefined;
-    if (lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri) return lens.uri;
-    return arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri;
+    return lensTarget(arg)?.uri ?? (arg instanceof vscode.Uri ? arg : vscode.window.activeTextEditor?.document.uri);
   }
 
   /** Which kernel to tune: the lens's, the one under the cursor, or one picked from the file's kernels. */
   async function resolveTarget(arg: unknown): Promise<{ document: vscode.TextDocument; kernelName: string } | undefined> {
-    const lens = arg as KernelTarget | undefined;
-    if (lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri) {
-      return { document: await vscode.workspace.openTextDocument(lens.uri), kernelName: lens.kernelName };
-    }
+    const lens = lensTarget(arg);
+    if (lens) return { document: await vscode.workspace.openTextDocument(lens.uri), kernelName: lens.kernelName };
     const editor = vscode.window.activeTextEditor;
     const fromMenu = arg instanceof vscode.Uri ? arg : undefined;
     const document = fromMenu && editor?.document.uri.toString() !== fromMenu.toString() ? await vscode.workspace.openTextDocument(fromMenu) : editor?.document;
@@ -291,10 +294,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function exportEntry(arg: unknown, format: 'json' | 'kernel-tuner-cache'): Promise<void> {
     const entry = await entryFor(arg);
     if (!entry) return;
-    const base = vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage);
     const suffix = format === 'json' ? 'report.json' : 'cache.json';
     const dest = await vscode.window.showSaveDialog({
-      defaultUri: vscode.Uri.joinPath(base, `${entry.kernelName}-${entry.id}-${suffix}`),
+      defaultUri: vscode.Uri.joinPath(saveFolder(), `${entry.kernelName}-${entry.id}-${suffix}`),
       filters: { JSON: ['json'] },
       title: format === 'json' ? 'Export the session as a JSON report' : 'Export the final step as a Kernel Tuner cache',
     });
@@ -452,12 +454,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     command('kernelTuner.history.replay', async (arg) => {
       const entry = arg === undefined ? await pickReplayable() : await entryFor(arg);
       if (!entry) return;
-      if (!entry.run || !entry.llmExchanges?.length) return void vscode.window.showWarningMessage('This session was stored without its model exchanges (before they were recorded): it cannot be replayed.');
+      if (!isReplayable(entry)) return void vscode.window.showWarningMessage('This session was stored without its model exchanges (before they were recorded): it cannot be replayed.');
       await tune(undefined, { replay: entry });
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
     command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
-    ...htmlReportCommands(command, entryFor, () => vscode.workspace.workspaceFolders?.[0]?.uri ?? vscode.Uri.file(storage)),
+    ...htmlReportCommands(command, entryFor, saveFolder),
     command('kernelTuner.history.delete', async (arg) => {
       const entry = await entryFor(arg);
       if (!entry) return;
@@ -470,14 +472,18 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   );
 
   // A session's chart draws its parent's and its branches' steps beside its own; they change as they run (a running
-  // session saves every half second: one refresh per burst).
+  // session saves every half second: one refresh per burst, for the sessions saved in it).
   let relatedTimer: ReturnType<typeof setTimeout> | undefined;
+  const savedSessions = new Set<string>();
   context.subscriptions.push(
     vscode.window.onDidChangeActiveTextEditor(updateDraftContext),
-    history.onDidChange(() => {
+    history.onDidChange(({ id }) => {
+      savedSessions.add(id);
       relatedTimer ??= setTimeout(() => {
         relatedTimer = undefined;
-        void panels.refreshRelated();
+        const changed = new Set(savedSessions);
+        savedSessions.clear();
+        void panels.refreshRelated(changed);
       }, 300);
     }),
     { dispose: () => relatedTimer && clearTimeout(relatedTimer) },

@@ -100,7 +100,7 @@ export function sessionItem(summary: HistorySummary, timeZone?: string, childCou
 }
 
 /** A step a branch can start from: one of the strategy's steps that started (not the user's edit). */
-export function isBranchable(step: HistoryStep): boolean {
+function isBranchable(step: HistoryStep): boolean {
   return step.stepId !== undefined && !isEditStep(step.stepId) && ['running', 'accepted', 'rejected', 'failed'].includes(step.status);
 }
 

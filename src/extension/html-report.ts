@@ -8,7 +8,7 @@ import { renderReportHtml } from '../report/html';
 import { sessionReportData } from './report';
 
 /** The report's HTML of a stored session; undefined (with a message) when it was stored without its events. */
-export function sessionReportHtml(entry: HistoryEntry): string | undefined {
+function sessionReportHtml(entry: HistoryEntry): string | undefined {
   const data = sessionReportData(entry);
   if (!data) {
     void vscode.window.showWarningMessage('This session was stored without its events, so it has no HTML report.');

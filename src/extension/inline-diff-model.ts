@@ -2,8 +2,8 @@
  * What a session proposes for a document: the whole tuned file, carried onto the document as the user has it now.
  * Pure (no vscode import), so both are unit-tested.
  */
-import { computeHunks } from '../engine/diff';
-import { convertEol, splitLines, type Eol } from './proposal';
+import { computeHunks, splitLines } from '../engine/diff';
+import { convertEol, type Eol } from './proposal';
 
 /**
  * The whole file with the tuned kernel in place of the original one. The engine hands back the whole file; a session

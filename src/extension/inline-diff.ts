@@ -134,7 +134,8 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
       vscode.window.onDidChangeVisibleTextEditors(() => this.redrawAll()),
       vscode.window.tabGroups.onDidChangeTabs((e) => this.onTabsChanged(e)),
       vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
-      vscode.window.onDidChangeTextEditorSelection((e) => e.textEditor === vscode.window.activeTextEditor && this.updateContext()),
+      // The cursor matters only where a review is (the "Escape rejects the change at the cursor" key).
+      vscode.window.onDidChangeTextEditorSelection((e) => e.textEditor === vscode.window.activeTextEditor && this.docs.has(e.textEditor.document.uri.toString()) && this.updateContext()),
     );
   }
 
@@ -251,8 +252,7 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
   async openSideBySide(uri?: vscode.Uri): Promise<boolean> {
     const d = this.docs.get((uri ?? vscode.window.activeTextEditor?.document.uri)?.toString() ?? '');
     if (!d?.lastOpen) return false;
-    const side = (which: 'without' | 'with') => vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: d.uri.path, query: new URLSearchParams({ for: d.uri.toString(), side: which }).toString() });
-    await vscode.commands.executeCommand('vscode.diff', side('without'), side('with'), `${this.name(d)}: without ↔ with ${d.title}`);
+    await vscode.commands.executeCommand('vscode.diff', sideBySideUri(d.uri, 'without'), sideBySideUri(d.uri, 'with'), `${this.name(d)}: without ↔ with ${d.title}`);
     return true;
   }
 
@@ -512,7 +512,7 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
   /** Ends a review that still had pending hunks (they count as dropped). */
   private finish(d: DocReview, last: ReviewState): void {
     d.onFinished?.({ accepted: last.tally.accepted, rejected: last.tally.rejected, dropped: last.tally.withdrawn + last.pending.length });
-    if (d.state !== null && isOpen(d.state)) d.state = null;
+    if (isOpen(d.state)) d.state = null;
     this.changed(d);
   }
 
@@ -531,7 +531,9 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
 
   private changed(d: DocReview): void {
     this.redraw(d.uri);
-    this.proposalChanged.fire(d.uri);
+    // The side-by-side view's documents (if open) follow every decision and edit.
+    this.proposalChanged.fire(sideBySideUri(d.uri, 'without'));
+    this.proposalChanged.fire(sideBySideUri(d.uri, 'with'));
     this.reviewsChanged.fire(d.uri);
   }
 
@@ -608,6 +610,11 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
 /** The document is saved a moment after every change (the afterDelay auto-save; untitled documents never auto-save). */
 function autoSavesAfterDelay(document: vscode.TextDocument): boolean {
   return document.uri.scheme !== 'untitled' && vscode.workspace.getConfiguration('files', document).get('autoSave') === 'afterDelay';
+}
+
+/** A side of the side-by-side view of `uri`'s proposal: the file without it, or with all of it (read-only). */
+function sideBySideUri(uri: vscode.Uri, side: 'without' | 'with'): vscode.Uri {
+  return vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: uri.path, query: new URLSearchParams({ for: uri.toString(), side }).toString() });
 }
 
 function isAsideTab(tab: vscode.Tab, uri: vscode.Uri): boolean {

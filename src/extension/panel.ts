@@ -100,9 +100,14 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
     return this.panels.get(sessionId)?.renderedEvents ?? 0;
   }
 
-  /** Sends each open panel the series of its related sessions (parent, branches) when they changed. */
-  async refreshRelated(): Promise<void> {
-    for (const [sessionId, entry] of [...this.panels]) await this.postRelated(sessionId, entry);
+  /**
+   * Sends each open panel the series of its related sessions (parent, branches) when they changed. `changed`: the
+   * sessions saved or deleted since the last call; a session's own saves change nothing its chart draws of the others.
+   */
+  async refreshRelated(changed: ReadonlySet<string>): Promise<void> {
+    for (const [sessionId, entry] of [...this.panels]) {
+      if ([...changed].some((id) => id !== sessionId)) await this.postRelated(sessionId, entry);
+    }
   }
 
   /** The related series last sent to the session's panel (for tests). */

@@ -16,8 +16,6 @@
  */
 import { computeHunks, splitLines } from '../engine/diff';
 
-export { splitLines };
-
 export type Eol = '\n' | '\r\n';
 
 /**
@@ -169,7 +167,7 @@ function lineOffsets(text: string): number[] {
  * The same edits sorted, with edits that touch (one ends where the next starts) joined into one, in order: hunks split
  * from one change edit the same place, and an editor may refuse or reorder touching edits of one WorkspaceEdit.
  */
-export function mergeTouching(edits: readonly OffsetEdit[]): OffsetEdit[] {
+function mergeTouching(edits: readonly OffsetEdit[]): OffsetEdit[] {
   const out: OffsetEdit[] = [];
   for (const e of [...edits].sort((a, b) => a.start - b.start || a.end - b.end)) {
     const last = out.at(-1);

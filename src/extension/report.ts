@@ -3,7 +3,7 @@
  * history entry, and the final step's configurations in the shape HistoryStore exports as a Kernel Tuner cache. Pure.
  */
 import type { TuningEvent } from '../engine/events';
-import type { HistoryEntry, HistoryStep } from '../engine/history-store';
+import { isReplayable, type HistoryEntry, type HistoryStep } from '../engine/history-store';
 import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-log';
 import { reportFromSession, type ReportData } from '../report/model';
 import type { FailureKind } from '../tuner/types';
@@ -96,7 +96,6 @@ export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 
 export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
   if (!isSessionReport(entry.report)) return undefined;
   const { header, events } = entry.report;
-  const replayable = entry.run !== undefined && (entry.llmExchanges?.length ?? 0) > 0;
   return reportFromSession({
     header,
     events,
@@ -107,7 +106,7 @@ export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
       session: header.sessionId,
       notes: [
         "A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds.",
-        ...(replayable ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
+        ...(isReplayable(entry) ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
       ],
     },
   });

@@ -84,6 +84,8 @@ export class SessionManager implements vscode.Disposable {
   readonly onDidChangeLive = this.liveChanged.event;
   private flushTimer: ReturnType<typeof setTimeout> | undefined;
   private readonly statusBar: vscode.StatusBarItem;
+  /** The session and progress the status bar shows ('' none): most events change neither, and redraw nothing. */
+  private statusShown = '';
 
   constructor(
     private readonly store: HistoryStore,
@@ -121,10 +123,12 @@ export class SessionManager implements vscode.Disposable {
 
   /** The step series of the sessions related to `sessionId` (the one it branched from, its branches), for its chart. */
   async related(sessionId: string): Promise<RelatedSeries[]> {
-    const entry = await this.store.get(sessionId).catch(() => undefined);
+    // The summaries say who branched from whom: the session's own file (a running one's grows all along) is not read.
+    const { sessions } = await this.store.list();
     const relatives: { id: string; label: string }[] = [];
-    if (entry?.parent) relatives.push({ id: entry.parent.id, label: 'the session it branched from' });
-    for (const s of (await this.store.list()).sessions) if (s.parent?.id === sessionId) relatives.push({ id: s.id, label: `branch from step ${s.parent.stepId}` });
+    const parent = sessions.find((s) => s.id === sessionId)?.parent;
+    if (parent) relatives.push({ id: parent.id, label: 'the session it branched from' });
+    for (const s of sessions) if (s.parent?.id === sessionId) relatives.push({ id: s.id, label: `branch from step ${s.parent.stepId}` });
     const series: RelatedSeries[] = [];
     for (const { id, label } of relatives) {
       const snapshot = await this.snapshot(id).catch(() => undefined);
@@ -340,13 +344,16 @@ export class SessionManager implements vscode.Disposable {
   private updateStatusBar(): void {
     const sessionId = this.current();
     const session = sessionId ? this.live.get(sessionId) : undefined;
-    void vscode.commands.executeCommand('setContext', 'kernelTuner.running', session !== undefined);
+    // Progress lives here, not in a notification: a toast would cover the panel's tables for the whole session.
+    const progress = session ? progressMessage(session.view) : '';
+    const shown = session ? `${sessionId} ${progress}` : '';
+    if (shown === this.statusShown) return;
+    if ((shown === '') !== (this.statusShown === '')) void vscode.commands.executeCommand('setContext', 'kernelTuner.running', session !== undefined);
+    this.statusShown = shown;
     if (!session || !sessionId) {
       this.statusBar.hide();
       return;
     }
-    // Progress lives here, not in a notification: a toast would cover the panel's tables for the whole session.
-    const progress = progressMessage(session.view);
     this.statusBar.text = `$(sync~spin) ${session.header.kernelName}: ${progress}`;
     const args = encodeURIComponent(JSON.stringify([sessionId]));
     const tooltip = new vscode.MarkdownString(`Kernel Tuner: tuning ${session.header.kernelName}, ${progress}\n\n[Show the panel](command:kernelTuner.showPanel?${args}) · [Cancel](command:kernelTuner.cancel?${args})`);

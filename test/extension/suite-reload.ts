@@ -104,6 +104,9 @@ describe('time travel after a reload', () => {
     assertEqual(replay.replayOf, parentId, 'what it replays');
     assertEqual(replay.finalCode, parent?.finalCode, 'the same final kernel');
     assertEqual(replay.llmExchanges?.length, parent?.llmExchanges?.length, 'every recorded answer served once');
+    // The same requests got the same answers (in any order: candidates asked side by side answer as they come).
+    const asked = (e: typeof replay | undefined) => (e?.llmExchanges ?? []).map((x) => JSON.stringify([x.purpose, x.messages, x.response?.content])).sort();
+    assertEqual(asked(replay), asked(parent), 'the requests and answers of the replay');
     const parentNode = (await api.historyTree.getChildren()).find((n) => n.kind === 'session' && n.summary.id === parentId)!;
     assert((await api.historyTree.getChildren(parentNode)).some((n) => n.kind === 'session' && n.summary.id === replay.id), 'the replay under its session');
   }, 90_000);

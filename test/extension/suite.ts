@@ -182,13 +182,21 @@ describe('a tuning session', () => {
   it('Reject All leaves the document byte-identical; Side by side shows it without and with the proposal', async () => {
     await applyAgain();
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.openSideBySide', document.uri), 'Open side-by-side diff ran');
-    const diffTab = await until('the diff editor', () =>
-      vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === 'kernel-tuner-proposal'),
-    );
-    const input = diffTab.input as vscode.TabInputTextDiff;
+    const findDiffTab = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === 'kernel-tuner-proposal');
+    const input = (await until('the diff editor', findDiffTab)).input as vscode.TabInputTextDiff;
     assertEqual((await vscode.workspace.openTextDocument(input.original)).getText(), SAXPY, 'the left side is the file without the proposal');
     assertEqual((await vscode.workspace.openTextDocument(input.modified)).getText(), finalCode, 'the right side is the file with all of it');
-    await vscode.window.tabGroups.close(diffTab);
+    // The open view follows the review: an accepted change moves to the left side, its Undo takes it back out.
+    const without = await vscode.workspace.openTextDocument(input.original);
+    const taken = api.inlineDiff.pending(document.uri).find((p) => p.kind === 'code' && p.oldText !== '')!;
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk', document.uri, taken.id), 'Accept one change');
+    await until('the left side with the accepted change', () => without.getText() === SAXPY.replace(taken.oldText, taken.newText));
+    await vscode.window.showTextDocument(document);
+    await vscode.commands.executeCommand('undo');
+    assertEqual(document.getText(), display, 'the document after the undo');
+    await until('the left side without it again', () => without.getText() === SAXPY);
+    // Found again: a tab object goes stale once another editor comes to the front.
+    await vscode.window.tabGroups.close(findDiffTab()!);
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All ran');
     assertEqual(document.getText(), SAXPY, 'the document after Reject All');
     assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');

@@ -15,13 +15,13 @@ import {
   rejectAll,
   rejectHunk,
   ReviewTimeline,
-  splitLines,
   textWith,
   textWithout,
   type Eol,
   type ReviewState,
   type TextChange,
 } from '../../src/extension/proposal';
+import { splitLines } from '../../src/engine/diff';
 import { int, pick, rng } from '../support/seeded';
 import { ORIGINAL, PROPOSED } from '../support/small-kernel';
 
