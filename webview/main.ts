@@ -12,7 +12,7 @@ import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/events';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
-import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/extension/session-view';
+import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session-view';
 import { startedStepsOf } from '../src/engine/session-log';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';

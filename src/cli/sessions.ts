@@ -7,8 +7,9 @@ import { join, resolve } from 'node:path';
 import { z } from 'zod';
 import { FileCheckpointSaver } from '../engine/checkpointer';
 import type { TuningEvent } from '../engine/events';
-import { HistoryEntrySchema, HistoryStore, SESSION_ID_PATTERN, type HistoryEntry, type HistoryParent, type HistoryStep } from '../engine/history-store';
+import { HistoryEntrySchema, HistoryStore, SESSION_ID_PATTERN, type HistoryEntry, type HistoryParent } from '../engine/history-store';
 import type { LlmExchange } from '../engine/llm/exchange';
+import { historyFields, reduceAll } from '../engine/session-view';
 import type { SessionEnd } from '../engine/session';
 import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionHeader } from '../engine/session-log';
 import type { SessionSettings } from '../engine/session-settings';
@@ -57,23 +58,6 @@ export async function findSession(store: SessionStore, ref: string): Promise<His
 /** The events a stored session's report holds (none for an entry stored without one). */
 export function storedEvents(entry: HistoryEntry): TuningEvent[] {
   return isStoredSessionReport(entry.report) ? entry.report.events : [];
-}
-
-/** The history's step list from the events: each step in the order it appeared, with how it ended. */
-export function historySteps(events: readonly TuningEvent[]): HistoryStep[] {
-  const steps = new Map<string, HistoryStep>();
-  const step = (id: string, title = id) => {
-    let s = steps.get(id);
-    if (!s) steps.set(id, (s = { stepId: id, title, status: 'pending' }));
-    return s;
-  };
-  for (const e of events) {
-    if (e.type === 'step.started') Object.assign(step(e.stepId, e.title), { title: e.title, status: 'running' });
-    else if (e.type === 'step.accepted') Object.assign(step(e.stepId), { status: 'accepted', timeMs: e.newTimeMs, improvementPct: e.improvementPct });
-    else if (e.type === 'step.rejected') Object.assign(step(e.stepId), { status: 'rejected' });
-    else if (e.type === 'step.skipped') Object.assign(step(e.stepId), { status: 'skipped', reason: e.reason });
-  }
-  return [...steps.values()];
 }
 
 const STATUS: Record<SessionEnd['status'], HistoryEntry['status']> = {
@@ -147,10 +131,11 @@ export class SessionRecorder {
     const exchanges = [...this.exchanges];
     this.writing = this.writing.then(() => {
       const now = new Date().toISOString();
-      const finished = events.findLast((e): e is Extract<TuningEvent, { type: 'session.finished' }> => e.type === 'session.finished');
-      const baseline = events.find((e): e is Extract<TuningEvent, { type: 'baseline' }> => e.type === 'baseline');
-      const t = finished?.tracker;
+      const header = { ...s.header, kernelName: started.kernel.name };
       return this.history.save({
+        // Steps, times, speed-up and final code as the extension's history derives them from the same events; the
+        // status and the error are the process's own word on how the session ended.
+        ...historyFields(reduceAll(header, events)),
         id: s.id,
         kernelName: started.kernel.name,
         filePath: s.filePath,
@@ -158,12 +143,8 @@ export class SessionRecorder {
         updatedAt: now,
         device: { ...started.device },
         status,
-        steps: historySteps(events),
-        ...(baseline && { baselineTimeMs: baseline.timeMs }),
-        ...(t?.finalTimeMs != null && { bestTimeMs: t.finalTimeMs, speedup: t.speedup }),
         originalCode: s.originalCode,
-        ...(finished && { finalCode: finished.finalCode }),
-        report: { format: SESSION_REPORT_FORMAT, header: { ...s.header, kernelName: started.kernel.name }, events },
+        report: { format: SESSION_REPORT_FORMAT, header, events },
         threadId: s.threadId,
         ...(error !== undefined && { error }),
         ...(s.parent && { parent: s.parent }),

@@ -23,7 +23,7 @@ import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
-import { reduceAll, stepCode } from './session-view';
+import { reduceAll, stepCode } from '../engine/session-view';
 import { SessionManager, type StartRequest } from './sessions';
 
 export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';

@@ -11,7 +11,7 @@
  * field by field before the host acts on them.
  */
 import type { TuningEvent } from '../engine/events';
-import type { SessionHeader } from './session-view';
+import type { SessionHeader } from '../engine/session-view';
 
 /** A plan step as the user edits it before approving. */
 export interface EditedPlanStep {

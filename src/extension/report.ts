@@ -3,11 +3,11 @@
  * history entry, and the final step's configurations in the shape HistoryStore exports as a Kernel Tuner cache. Pure.
  */
 import type { TuningEvent } from '../engine/events';
-import { isReplayable, type HistoryEntry, type HistoryStep } from '../engine/history-store';
+import { isReplayable, type HistoryEntry } from '../engine/history-store';
 import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-log';
 import { reportFromSession, type ReportData } from '../report/model';
 import type { FailureKind } from '../tuner/types';
-import { bestTimeMs, speedup, type SessionHeader, type SessionView } from './session-view';
+import type { SessionHeader, SessionView } from '../engine/session-view';
 
 export interface ReportConfiguration {
   config: Record<string, number | string | boolean>;
@@ -52,41 +52,6 @@ export function buildReport(header: SessionHeader, events: TuningEvent[], view: 
   const problemSize = numericProblemSize(view);
   const configurations = lastAcceptedConfigurations(view);
   return { format: SESSION_REPORT_FORMAT, header, events, ...(problemSize && { problemSize }), ...(configurations && { configurations }) };
-}
-
-const HISTORY_STATUS: Record<SessionView['status'], HistoryEntry['status']> = {
-  running: 'running',
-  awaiting_approval: 'running',
-  completed: 'completed',
-  failed: 'failed',
-  cancelled: 'cancelled',
-  interrupted: 'interrupted',
-};
-
-/** The history entry's fields that follow from the events. */
-export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 'steps'> & Partial<Pick<HistoryEntry, 'baselineTimeMs' | 'bestTimeMs' | 'speedup' | 'finalCode' | 'error' | 'device'>> {
-  const steps: HistoryStep[] = view.order.map((stepId) => {
-    const s = view.steps[stepId]!;
-    return {
-      stepId,
-      title: s.title,
-      status: s.status,
-      ...(s.accepted && { timeMs: s.accepted.newTimeMs, improvementPct: s.accepted.improvementPct }),
-      ...(s.reason && { reason: s.reason }),
-    };
-  });
-  const best = bestTimeMs(view);
-  const gain = speedup(view);
-  return {
-    status: HISTORY_STATUS[view.status],
-    steps,
-    ...(view.baseline && { baselineTimeMs: view.baseline.timeMs }),
-    ...(best !== undefined && { bestTimeMs: best }),
-    ...(gain !== undefined && Number.isFinite(gain) && { speedup: gain }),
-    ...(view.final && { finalCode: view.final.finalCode }),
-    ...(view.error && { error: view.error }),
-    ...(view.device && { device: { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
-  };
 }
 
 /**

@@ -16,9 +16,9 @@ import { buildFlagsFor } from '../tuner/compile-commands';
 import { findKernel, parseKernels, ParseError } from '../tuner/kernel-source';
 import { proposalForDocument, spliceFinalCode } from './inline-diff-model';
 import type { EditedPlanStep, RelatedSeries } from './protocol';
-import { buildReport, historyFields, isSessionReport } from './report';
+import { buildReport, isSessionReport } from './report';
 import { progressMessage } from './progress';
-import { acceptedTimeline, reduce, reduceAll, type SessionHeader, type SessionView } from './session-view';
+import { acceptedTimeline, historyFields, reduce, reduceAll, type SessionHeader, type SessionView } from '../engine/session-view';
 
 interface LiveSession {
   header: SessionHeader;

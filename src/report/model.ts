@@ -5,7 +5,7 @@
  * reproduces the run (command, spec, cache, session). Pure; no vscode, no GPU.
  */
 import type { ConfigSummary, EventOf, TuningEvent } from '../engine/events';
-import { acceptedTimeline, reduceAll, type SessionHeader } from '../extension/session-view';
+import { acceptedTimeline, reduceAll, type SessionHeader } from '../engine/session-view';
 import type { DeviceDescription } from '../tuner/backend';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/speed-of-light';
 import { summarizeConfig } from '../engine/events';

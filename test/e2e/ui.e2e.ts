@@ -16,8 +16,8 @@ import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Frame, Page } from 'playwright-core';
 import type { TuningEvent } from '../../src/engine/events';
 import { HistoryStore } from '../../src/engine/history-store';
-import { buildReport, historyFields } from '../../src/extension/report';
-import { reduceAll, type SessionHeader } from '../../src/extension/session-view';
+import { buildReport } from '../../src/extension/report';
+import { historyFields, reduceAll, type SessionHeader } from '../../src/engine/session-view';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { after, before, describe, it, runAll } from '../extension/runner';
 

@@ -9,11 +9,11 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MemorySaver } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
-import { historySteps } from '../../src/cli/sessions';
 import { HistoryEntrySchema, type HistoryEntry } from '../../src/engine/history-store';
 import type { LlmExchange } from '../../src/engine/llm/exchange';
 import { ReplayChatModel } from '../../src/engine/llm/replay';
 import { exchangesOf } from '../../src/engine/session-log';
+import { historyFields, reduceAll } from '../../src/engine/session-view';
 import { transformerOptionsFrom } from '../../src/engine/session-options';
 import type { SessionSettings } from '../../src/engine/session-settings';
 import { LLMKernelTransformer } from '../../src/engine/transformer';
@@ -103,7 +103,7 @@ async function recordSession(): Promise<HistoryEntry> {
     updatedAt: RECORDED_AT,
     device: { name: 'none: hand-written answers, measured when replayed' },
     status: 'completed',
-    steps: historySteps(run.events).map(({ stepId, title }) => ({ stepId, title, status: 'accepted' })),
+    steps: historyFields(reduceAll({ sessionId: 'expert-matmul-naive', kernelName: 'matmul_naive', fileName: 'matmul_naive.cu', startedAt: RECORDED_AT, model: 'expert', strategy: 'autonomous' }, run.events)).steps.map(({ stepId, title }) => ({ stepId, title, status: 'accepted' as const })),
     originalCode: SOURCE,
     threadId: 'expert-matmul-naive',
     run: EXPERT_SETTINGS,

@@ -3,8 +3,9 @@
  * steps, speed-up) and the webview (everything it renders) use the same function, so a report reopened from history
  * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
  */
-import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../engine/events';
-import { editStepId, editStepTitle, type StoredSessionHeader } from '../engine/session-log';
+import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from './events';
+import type { HistoryEntry, HistoryStep } from './history-store';
+import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
 import type { Config, ParamValue } from '../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
@@ -315,4 +316,39 @@ export function speedup(view: SessionView): number | undefined {
   const best = bestTimeMs(view);
   if (!view.baseline || best === undefined || best <= 0) return undefined;
   return view.baseline.timeMs / best;
+}
+
+const HISTORY_STATUS: Record<SessionView['status'], HistoryEntry['status']> = {
+  running: 'running',
+  awaiting_approval: 'running',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  interrupted: 'interrupted',
+};
+
+/** The history entry's fields that follow from the events (the extension's and the CLI's history alike). */
+export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 'steps'> & Partial<Pick<HistoryEntry, 'baselineTimeMs' | 'bestTimeMs' | 'speedup' | 'finalCode' | 'error' | 'device'>> {
+  const steps: HistoryStep[] = view.order.map((stepId) => {
+    const s = view.steps[stepId]!;
+    return {
+      stepId,
+      title: s.title,
+      status: s.status,
+      ...(s.accepted && { timeMs: s.accepted.newTimeMs, improvementPct: s.accepted.improvementPct }),
+      ...(s.reason && { reason: s.reason }),
+    };
+  });
+  const best = bestTimeMs(view);
+  const gain = speedup(view);
+  return {
+    status: HISTORY_STATUS[view.status],
+    steps,
+    ...(view.baseline && { baselineTimeMs: view.baseline.timeMs }),
+    ...(best !== undefined && { bestTimeMs: best }),
+    ...(gain !== undefined && Number.isFinite(gain) && { speedup: gain }),
+    ...(view.final && { finalCode: view.final.finalCode }),
+    ...(view.error && { error: view.error }),
+    ...(view.device && { device: { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
+  };
 }
