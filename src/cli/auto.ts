@@ -15,7 +15,7 @@ import { ReplayChatModel } from '../engine/llm/replay';
 import { checkReachable, createChatModel, parseProviderConfig, transportRetryPolicyFor, type ProviderConfig } from '../engine/llm/providers';
 import type { SessionEnd } from '../engine/session';
 import { transformerOptionsFrom, type SessionRunParts } from '../engine/session-options';
-import { approvalsOf, eventsBeforeStep, inheritedEvents, type StoredSessionHeader } from '../engine/session-log';
+import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents, type StoredSessionHeader } from '../engine/session-log';
 import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../engine/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
 import { defaultTuningSteps } from '../engine/strategies/explicit';
@@ -355,7 +355,7 @@ async function runReplay(options: Extract<AutoOptions, { mode: 'replay' }>, entr
   if (exchanges.length === 0) throw new Error(`session ${entry.id} holds no model exchanges: it was recorded before exchanges were, or asked no model, and cannot be replayed`);
   const llm = new ReplayChatModel(exchanges);
   const threadId = `replay-${newSessionId()}`;
-  const branch: BranchOptions | undefined = entry.parent && { parentThreadId: entry.parent.threadId, fromStepId: entry.parent.stepId, ...(entry.parent.editedCode !== undefined && { code: entry.parent.editedCode }) };
+  const branch = branchOptionsOf(entry);
   io.stderr.write(`replaying session ${entry.id} (${exchanges.length} recorded model exchange(s))${branch ? ` from step ${branch.fromStepId} of ${entry.parent!.id}` : ''}\n`);
   const events = storedEvents(entry);
   const how = {

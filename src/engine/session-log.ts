@@ -5,7 +5,9 @@
  */
 import type { TuningEvent } from './events';
 import type { LlmExchange } from './llm/exchange';
+import type { HistoryEntry } from './history-store';
 import type { PlanApproval } from './strategies/approval';
+import type { BranchOptions } from './transformer';
 
 /** The id of the pseudo-step that stands for the user's edit of the kernel step `stepId` starts from (branch.ts). */
 export function editStepId(stepId: string): string {
@@ -100,4 +102,10 @@ export function startedStepsOf(events: readonly TuningEvent[]): { stepId: string
   const started = new Map<string, string>();
   for (const e of events) if (e.type === 'step.started' && !isEditStep(e.stepId) && !started.has(e.stepId)) started.set(e.stepId, e.title);
   return [...started].map(([stepId, title]) => ({ stepId, title }));
+}
+
+/** Where a stored branch starts again (its parent's thread, the step, the user's edit), or undefined for a session that is no branch. */
+export function branchOptionsOf(entry: HistoryEntry): BranchOptions | undefined {
+  const parent = entry.parent;
+  return parent && { parentThreadId: parent.threadId, fromStepId: parent.stepId, ...(parent.editedCode !== undefined && { code: parent.editedCode }) };
 }

@@ -8,7 +8,7 @@ import * as vscode from 'vscode';
 import { describeEvent, makeEvent, type TuningEvent } from '../engine/events';
 import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/history-store';
 import type { LlmExchange } from '../engine/llm/exchange';
-import { approvalsOf, eventsBeforeStep, inheritedEvents } from '../engine/session-log';
+import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents } from '../engine/session-log';
 import { modelSettings, sessionSettings, type EngineConfig } from './config';
 import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
 import type { InlineDiffController } from './inline-diff';
@@ -216,8 +216,7 @@ export class SessionManager implements vscode.Disposable {
 
     // A stored branch always carries where it branches off: if it was interrupted before its first checkpoint, resuming
     // it starts the branch; afterwards the engine ignores it. A replay of a branch branches off the same way.
-    const branchOf = (e: HistoryEntry) => e.parent && { parentThreadId: e.parent.threadId, fromStepId: e.parent.stepId, ...(e.parent.editedCode !== undefined && { code: e.parent.editedCode }) };
-    const branchOptions = entry.parent ? branchOf(entry) : replay ? branchOf(replay) : undefined;
+    const branchOptions = entry.parent ? branchOptionsOf(entry) : replay ? branchOptionsOf(replay) : undefined;
     session.run = runtime.startSession(
       {
         threadId: entry.threadId,
