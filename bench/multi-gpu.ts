@@ -13,10 +13,10 @@
 // context, NVRTC and this process's JIT are warm for every measured run).
 import * as path from 'node:path';
 import { loadSpec, type LoadedSpec } from '../examples/load';
-import type { TuningBackend } from '../src/tuner/backend';
-import type { GpuBackend } from '../src/tuner/gpu-backend';
+import type { TuningBackend } from '../src/tuner/run/backend';
+import type { GpuBackend } from '../src/tuner/run/gpu-backend';
 import { defaultCompileConcurrency, type TuneOptions } from '../src/tuner/tunable-kernel';
-import { loadTuningSpec, tuningJob } from '../src/tuner/tuning-spec';
+import { loadTuningSpec, tuningJob } from '../src/tuner/spec/tuning-spec';
 import type { Config, ConfigResult, TuneResult } from '../src/tuner/types';
 import { gpuSkipReason } from '../test/support/gpu-available';
 import { writeBenchJson } from './support/output';

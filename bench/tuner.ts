@@ -13,8 +13,8 @@ import * as path from 'node:path';
 import { loadExample, type LoadedSpec } from '../examples/load';
 import { gpuSkipReason } from '../test/support/gpu-available';
 import { writeBenchJson } from './support/output';
-import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../src/tuner/backend';
-import { GpuBackend } from '../src/tuner/gpu-backend';
+import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../src/tuner/run/backend';
+import { GpuBackend } from '../src/tuner/run/gpu-backend';
 import type { ConfigResult, TuneResult } from '../src/tuner/types';
 
 const root = path.resolve(__dirname, '..', '..'); // the bundle runs from dist/bench/

@@ -5,7 +5,7 @@
 //   node dist/bench/watchdog.js        (JSON also to $OUT/bench-watchdog.json when OUT is set)
 import { gpuSkipReason } from '../test/support/gpu-available';
 import { writeBenchJson } from './support/output';
-import { GpuBackend } from '../src/tuner/gpu-backend';
+import { GpuBackend } from '../src/tuner/run/gpu-backend';
 import { KernelTest, TunableKernel } from '../src/tuner/tunable-kernel';
 
 const SOURCE = `__global__ void doubled(float *y, const float *x, int n) {

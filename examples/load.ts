@@ -2,7 +2,7 @@
 // validated, its kernel parsed, and the spec turned into the arguments of TunableKernel.tune, as `llm-kernel-tuner tune`
 // reads it.
 import { join } from 'node:path';
-import { loadTuningSpec, tuningJob, type TuningJob } from '../src/tuner/tuning-spec';
+import { loadTuningSpec, tuningJob, type TuningJob } from '../src/tuner/spec/tuning-spec';
 
 export const EXAMPLE_NAMES = ['vector_add', 'matmul_naive', 'matmul_tiled', 'stencil_2d', 'reduction'] as const;
 export type ExampleName = (typeof EXAMPLE_NAMES)[number];

@@ -2,7 +2,7 @@
  * What the performance chart of a session shows, and the same as tables: read by screen readers in place of the chart
  * (a picture to them), one row per point. Pure (no DOM), unit-tested; webview/a11y.ts turns the tables into elements.
  */
-import { acceptedTimeline, focusStep, type SessionView } from '../src/engine/session-view';
+import { acceptedTimeline, focusStep, type SessionView } from '../src/engine/session/session-view';
 import { formatTime, type ChartData } from './chart-series';
 
 /** The chart of a session: its accepted steps and the configurations of the step it follows, beside `others`' steps. */

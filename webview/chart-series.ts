@@ -8,7 +8,7 @@
  * series of related sessions (the one this session branched from, its branches) share the left half's step axis.
  */
 import type { ChartConfiguration, ChartDataset, TooltipModel } from 'chart.js';
-import type { ConfigSummary } from '../src/engine/events';
+import type { ConfigSummary } from '../src/engine/progress/events';
 
 export interface TimelinePoint {
   label: string;

@@ -1,6 +1,6 @@
 /**
  * Rows of a unified diff (as the engine's `candidate` event carries it) for the unified and side-by-side views. Pure.
- * The diff is parsed by jsdiff (the `diff` package), which also wrote it (src/engine/diff.ts).
+ * The diff is parsed by jsdiff (the `diff` package), which also wrote it (src/engine/candidate/diff.ts).
  */
 import { parsePatch } from 'diff';
 

@@ -3,7 +3,7 @@
  * flowcharts use; 50 KB, no eval, nothing remote). Pure geometry: the panel turns it into SVG elements.
  */
 import { graphlib, layout } from '@dagrejs/dagre';
-import type { GraphEdgeView, GraphNodeView, GraphView } from '../src/engine/events';
+import type { GraphEdgeView, GraphNodeView, GraphView } from '../src/engine/progress/events';
 import { nodeLabel } from './graph-model';
 
 /** A node as described (its id, the graph it hosts), placed. */

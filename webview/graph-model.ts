@@ -3,7 +3,7 @@
  * (`graph.described`) and the runs of their nodes (`graph.node`). Node names are data here, never cases: a custom
  * strategy's graph is drawn like ours. Pure, unit-tested.
  */
-import type { GraphView, JsonPreview, TuningEvent } from '../src/engine/events';
+import type { GraphView, JsonPreview, TuningEvent } from '../src/engine/progress/events';
 
 export type NodeStatus = 'idle' | 'active' | 'visited' | 'failed';
 

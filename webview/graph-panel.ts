@@ -3,7 +3,7 @@
  * user picked), each node lit by what it did in this session; a click on a node shows its runs, with what each was
  * given and returned. Built with DOM calls and textContent only (node names and data come from the session).
  */
-import type { GraphView, JsonPreview } from '../src/engine/events';
+import type { GraphView, JsonPreview } from '../src/engine/progress/events';
 import { layoutGraph, type GraphLayout, type PlacedNode } from './graph-layout';
 import { nodeKey, nodeLabel, splitNodeKey, type GraphModel, type NodeRun, type NodeState } from './graph-model';
 

@@ -1,5 +1,5 @@
 /** Sorting of the configurations table. Pure. */
-import type { ConfigSummary } from '../src/engine/events';
+import type { ConfigSummary } from '../src/engine/progress/events';
 
 export interface SortState {
   /** 'time', 'status', or 'param:<name>'. */

@@ -1,9 +1,9 @@
 // Records the events of a scripted autonomous session (the unit tests' scripted model over HTTP, the fake GPU backend
 // with stated limits) for the graph view's screenshot: node session-events.json OUT.json. No GPU, no real model.
 import { readFileSync, writeFileSync } from 'node:fs';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
+import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer } from '../../src/engine/transformer';
+import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { collect, openaiModel, SAXPY, saxpyTime, serve } from '../../test/support/engine-harness';
 import { FakeBackend } from '../../test/support/fake-backend';
 import type { ScriptTurn } from '../../test/support/scripted-llm-server';

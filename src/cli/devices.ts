@@ -1,7 +1,7 @@
 // llm-kernel-tuner devices: the GPU inventory, read through the worker (so a broken driver cannot take the CLI down).
 import { parseArgs } from 'node:util';
 import { Gpu } from '../gpu/client';
-import { formatBytes } from '../tuner/units';
+import { formatBytes } from '../tuner/spec/units';
 import { table } from './format';
 
 export async function run(args: string[]): Promise<number> {

@@ -1,18 +1,18 @@
 // Where `auto` keeps its sessions, so that they can be resumed, branched and replayed later: a history of plain JSON
-// entries (src/engine/history-store.ts) and the LangGraph checkpoints beside it, laid out as the extension keeps its
+// entries (src/engine/store/history-store.ts) and the LangGraph checkpoints beside it, laid out as the extension keeps its
 // own (history/, checkpoints/), so `--sessions` may point at the extension's storage too.
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { z } from 'zod';
-import { FileCheckpointSaver } from '../engine/checkpointer';
-import type { TuningEvent } from '../engine/events';
-import { HistoryEntrySchema, HistoryStore, SESSION_ID_PATTERN, type HistoryEntry, type HistoryParent } from '../engine/history-store';
+import { FileCheckpointSaver } from '../engine/store/checkpointer';
+import type { TuningEvent } from '../engine/progress/events';
+import { HistoryEntrySchema, HistoryStore, SESSION_ID_PATTERN, type HistoryEntry, type HistoryParent } from '../engine/store/history-store';
 import type { LlmExchange } from '../engine/llm/exchange';
-import { historyFields, reduceAll } from '../engine/session-view';
-import type { SessionEnd } from '../engine/session';
-import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionHeader } from '../engine/session-log';
-import type { SessionSettings } from '../engine/session-settings';
+import { historyFields, reduceAll } from '../engine/session/session-view';
+import type { SessionEnd } from '../engine/session/session';
+import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionHeader } from '../engine/session/session-log';
+import type { SessionSettings } from '../engine/session/session-settings';
 
 /** `--sessions`, else $LKT_SESSIONS_DIR, else $XDG_STATE_HOME/llm-kernel-tuner (~/.local/state/llm-kernel-tuner). */
 export function sessionsDir(flag: string | undefined, env: NodeJS.ProcessEnv = process.env): string {

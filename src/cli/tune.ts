@@ -4,12 +4,12 @@ import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
-import { CacheFile, replay } from '../tuner/cache';
-import { parseGpuSelection, singleGpu } from '../tuner/gpu-selection';
-import { SearchSpace } from '../tuner/search-space';
+import { CacheFile, replay } from '../tuner/cache/cache';
+import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
+import { SearchSpace } from '../tuner/space/search-space';
 import { resolveStrategy, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
-import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/tuning-spec';
+import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
 import type { SearchProgress } from '../tuner/strategies';
 import type { ConfigResult, ConfigStatus, ParamValue, StopReason, TuneResult } from '../tuner/types';
 import { describeError } from './errors';
@@ -18,8 +18,8 @@ import { TuningProgress } from './progress';
 import { writeSlurmScripts } from './slurm';
 import { commandLine, reportPath, writeReport } from './report';
 import { reportFromTune, type TuneReportInput } from '../report/model';
-import type { DeviceSpeedLimits } from '../tuner/speed-of-light';
-import { GpuBackend } from '../tuner/gpu-backend';
+import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
+import { GpuBackend } from '../tuner/run/gpu-backend';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]

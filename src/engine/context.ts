@@ -4,7 +4,7 @@
  * being checkpointed: the state holds only plain data, and a resumed session gets a fresh context (a new backend).
  */
 import type { LangGraphRunnableConfig, RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
-import type { DeviceDescription, TuningBackend } from '../tuner/backend';
+import type { DeviceDescription, TuningBackend } from '../tuner/run/backend';
 import type { KernelTest } from '../tuner/tunable-kernel';
 import type { StructuredOutputType } from './llm/structured';
 

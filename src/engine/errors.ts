@@ -1,6 +1,6 @@
 /**
  * Engine-level errors of the seed's API that belong to neither the GPU layer (CompileError: src/gpu/errors.ts) nor the
- * tuner (RestrictionCheckError: src/tuner/restrictions.ts, FailedTestsError), plus the LLM layer's errors, re-exported
+ * tuner (RestrictionCheckError: src/tuner/space/restrictions.ts, FailedTestsError), plus the LLM layer's errors, re-exported
  * so that the engine's users import errors from one place.
  */
 export {
@@ -18,7 +18,7 @@ export {
   LlmUnreachableError,
   StructuredOutputError,
 } from './llm/errors';
-export { RetriesExhaustedError } from './retry';
+export { RetriesExhaustedError } from './llm/retry';
 
 /** A test cannot be used: its input spec is invalid, its data too large, or the original kernel fails on it. */
 export class InvalidTest extends Error {

@@ -7,12 +7,12 @@
  * an appending reducer a second time; so lists are replaced whole (`tests: [...state.tests, added]`).
  */
 import { Annotation } from '@langchain/langgraph';
-import type { TestSpecInput } from '../tuner/input-spec';
-import type { LaunchWork } from '../tuner/speed-of-light';
+import type { TestSpecInput } from '../tuner/spec/input-spec';
+import type { LaunchWork } from '../tuner/run/speed-of-light';
 import type { Config, ProblemSizeSpec } from '../tuner/types';
-import type { TuneParamLists } from './code';
-import type { GridDivisors } from './finalize';
-import type { PerformanceTrackerJSON } from './tracker';
+import type { TuneParamLists } from './candidate/code';
+import type { GridDivisors } from './candidate/finalize';
+import type { PerformanceTrackerJSON } from './candidate/tracker';
 
 /** What the model said the kernel does, validated against its signature. */
 export interface KernelAnalysis {

@@ -7,8 +7,8 @@
 import { defaultTuningSteps } from '../engine/strategies/explicit/steps';
 import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
-import { STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session-settings';
-import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/gpu-selection';
+import { STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session/session-settings';
+import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gpu-selection';
 
 export const SECTION = 'kernelTuner';
 

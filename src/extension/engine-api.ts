@@ -4,12 +4,12 @@
  * GPU client are too heavy for activation). Types only: the two bundles share no classes, so failures cross as plain
  * data (`EngineFailure`), never as instances to test with `instanceof`.
  */
-import type { TuningEvent } from '../engine/events';
+import type { TuningEvent } from '../engine/progress/events';
 import type { LlmExchange } from '../engine/llm/exchange';
-import type { SessionSettings } from '../engine/session-settings';
+import type { SessionSettings } from '../engine/session/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
-import type { BranchOptions } from '../engine/transformer';
-import type { GpuSelection } from '../tuner/gpu-selection';
+import type { BranchOptions } from '../engine/session/transformer';
+import type { GpuSelection } from '../tuner/run/gpu-selection';
 import type { EngineConfig } from './config';
 import type { EditedPlanStep } from './protocol';
 

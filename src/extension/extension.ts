@@ -10,8 +10,8 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import * as vscode from 'vscode';
-import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/history-store';
-import { codeBeforeStep, startedStepsOf } from '../engine/session-log';
+import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/store/history-store';
+import { codeBeforeStep, startedStepsOf } from '../engine/session/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
@@ -23,7 +23,7 @@ import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
-import { reduceAll, stepCode } from '../engine/session-view';
+import { reduceAll, stepCode } from '../engine/session/session-view';
 import { SessionManager, type StartRequest } from './sessions';
 
 export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';

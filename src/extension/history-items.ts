@@ -3,8 +3,8 @@
  * history-tree.ts turns it into TreeItems. `contextValue` is a space-separated list of flags that the manifest's
  * view/item/context menus match with regular expressions (`\bhasCode\b`, `\binterrupted\b`, ...).
  */
-import type { HistoryStep, HistorySummary } from '../engine/history-store';
-import { isEditStep } from '../engine/session-log';
+import type { HistoryStep, HistorySummary } from '../engine/store/history-store';
+import { isEditStep } from '../engine/session/session-log';
 
 export interface ItemSpec {
   label: string;

@@ -1,6 +1,6 @@
 /** The "Tuning History" view: one item per stored session, its steps as children; items are built by history-items.ts. */
 import * as vscode from 'vscode';
-import type { HistoryStep, HistoryStore, HistorySummary } from '../engine/history-store';
+import type { HistoryStep, HistoryStore, HistorySummary } from '../engine/store/history-store';
 import { sessionItem, stepItem, type ItemSpec } from './history-items';
 
 export type HistoryNode = { kind: 'session'; summary: HistorySummary } | { kind: 'step'; sessionId: string; index: number; step: HistoryStep };

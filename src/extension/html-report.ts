@@ -3,7 +3,7 @@
  * script and style only, applies there as in a browser) or exported as one file to share.
  */
 import * as vscode from 'vscode';
-import type { HistoryEntry } from '../engine/history-store';
+import type { HistoryEntry } from '../engine/store/history-store';
 import { renderReportHtml } from '../report/html';
 import { sessionReportData } from './report';
 

@@ -2,7 +2,7 @@
  * What a session proposes for a document: the whole tuned file, carried onto the document as the user has it now.
  * Pure (no vscode import), so both are unit-tested.
  */
-import { computeHunks, splitLines } from '../engine/diff';
+import { computeHunks, splitLines } from '../engine/candidate/diff';
 import { convertEol, type Eol } from './proposal';
 
 /**

@@ -3,7 +3,7 @@
  * `__global__` definition and the `kernelTuner.cursorInKernel` context key behind the editor menu item.
  */
 import * as vscode from 'vscode';
-import { kernelAt, parseKernels, ParseError, type KernelSignature } from '../tuner/kernel-source';
+import { kernelAt, parseKernels, ParseError, type KernelSignature } from '../tuner/source/kernel-source';
 
 export interface ParsedKernels {
   kernels: KernelSignature[];

@@ -1,4 +1,4 @@
-import type { SessionView } from '../engine/session-view';
+import type { SessionView } from '../engine/session/session-view';
 
 /** A few words on where the session is, for the status bar. */
 export function progressMessage(view: SessionView): string {

@@ -14,7 +14,7 @@
  * throughout, and the proposal is converted to it). Every function returns a new state: states are values, which is
  * what lets the extension map any text the document returns to (undo, redo) back to the review state it had then.
  */
-import { computeHunks, splitLines } from '../engine/diff';
+import { computeHunks, splitLines } from '../engine/candidate/diff';
 
 export type Eol = '\n' | '\r\n';
 

@@ -10,8 +10,8 @@
  * Messages from the webview are untrusted input (a compromised or stale webview script): `parseFromWebview` checks them
  * field by field before the host acts on them.
  */
-import type { TuningEvent } from '../engine/events';
-import type { SessionHeader } from '../engine/session-view';
+import type { TuningEvent } from '../engine/progress/events';
+import type { SessionHeader } from '../engine/session/session-view';
 
 /** A plan step as the user edits it before approving. */
 export interface EditedPlanStep {

@@ -2,12 +2,12 @@
  * A session as the history stores it: the event log (the report the panel re-renders), the summary fields of the
  * history entry, and the final step's configurations in the shape HistoryStore exports as a Kernel Tuner cache. Pure.
  */
-import type { TuningEvent } from '../engine/events';
-import { isReplayable, type HistoryEntry } from '../engine/history-store';
-import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session-log';
+import type { TuningEvent } from '../engine/progress/events';
+import { isReplayable, type HistoryEntry } from '../engine/store/history-store';
+import { isStoredSessionReport, SESSION_REPORT_FORMAT, type StoredSessionReport } from '../engine/session/session-log';
 import { reportFromSession, type ReportData } from '../report/model';
 import type { FailureKind } from '../tuner/types';
-import type { SessionHeader, SessionView } from '../engine/session-view';
+import type { SessionHeader, SessionView } from '../engine/session/session-view';
 
 export interface ReportConfiguration {
   config: Record<string, number | string | boolean>;

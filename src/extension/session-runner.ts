@@ -1,24 +1,24 @@
 /**
  * The engine runtime: the entry of dist/engine-runtime.js, loaded by the extension on the first "Tune this kernel".
- * The ONLY module of the extension that depends on the engine's transformer and streaming API (src/engine/transformer.ts,
+ * The ONLY module of the extension that depends on the engine's transformer and streaming API (src/engine/session/transformer.ts,
  * session.ts), so a change there touches this file alone. It builds the transformer from the session's stored settings
- * (engine/session-options.ts), asks the configured model or, for a replay, answers from the recording, runs the session
+ * (engine/session/session-options.ts), asks the configured model or, for a replay, answers from the recording, runs the session
  * as the typed event stream, continues it through plan approval, and words failures as EngineFailure objects (plain
  * data: this bundle's classes are not the extension bundle's).
  */
-import { FileCheckpointSaver } from '../engine/checkpointer';
-import { makeEvent, type PlanStepView, type TuningEvent } from '../engine/events';
+import { FileCheckpointSaver } from '../engine/store/checkpointer';
+import { makeEvent, type PlanStepView, type TuningEvent } from '../engine/progress/events';
 import { LlmAuthError, LlmConfigError, LlmError, LlmModelNotFoundError } from '../engine/llm/errors';
 import { checkReachable, createChatModel } from '../engine/llm/providers';
 import { ReplayChatModel } from '../engine/llm/replay';
-import type { SessionEnd } from '../engine/session';
-import { transformerOptionsFrom } from '../engine/session-options';
+import type { SessionEnd } from '../engine/session/session';
+import { transformerOptionsFrom } from '../engine/session/session-options';
 import type { PlanApproval } from '../engine/strategies/approval';
-import { LLMKernelTransformer } from '../engine/transformer';
+import { LLMKernelTransformer } from '../engine/session/transformer';
 import { CudaUnavailableError } from '../gpu/errors';
-import type { TuningBackend } from '../tuner/backend';
-import { GpuBackend } from '../tuner/gpu-backend';
-import { checkOneModel, type GpuSelection } from '../tuner/gpu-selection';
+import type { TuningBackend } from '../tuner/run/backend';
+import { GpuBackend } from '../tuner/run/gpu-backend';
+import { checkOneModel, type GpuSelection } from '../tuner/run/gpu-selection';
 import type { BackendLease, EngineFailure, EngineRuntime, SessionRequest, SessionRun } from './engine-api';
 import type { EditedPlanStep } from './protocol';
 

@@ -5,20 +5,20 @@
  */
 import * as path from 'node:path';
 import * as vscode from 'vscode';
-import { describeEvent, makeEvent, type TuningEvent } from '../engine/events';
-import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/history-store';
+import { describeEvent, makeEvent, type TuningEvent } from '../engine/progress/events';
+import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/store/history-store';
 import type { LlmExchange } from '../engine/llm/exchange';
-import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents } from '../engine/session-log';
+import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents } from '../engine/session/session-log';
 import { modelSettings, sessionSettings, type EngineConfig } from './config';
 import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
 import type { InlineDiffController } from './inline-diff';
-import { buildFlagsFor } from '../tuner/compile-commands';
-import { findKernel, parseKernels, ParseError } from '../tuner/kernel-source';
+import { buildFlagsFor } from '../tuner/compile/compile-commands';
+import { findKernel, parseKernels, ParseError } from '../tuner/source/kernel-source';
 import { proposalForDocument, spliceFinalCode } from './inline-diff-model';
 import type { EditedPlanStep, RelatedSeries } from './protocol';
 import { buildReport, isSessionReport } from './report';
 import { progressMessage } from './progress';
-import { acceptedTimeline, historyFields, reduce, reduceAll, type SessionHeader, type SessionView } from '../engine/session-view';
+import { acceptedTimeline, historyFields, reduce, reduceAll, type SessionHeader, type SessionView } from '../engine/session/session-view';
 
 interface LiveSession {
   header: SessionHeader;

@@ -4,11 +4,11 @@
  * came from: the device and its measured limits, the compiler and its options, the work model of a launch, and what
  * reproduces the run (command, spec, cache, session). Pure; no vscode, no GPU.
  */
-import type { ConfigSummary, EventOf, TuningEvent } from '../engine/events';
-import { acceptedTimeline, reduceAll, type SessionHeader } from '../engine/session-view';
-import type { DeviceDescription } from '../tuner/backend';
-import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/speed-of-light';
-import { summarizeConfig } from '../engine/events';
+import type { ConfigSummary, EventOf, TuningEvent } from '../engine/progress/events';
+import { acceptedTimeline, reduceAll, type SessionHeader } from '../engine/session/session-view';
+import type { DeviceDescription } from '../tuner/run/backend';
+import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
+import { summarizeConfig } from '../engine/progress/events';
 import type { Config, ParamValue, TuneResult } from '../tuner/types';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';

@@ -14,10 +14,10 @@ import { copyFileSync, existsSync, readFileSync, writeFileSync, mkdirSync } from
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Frame, Page } from 'playwright-core';
-import type { TuningEvent } from '../../src/engine/events';
-import { HistoryStore } from '../../src/engine/history-store';
+import type { TuningEvent } from '../../src/engine/progress/events';
+import { HistoryStore } from '../../src/engine/store/history-store';
 import { buildReport } from '../../src/extension/report';
-import { historyFields, reduceAll, type SessionHeader } from '../../src/engine/session-view';
+import { historyFields, reduceAll, type SessionHeader } from '../../src/engine/session/session-view';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { after, before, describe, it, runAll } from '../extension/runner';
 

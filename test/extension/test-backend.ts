@@ -4,7 +4,7 @@
  * compiles accepted as they are, correctness from the scripted WRONG_MARKER, times from the model below. Bundled to
  * dist/extension-tests/test-backend.js.
  */
-import type { TuningBackend } from '../../src/tuner/backend';
+import type { TuningBackend } from '../../src/tuner/run/backend';
 import { FakeBackend, largestBuffer, type FakeVariant } from '../support/fake-backend';
 
 /** 1 ns per element; the scripted "slightly faster" rewrite gains 0.5 %, the block-aware one 40 % at 512 threads. */

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CompileError } from '../../src/gpu/errors';
-import { GpuBackend } from '../../src/tuner/gpu-backend';
+import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { KernelTest, TunableKernel, type TunableKernelInfo } from '../../src/tuner/tunable-kernel';
 import type { TuneResult } from '../../src/tuner/types';
 import { gpuSkipReason } from '../support/gpu-available';

@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadSpec, REAL_EXAMPLE_SPECS, type RealExampleSpec } from '../../examples/load';
-import { GpuBackend } from '../../src/tuner/gpu-backend';
+import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
 import type { ConfigStatus, TuneResult } from '../../src/tuner/types';
 import { gpuSkipReason } from '../support/gpu-available';

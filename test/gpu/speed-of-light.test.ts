@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { COPY_KERNEL_SOURCE, COPY_SHAPES, measureBandwidth } from '../../src/gpu/bandwidth';
 import { Gpu, uint64 } from '../../src/gpu/client';
-import { GpuBackend } from '../../src/tuner/gpu-backend';
+import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { gpuSkipReason } from '../support/gpu-available';
 
 const skip = gpuSkipReason();

@@ -5,12 +5,12 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { createChatModel } from '../../src/engine/llm/providers';
 import { transportRetryPolicy } from '../../src/engine/llm/transport';
-import type { TuningEvent, TuningEventType } from '../../src/engine/events';
-import type { SessionEnd } from '../../src/engine/session';
-import type { LLMKernelTransformer, StreamOptions } from '../../src/engine/transformer';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
+import type { TuningEvent, TuningEventType } from '../../src/engine/progress/events';
+import type { SessionEnd } from '../../src/engine/session/session';
+import type { LLMKernelTransformer, StreamOptions } from '../../src/engine/session/transformer';
+import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import type { LLMKernelTransformerOptions } from '../../src/engine/transformer';
+import type { LLMKernelTransformerOptions } from '../../src/engine/session/transformer';
 import { FakeBackend, largestBuffer, type FakeVariant } from './fake-backend';
 import { loadScript, startScriptedLlmServer, type ScriptedLlmServer, type ScriptedServerOptions, type ScriptTurn } from './scripted-llm-server';
 

@@ -18,7 +18,7 @@
  *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once on this backend (its GPU runs one
  *   at a time).
  */
-import type { DeviceSpeedLimits } from '../../src/tuner/speed-of-light';
+import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
@@ -36,7 +36,7 @@ import {
   type TimingOptions,
   type TimingOutcome,
   type TuningBackend,
-} from '../../src/tuner/backend';
+} from '../../src/tuner/run/backend';
 
 export const WRONG_MARKER = 'FAKE_WRONG_RESULT';
 

@@ -1,6 +1,6 @@
 // The GPUs a multi-GPU test or benchmark runs on: every GPU of the first GPU's model (all of them on a host of one
 // model), one GpuBackend (worker process) each.
-import { GpuBackend } from '../../src/tuner/gpu-backend';
+import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 
 export async function openGpusOfFirstModel(): Promise<GpuBackend[]> {
   const first = await GpuBackend.open({ device: 0 });

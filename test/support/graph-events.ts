@@ -3,7 +3,7 @@
  * described first, every node run names a described graph and node, and every run that started ended).
  */
 import { expect } from 'vitest';
-import type { EventOf, GraphView, TuningEvent } from '../../src/engine/events';
+import type { EventOf, GraphView, TuningEvent } from '../../src/engine/progress/events';
 
 /** A session graph shaped like the engine's (in short): the analysis, then the strategy's graph, run by the node `tune`. */
 export const SESSION_GRAPH: GraphView = {

@@ -5,7 +5,7 @@ import { promises as fs, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { FileCheckpointSaver } from '../../src/engine/checkpointer.js';
+import { FileCheckpointSaver } from '../../src/engine/store/checkpointer.js';
 
 let root: string;
 beforeEach(async () => {

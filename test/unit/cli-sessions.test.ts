@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/auto';
-import { HistoryStore, type HistoryEntry } from '../../src/engine/history-store';
+import { HistoryStore, type HistoryEntry } from '../../src/engine/store/history-store';
 import { reportDataOf } from '../../src/report/html';
 import { requestText, SAXPY, saxpyTime, scriptedServers } from '../support/engine-harness';
 import { sink } from '../support/streams';

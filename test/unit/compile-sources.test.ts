@@ -7,9 +7,9 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CompileError, NvccCompiler } from '../../src/gpu';
 import type { CudaToolkit } from '../../src/gpu/toolkit';
-import { buildWithFallback, candidatePrograms, compileSources, definesCollidingInHeaders, withCollisionHint } from '../../src/tuner/compile-sources';
-import { isDeviceUsableToolkitHeader, NVCC_IMPLICIT_PRELUDE, systemHeaderStandIn } from '../../src/tuner/system-headers';
-import { blankRanges, isHostOnly, outlineSource } from '../../src/tuner/translation-unit';
+import { buildWithFallback, candidatePrograms, compileSources, definesCollidingInHeaders, withCollisionHint } from '../../src/tuner/compile/compile-sources';
+import { isDeviceUsableToolkitHeader, NVCC_IMPLICIT_PRELUDE, systemHeaderStandIn } from '../../src/tuner/compile/system-headers';
+import { blankRanges, isHostOnly, outlineSource } from '../../src/tuner/source/translation-unit';
 
 const nvccAvailable = await NvccCompiler.available();
 const scratch = mkdtempSync(path.join(tmpdir(), 'lkt-sources-'));

@@ -3,7 +3,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { applyHunks, computeHunks, unifiedDiff, type Hunk } from '../../src/engine/diff.js';
+import { applyHunks, computeHunks, unifiedDiff, type Hunk } from '../../src/engine/candidate/diff.js';
 import { int, pick, rng } from '../support/seeded';
 
 const lines = (...xs: string[]): string => xs.map((x) => `${x}\n`).join('');

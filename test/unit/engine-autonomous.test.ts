@@ -5,9 +5,9 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
+import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer } from '../../src/engine/transformer';
+import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import { collect, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';

@@ -1,9 +1,9 @@
 // Turning a model's answer into a candidate: code extraction, removal of parameter #defines, the interface check and
 // the merge of tunable parameters.
 import { describe, expect, it } from 'vitest';
-import { checkInterface, extractAnswerJson, extractKernelCode, mergeTuneParams, removeParameterDefines } from '../../src/engine/code';
+import { checkInterface, extractAnswerJson, extractKernelCode, mergeTuneParams, removeParameterDefines } from '../../src/engine/candidate/code';
 import { InvalidTuneParamsError, SignatureChangedError } from '../../src/engine/errors';
-import { findKernel, parseKernels } from '../../src/tuner/kernel-source';
+import { findKernel, parseKernels } from '../../src/tuner/source/kernel-source';
 
 const KERNEL = `__global__ void scale(float *x, int n) {
     int i = blockIdx.x * block_size_x + threadIdx.x;

@@ -5,7 +5,7 @@ import { afterEach, expect, it } from 'vitest';
 import { TuningState, type TuningStateValue } from '../../src/engine/state';
 import { BaseTuningStrategy } from '../../src/engine/strategies/base';
 import { stepRequestTail } from '../../src/engine/strategies/prompts';
-import { LLMKernelTransformer } from '../../src/engine/transformer';
+import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { collect, openaiModel, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
 import { expectGraphEvents } from '../support/graph-events';

@@ -2,9 +2,9 @@
 // skipEvaluation, a step judged useless, a compile error whose log goes back to the model, a correct step with too
 // little gain that still counts as completed, a wrong step. Also the 15 default steps.
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
+import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 import { defaultTuningSteps, ExplicitTuningStrategy, TuningStep } from '../../src/engine/strategies/explicit';
-import { LLMKernelTransformer } from '../../src/engine/transformer';
+import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import { collect, ollamaModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';

@@ -1,7 +1,7 @@
 // The final proposal: the tuned file with the chosen values defined where the reader expects them, and the host
 // code's launches of the kernel rewritten for the chosen configuration (or exactly what to change where they cannot be).
 import { describe, expect, it } from 'vitest';
-import { finalizeKernel } from '../../src/engine/finalize';
+import { finalizeKernel } from '../../src/engine/candidate/finalize';
 
 const PROGRAM = `#include <cstdio>
 #define BLOCK_SIZE 256   // threads per block

@@ -3,7 +3,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { redactSecrets } from '../../src/engine/llm/exchange';
 import { createChatModel } from '../../src/engine/llm/providers';
-import { LLMKernelTransformer } from '../../src/engine/transformer';
+import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { collect, saxpySessionOptions, ollamaModel, openaiModel, requestText, SAXPY, scriptedServers } from '../support/engine-harness';
 import { loadScript, type ScriptTurn } from '../support/scripted-llm-server';
 

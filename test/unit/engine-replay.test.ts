@@ -2,12 +2,12 @@
 // no HTTP), reaches the same result, and stops with a message naming the call and the difference where the run
 // departs from the recording.
 import { afterEach, describe, expect, it } from 'vitest';
-import type { TuningEvent } from '../../src/engine/events';
+import type { TuningEvent } from '../../src/engine/progress/events';
 import type { LlmExchange } from '../../src/engine/llm/exchange';
 import { ReplayChatModel, ReplayDivergenceError } from '../../src/engine/llm/replay';
-import { exchangesOf } from '../../src/engine/session-log';
+import { exchangesOf } from '../../src/engine/session/session-log';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
+import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/session/transformer';
 import { collect, saxpySessionOptions, type Collected, ollamaModel, openaiModel, SAXPY, scriptedServers, serve } from '../support/engine-harness';
 import { FakeBackend, largestBuffer, type FakeVariant } from '../support/fake-backend';
 import { withoutGraphEvents } from '../support/graph-events';

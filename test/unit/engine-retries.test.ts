@@ -2,11 +2,11 @@
 // failure is told to the model (after its own answer) and fixed; transport failures are retried by LangGraph's node
 // retry or end the session with one clear error. Also thinking stripping and the structured-output modes.
 import { afterEach, describe, expect, it } from 'vitest';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
+import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 import { StructuredOutputType } from '../../src/engine/llm/structured';
 import { createChatModel } from '../../src/engine/llm/providers';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/transformer';
+import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/session/transformer';
 import { collect, FAST_TRANSPORT_RETRY, ollamaModel, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
 import { closedPortUrl, loadScript, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';

@@ -5,7 +5,7 @@ import { AIMessage, HumanMessage, type BaseMessage } from '@langchain/core/messa
 import { Annotation, END, interrupt, MemorySaver, messagesStateReducer, START, StateGraph, Command } from '@langchain/langgraph';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createChatModel } from '../../src/engine/llm/providers';
-import { createRetryWrapper, RetriesExhaustedError, RetryPolicy, type RetryHandler } from '../../src/engine/retry';
+import { createRetryWrapper, RetriesExhaustedError, RetryPolicy, type RetryHandler } from '../../src/engine/llm/retry';
 import { loadScript, startScriptedLlmServer, type ScriptedLlmServer } from '../support/scripted-llm-server';
 
 class KernelError extends Error {}

@@ -1,8 +1,8 @@
 // What a session's event log says about its steps: where each started, from which kernel (what a branch shows the user
 // to edit), what a branch inherits of it, and the plan approvals a replay answers with.
 import { describe, expect, it } from 'vitest';
-import { makeEvent, type TuningEventBody } from '../../src/engine/events';
-import { approvalsOf, codeBeforeStep, eventsBeforeStep, exchangesOf, inheritedEvents, startedStepsOf } from '../../src/engine/session-log';
+import { makeEvent, type TuningEventBody } from '../../src/engine/progress/events';
+import { approvalsOf, codeBeforeStep, eventsBeforeStep, exchangesOf, inheritedEvents, startedStepsOf } from '../../src/engine/session/session-log';
 
 const ORIGINAL = '__global__ void k(float *y) { y[0] = 0; }\n';
 const candidate = (stepId: string, candidate: number, code: string): TuningEventBody => ({ type: 'candidate', stepId, candidate, attempt: 1, code, diff: '', tuneParams: {}, restrictions: [] });

@@ -1,7 +1,7 @@
 // PerformanceTracker arithmetic, overview, persistence; and the engine's time budget and error classes.
 import { describe, expect, it } from 'vitest';
 import { InvalidTest, LlmServerError, StructuredOutputError, TimeoutError, TIMEOUT_BUFFER_S, tuningTimeoutMs } from '../../src/engine/errors';
-import { PerformanceTracker } from '../../src/engine/tracker';
+import { PerformanceTracker } from '../../src/engine/candidate/tracker';
 
 function twoSteps(): PerformanceTracker {
   const tracker = new PerformanceTracker(2.0);

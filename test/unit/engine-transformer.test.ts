@@ -2,14 +2,14 @@
 // addTest instead of generated ones, and the checks done before any model call.
 import { afterEach, describe, expect, it } from 'vitest';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer } from '../../src/engine/transformer';
+import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { float32, int32 } from '../../src/gpu/dtype';
 import { KernelTest } from '../../src/tuner/tunable-kernel';
 import { collect, openaiModel, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
 import { loadScript, type ScriptedLlmServer } from '../support/scripted-llm-server';
 import { NvccCompiler } from '../../src/gpu/nvcc';
-import { defaultRetryPolicy } from '../../src/engine/feedback';
+import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 
 const nvccAvailable = await NvccCompiler.available();
 let server: ScriptedLlmServer | undefined;

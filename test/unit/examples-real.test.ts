@@ -17,10 +17,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadSpec, REAL_EXAMPLE_SPECS, type LoadedSpec, type RealExampleSpec } from '../../examples/load';
 import { NvccCompiler } from '../../src/gpu';
 import { findCudaToolkit } from '../../src/gpu/toolkit';
-import { candidatePrograms, compileSources, type CompileSources } from '../../src/tuner/compile-sources';
-import { defines, Geometry, type LaunchGeometry } from '../../src/tuner/geometry';
-import { resolveTestSpec } from '../../src/tuner/input-spec';
-import { SearchSpace } from '../../src/tuner/search-space';
+import { candidatePrograms, compileSources, type CompileSources } from '../../src/tuner/compile/compile-sources';
+import { defines, Geometry, type LaunchGeometry } from '../../src/tuner/space/geometry';
+import { resolveTestSpec } from '../../src/tuner/spec/input-spec';
+import { SearchSpace } from '../../src/tuner/space/search-space';
 import type { Config } from '../../src/tuner/types';
 
 const root = path.resolve(__dirname, '..', '..');

@@ -7,9 +7,9 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
 import { CompileError, NvccCompiler, type CompiledProgram } from '../../src/gpu';
-import { defines, Geometry, type GeometrySpec } from '../../src/tuner/geometry';
-import { resolveTestSpec } from '../../src/tuner/input-spec';
-import { SearchSpace } from '../../src/tuner/search-space';
+import { defines, Geometry, type GeometrySpec } from '../../src/tuner/space/geometry';
+import { resolveTestSpec } from '../../src/tuner/spec/input-spec';
+import { SearchSpace } from '../../src/tuner/space/search-space';
 import type { Config } from '../../src/tuner/types';
 
 const root = path.resolve(__dirname, '..', '..');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { HistorySummary } from '../../src/engine/history-store';
+import type { HistorySummary } from '../../src/engine/store/history-store';
 import { formatDate, formatMs, formatSpeedup, sessionItem, stepItem } from '../../src/extension/history-items';
 
 const summary = (patch: Partial<HistorySummary> = {}): HistorySummary => ({

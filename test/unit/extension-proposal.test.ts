@@ -21,7 +21,7 @@ import {
   type ReviewState,
   type TextChange,
 } from '../../src/extension/proposal';
-import { splitLines } from '../../src/engine/diff';
+import { splitLines } from '../../src/engine/candidate/diff';
 import { int, pick, rng } from '../support/seeded';
 import { ORIGINAL, PROPOSED } from '../support/small-kernel';
 

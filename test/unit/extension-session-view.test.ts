@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { EVENTS_VERSION, type TuningEvent, type TuningEventBody } from '../../src/engine/events';
-import type { HistoryEntry } from '../../src/engine/history-store';
-import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../../src/engine/session-settings';
+import { EVENTS_VERSION, type TuningEvent, type TuningEventBody } from '../../src/engine/progress/events';
+import type { HistoryEntry } from '../../src/engine/store/history-store';
+import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../../src/engine/session/session-settings';
 import { buildReport, isSessionReport, sessionReportData } from '../../src/extension/report';
-import { acceptedTimeline, focusStep, historyFields, reduceAll, speedup, stepCode, type SessionHeader } from '../../src/engine/session-view';
+import { acceptedTimeline, focusStep, historyFields, reduceAll, speedup, stepCode, type SessionHeader } from '../../src/engine/session/session-view';
 import { progressMessage } from '../../src/extension/progress';
 
 const header: SessionHeader = { sessionId: 's1', kernelName: 'saxpy', fileName: 'saxpy.cu', startedAt: '2026-01-01T10:00:00.000Z', model: 'openai: m', strategy: 'autonomous' };

@@ -2,8 +2,8 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { TuningEvent } from '../../src/engine/events';
-import { reduceAll } from '../../src/engine/session-view';
+import type { TuningEvent } from '../../src/engine/progress/events';
+import { reduceAll } from '../../src/engine/session/session-view';
 import { chartTables, sessionChartData } from '../../webview/chart-data';
 
 const events = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'sessions', 'h100-matmul-naive.events.json'), 'utf8')) as TuningEvent[];

@@ -6,7 +6,7 @@ import { chartConfig, chartSeries, chooseScale, DATASET, formatTime, niceMax, ty
 import { parseUnifiedDiff, sideBySide } from '../../webview/diff-rows';
 import { highlightTokens } from '../../webview/highlight';
 import { sortConfigs } from '../../webview/sort';
-import type { ConfigSummary } from '../../src/engine/events';
+import type { ConfigSummary } from '../../src/engine/progress/events';
 
 /** [text, innermost class] of the non-blank tokens of each line. */
 const classesOf = (lines: string[]) => highlightTokens(lines).map((line) => line.filter((t) => t.text.trim()).map((t) => [t.text, t.classes.at(-1) ?? '']));

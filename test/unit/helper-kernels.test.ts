@@ -6,7 +6,7 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DTYPES } from '../../src/gpu/dtype';
 import { NvccCompiler } from '../../src/gpu/nvcc';
-import { HELPER_KERNELS_SOURCE, compareKernelName, fillKernelName, helperNameExpressions, scaleKernelName } from '../../src/tuner/helper-kernels';
+import { HELPER_KERNELS_SOURCE, compareKernelName, fillKernelName, helperNameExpressions, scaleKernelName } from '../../src/tuner/run/helper-kernels';
 
 const available = await NvccCompiler.available();
 const scratch = mkdtempSync(path.join(tmpdir(), 'lkt-helpers-test-'));

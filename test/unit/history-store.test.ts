@@ -3,7 +3,7 @@ import { promises as fs, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { HistoryCorruptError, HistoryStore, type HistoryChange, type HistoryEntry } from '../../src/engine/history-store.js';
+import { HistoryCorruptError, HistoryStore, type HistoryChange, type HistoryEntry } from '../../src/engine/store/history-store.js';
 
 let root: string;
 beforeEach(async () => {

@@ -2,9 +2,9 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { InvalidTestSpecError, resolveTestSpec } from '../../src/tuner/input-spec';
-import { parseKernels } from '../../src/tuner/kernel-source';
-import { loadTuningSpec } from '../../src/tuner/tuning-spec';
+import { InvalidTestSpecError, resolveTestSpec } from '../../src/tuner/spec/input-spec';
+import { parseKernels } from '../../src/tuner/source/kernel-source';
+import { loadTuningSpec } from '../../src/tuner/spec/tuning-spec';
 
 const SOURCE = `
 template <typename T>

@@ -15,7 +15,7 @@ import {
   type KernelParameter,
   type KernelSignature,
   type SourceRange,
-} from '../../src/tuner/kernel-source';
+} from '../../src/tuner/source/kernel-source';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const fixture = (name: string) => readFileSync(join(root, 'test/fixtures/kernels', name), 'utf8');
@@ -546,7 +546,7 @@ describe('bundled as CommonJS (as scripts/build.mjs bundles the CLI)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'kernel-source-'));
     try {
       await esbuild.build({
-        entryPoints: [join(root, 'src/tuner/kernel-source.ts')],
+        entryPoints: [join(root, 'src/tuner/source/kernel-source.ts')],
         bundle: true,
         platform: 'node',
         target: 'node20',

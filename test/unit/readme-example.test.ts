@@ -13,7 +13,7 @@ const root = join(__dirname, '..', '..');
 const TIMES: Record<string, number> = { '64': 0.41, '128': 0.3, '256': 0.24, '512': 0.26, '1024': 0.33 };
 const backends: FakeBackend[] = [];
 
-vi.mock('../../src/tuner/gpu-backend', () => {
+vi.mock('../../src/tuner/run/gpu-backend', () => {
   const open = async () => {
     const backend = new FakeBackend({ model: { timeMs: (v) => TIMES[v.defines.block_size_x!]! } });
     backends.push(backend);

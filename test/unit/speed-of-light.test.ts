@@ -5,8 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { probeBufferBytes } from '../../src/gpu/bandwidth';
-import { achieved, compulsoryBytes, fp32LanesPerSm, fp32PeakFlops, type DeviceSpeedLimits } from '../../src/tuner/speed-of-light';
-import { loadTuningSpec, tuningJob, TuningSpecError } from '../../src/tuner/tuning-spec';
+import { achieved, compulsoryBytes, fp32LanesPerSm, fp32PeakFlops, type DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
+import { loadTuningSpec, tuningJob, TuningSpecError } from '../../src/tuner/spec/tuning-spec';
 
 const limits: DeviceSpeedLimits = { bandwidthGBps: 4000, bandwidthMethod: 'copy kernel', memcpyGBps: 4100, fp32GFlops: 66_900, fp32Formula: '' };
 

@@ -2,8 +2,8 @@
 // tolerances pass a reordered float32 computation rounded to the format while failing a wrong one.
 import { describe, expect, it } from 'vitest';
 import { BFloat16Array, HalfArray } from '../../src/gpu/dtype';
-import { Random } from '../../src/tuner/random';
-import { DEFAULT_TOLERANCE, summarizeMismatch } from '../../src/tuner/gpu-backend';
+import { Random } from '../../src/tuner/space/random';
+import { DEFAULT_TOLERANCE, summarizeMismatch } from '../../src/tuner/run/gpu-backend';
 
 describe('summarizeMismatch on 16-bit floats', () => {
   it('reports float16 elements as numbers and tells the poison from a NaN the kernel wrote', () => {

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findCudaToolkit } from '../../src/gpu/toolkit';
-import { buildFlagsFor, flagsOf, splitCommand } from '../../src/tuner/compile-commands';
+import { buildFlagsFor, flagsOf, splitCommand } from '../../src/tuner/compile/compile-commands';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'lkt-toolkit-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

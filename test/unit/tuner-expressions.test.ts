@@ -8,8 +8,8 @@ import {
   parseExpression,
   UnknownNameError,
   type Env,
-} from '../../src/tuner/expressions';
-import { RestrictionCheckError, compileRestriction } from '../../src/tuner/restrictions';
+} from '../../src/tuner/space/expressions';
+import { RestrictionCheckError, compileRestriction } from '../../src/tuner/space/restrictions';
 
 const run = (source: string, env: Env = {}) => compileExpression(source).evaluate(env);
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NativeDeviceInfo } from '../../src/gpu/native-types';
-import { blockDims, defines, exceedsDeviceLimits, Geometry, GeometryError, resolveBlockSizeNames, type DeviceLimits } from '../../src/tuner/geometry';
+import { blockDims, defines, exceedsDeviceLimits, Geometry, GeometryError, resolveBlockSizeNames, type DeviceLimits } from '../../src/tuner/space/geometry';
 
 const H100_LIMITS: DeviceLimits = {
   maxThreadsPerBlock: 1024,

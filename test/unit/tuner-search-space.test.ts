@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { Random } from '../../src/tuner/random';
-import { RestrictionCheckError, compileRestrictions } from '../../src/tuner/restrictions';
-import { SearchSpace, SearchSpaceError } from '../../src/tuner/search-space';
+import { Random } from '../../src/tuner/space/random';
+import { RestrictionCheckError, compileRestrictions } from '../../src/tuner/space/restrictions';
+import { SearchSpace, SearchSpaceError } from '../../src/tuner/space/search-space';
 import { configKey, pythonFloatRepr, pythonStr, type Config, type TuneParams } from '../../src/tuner/types';
 
 /** The obvious enumeration: every combination in cartesian order (last parameter fastest), filtered. */

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CacheFile, replay } from '../../src/tuner/cache';
-import { SearchSpace } from '../../src/tuner/search-space';
+import { CacheFile, replay } from '../../src/tuner/cache/cache';
+import { SearchSpace } from '../../src/tuner/space/search-space';
 import {
   bruteForce,
   genetic,

@@ -3,9 +3,9 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { resolveTestSpec } from '../../src/tuner/input-spec';
+import { resolveTestSpec } from '../../src/tuner/spec/input-spec';
 import { TunableKernel } from '../../src/tuner/tunable-kernel';
-import { evaluateCondition, typeAliases } from '../../src/tuner/type-aliases';
+import { evaluateCondition, typeAliases } from '../../src/tuner/source/type-aliases';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'lkt-aliases-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));

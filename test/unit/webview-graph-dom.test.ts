@@ -3,7 +3,7 @@
 // node showing its runs.
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { makeEvent, type TuningEvent, type TuningEventBody } from '../../src/engine/events';
+import { makeEvent, type TuningEvent, type TuningEventBody } from '../../src/engine/progress/events';
 import { bundleForPage, hasChromium, launchChromium, pageUnderCsp } from '../support/chromium-page';
 import { SESSION_GRAPH } from '../support/graph-events';
 

@@ -1,8 +1,8 @@
 // The panel's graph view: the model the events make (statuses, runs, retries, which subgraph is shown) and the layout
 // of the graphs as the real strategies describe themselves.
 import { describe, expect, it } from 'vitest';
-import { makeEvent, type GraphView, type TuningEvent, type TuningEventBody } from '../../src/engine/events';
-import { describeGraph } from '../../src/engine/graph-view';
+import { makeEvent, type GraphView, type TuningEvent, type TuningEventBody } from '../../src/engine/progress/events';
+import { describeGraph } from '../../src/engine/progress/graph-view';
 import { createChatModel } from '../../src/engine/llm/providers';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
 import { ExplicitTuningStrategy } from '../../src/engine/strategies/explicit';

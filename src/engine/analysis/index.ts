@@ -3,9 +3,9 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { END, START, StateGraph } from '@langchain/langgraph';
 import type { GraphOptions } from '../context';
-import type { Attempt } from '../feedback';
+import type { Attempt } from '../candidate/feedback';
 import { transportRetryPolicy } from '../llm/transport';
-import type { RetryPolicy } from '../retry';
+import type { RetryPolicy } from '../llm/retry';
 import { TuningState } from '../state';
 import { describeNode } from './nodes/describe';
 import { outputsNode } from './nodes/outputs';

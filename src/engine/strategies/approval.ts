@@ -6,7 +6,7 @@
  */
 import { interrupt } from '@langchain/langgraph';
 import { z } from 'zod';
-import type { PlanStepView } from '../events';
+import type { PlanStepView } from '../progress/events';
 
 export const PlanApproval = z.object({
   steps: z.array(

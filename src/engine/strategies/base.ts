@@ -10,24 +10,24 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
 import { CompileError } from '../../gpu/errors';
-import { compileRestrictions } from '../../tuner/restrictions';
+import { compileRestrictions } from '../../tuner/space/restrictions';
 import { FailedTestsError } from '../../tuner/tunable-kernel';
 import type { Config } from '../../tuner/types';
-import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, restrictionsStillValid, type TuneParamLists } from '../code';
+import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, restrictionsStillValid, type TuneParamLists } from '../candidate/code';
 import { engineContext, type GraphOptions } from '../context';
-import { unifiedDiff } from '../diff';
+import { unifiedDiff } from '../candidate/diff';
 import { InvalidTuneParamsError, NoCodeError, RetriesExhaustedError } from '../errors';
-import { emit, type RejectionReason } from '../events';
-import { conversation, defaultRetryPolicy, withAnswer, withRetries, type Attempt } from '../feedback';
-import type { GridDivisors } from '../finalize';
+import { emit, type RejectionReason } from '../progress/events';
+import { conversation, defaultRetryPolicy, withAnswer, withRetries, type Attempt } from '../candidate/feedback';
+import type { GridDivisors } from '../candidate/finalize';
 import { formatZodIssues } from '../llm/json';
-import { askStructured, askText } from '../llm-call';
-import { kernelView, spliceAnswer, unitOf } from '../kernel-view';
+import { askStructured, askText } from '../llm/llm-call';
+import { kernelView, spliceAnswer, unitOf } from '../candidate/kernel-view';
 import { SYSTEM_PROMPT, type KernelView } from '../prompts';
-import type { RetryPolicy } from '../retry';
-import { originalKernel, runCandidate, type CandidateKernel, type CandidateRun } from '../run-tests';
+import type { RetryPolicy } from '../llm/retry';
+import { originalKernel, runCandidate, type CandidateKernel, type CandidateRun } from '../candidate/run-tests';
 import type { TuningStateUpdate, TuningStateValue } from '../state';
-import { PerformanceTracker, improvementPct } from '../tracker';
+import { PerformanceTracker, improvementPct } from '../candidate/tracker';
 import { restrictionsPrompt } from './prompts';
 
 export interface TuningStrategyOptions {

@@ -5,7 +5,7 @@
 // improvement evaluates a whole neighbourhood as one batch (in parallel); 'first' improvement cannot: it stops at the
 // first better neighbour, so it tries them one after another.
 
-import type { NeighbourMethod } from '../search-space';
+import type { NeighbourMethod } from '../space/search-space';
 import { checkOptionNames, defineStrategy, following, type Strategy } from './search';
 
 export interface LocalSearchOptions {

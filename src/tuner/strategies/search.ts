@@ -3,8 +3,8 @@
 // that evaluations run on, and the bookkeeping that turns the evaluations into a TuneResult. A strategy only decides
 // which configurations to evaluate, one at a time (evaluate) or as a batch (evaluateAll: spread over the workers).
 
-import { freshSeed, Random } from '../random';
-import type { ExcludedConfig, SearchSpace } from '../search-space';
+import { freshSeed, Random } from '../space/random';
+import type { ExcludedConfig, SearchSpace } from '../space/search-space';
 import { objectiveOf, type Config, type ConfigResult, type StopReason, type TuneResult } from '../types';
 
 /**

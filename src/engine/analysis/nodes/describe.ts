@@ -2,13 +2,13 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { InvalidAnalysisError } from '../../errors';
-import { conversation, withAnswer, withRetries, type Attempt } from '../../feedback';
-import { askText } from '../../llm-call';
+import { conversation, withAnswer, withRetries, type Attempt } from '../../candidate/feedback';
+import { askText } from '../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../prompts';
-import type { RetryPolicy } from '../../retry';
+import type { RetryPolicy } from '../../llm/retry';
 import { describePrompt } from '../prompts';
 import type { AnalysisStateValue } from '../state';
-import { kernelView } from '../../kernel-view';
+import { kernelView } from '../../candidate/kernel-view';
 
 export function describeNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
   return async (state: AnalysisStateValue, config: LangGraphRunnableConfig) => {

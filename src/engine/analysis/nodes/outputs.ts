@@ -3,19 +3,19 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
-import type { KernelSignature } from '../../../tuner/kernel-source';
+import type { KernelSignature } from '../../../tuner/source/kernel-source';
 import type { Config } from '../../../tuner/types';
 import { InvalidAnalysisError } from '../../errors';
-import { emit } from '../../events';
-import { conversation, withAnswer, withRetries, type Attempt } from '../../feedback';
-import { askStructured } from '../../llm-call';
+import { emit } from '../../progress/events';
+import { conversation, withAnswer, withRetries, type Attempt } from '../../candidate/feedback';
+import { askStructured } from '../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../prompts';
-import type { RetryPolicy } from '../../retry';
-import { originalKernel } from '../../run-tests';
+import type { RetryPolicy } from '../../llm/retry';
+import { originalKernel } from '../../candidate/run-tests';
 import type { TuningStateUpdate } from '../../state';
 import { outputsPrompt } from '../prompts';
 import type { AnalysisStateValue } from '../state';
-import { kernelView } from '../../kernel-view';
+import { kernelView } from '../../candidate/kernel-view';
 
 const OutputsAnswer = z.object({ outputs: z.array(z.string()).describe('names of the arguments the kernel writes') });
 

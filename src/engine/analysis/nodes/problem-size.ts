@@ -3,17 +3,17 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
-import { compileExpression } from '../../../tuner/expressions';
-import type { KernelSignature } from '../../../tuner/kernel-source';
+import { compileExpression } from '../../../tuner/space/expressions';
+import type { KernelSignature } from '../../../tuner/source/kernel-source';
 import { InvalidAnalysisError } from '../../errors';
-import { conversation, withAnswer, withRetries, type Attempt } from '../../feedback';
-import { askStructured } from '../../llm-call';
+import { conversation, withAnswer, withRetries, type Attempt } from '../../candidate/feedback';
+import { askStructured } from '../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../prompts';
-import type { RetryPolicy } from '../../retry';
-import { originalKernel } from '../../run-tests';
+import type { RetryPolicy } from '../../llm/retry';
+import { originalKernel } from '../../candidate/run-tests';
 import { problemSizePrompt } from '../prompts';
 import type { AnalysisStateValue } from '../state';
-import { kernelView } from '../../kernel-view';
+import { kernelView } from '../../candidate/kernel-view';
 
 const ProblemSizeAnswer = z.object({
   problemSize: z.array(z.string()).describe('one expression per grid dimension, x first, over the scalar arguments'),

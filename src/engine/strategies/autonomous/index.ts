@@ -6,7 +6,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import { END, Send, START, StateGraph } from '@langchain/langgraph';
 import type { GraphOptions } from '../../context';
 import { transportRetryPolicy } from '../../llm/transport';
-import { DEFAULT_AUTONOMOUS } from '../../session-settings';
+import { DEFAULT_AUTONOMOUS } from '../../session/session-settings';
 import type { TuningStateValue } from '../../state';
 import { TuningState } from '../../state';
 import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';
@@ -17,7 +17,7 @@ import { planNode } from './nodes/plan';
 import { replanNode } from './nodes/replan';
 import { validateNode } from './nodes/validate';
 import { AutonomousState, type AutonomousStateUpdate, type AutonomousStateValue } from './state';
-import { fileStateOf } from '../../kernel-view';
+import { fileStateOf } from '../../candidate/kernel-view';
 
 export interface AutonomousTuningStrategyOptions extends TuningStrategyOptions {
   /** Ask whether each step should be broken into smaller ones (recursively, up to maxBreakdowns levels). Default false. */

@@ -3,7 +3,7 @@
  * the subgraph.
  */
 import { Annotation } from '@langchain/langgraph';
-import type { PlanStepView, StepStatus } from '../../events';
+import type { PlanStepView, StepStatus } from '../../progress/events';
 import { TuningState } from '../../state';
 import type { CandidateOutcome } from '../base';
 

@@ -3,7 +3,7 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { END, START, StateGraph } from '@langchain/langgraph';
 import type { GraphOptions } from '../../context';
-import { emit } from '../../events';
+import { emit } from '../../progress/events';
 import { transportRetryPolicy } from '../../llm/transport';
 import { TuningState } from '../../state';
 import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';

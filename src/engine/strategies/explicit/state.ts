@@ -3,7 +3,7 @@
  * state leaves the subgraph.
  */
 import { Annotation } from '@langchain/langgraph';
-import type { StepStatus } from '../../events';
+import type { StepStatus } from '../../progress/events';
 import { TuningState } from '../../state';
 
 export interface ExplicitStepState {

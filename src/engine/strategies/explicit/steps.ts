@@ -3,9 +3,9 @@
  * the instruction of the step, correct for its dimension; the request around it (the current kernel, its parameters,
  * the tuner's rules, the form of the answer) is added by the strategy, so every step sees the kernel.
  */
-import type { TuneParamLists } from '../../code';
-import type { PlanStepView } from '../../events';
-import type { GridDivisors } from '../../finalize';
+import type { TuneParamLists } from '../../candidate/code';
+import type { PlanStepView } from '../../progress/events';
+import type { GridDivisors } from '../../candidate/finalize';
 
 /** Placeholders a prompt template may use. */
 export interface StepPromptValues {

@@ -2,7 +2,7 @@
 // approved list replaces them, steps the user added included (they count as validated: the user asked for them).
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { engineContext } from '../../../context';
-import { emit } from '../../../events';
+import { emit } from '../../../progress/events';
 import { requestApproval } from '../../approval';
 import { viewOf, type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
 

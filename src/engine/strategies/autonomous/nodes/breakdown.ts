@@ -3,15 +3,15 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Annotation, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
-import { emit } from '../../../events';
-import { conversation, withRetries, type Attempt } from '../../../feedback';
-import { askStructured } from '../../../llm-call';
+import { emit } from '../../../progress/events';
+import { conversation, withRetries, type Attempt } from '../../../candidate/feedback';
+import { askStructured } from '../../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../../prompts';
-import type { RetryPolicy } from '../../../retry';
+import type { RetryPolicy } from '../../../llm/retry';
 import { breakdownPrompt } from '../prompts';
 import { viewOf, type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
 import { checkSteps, StepList } from './plan';
-import { kernelView, type FileState } from '../../../kernel-view';
+import { kernelView, type FileState } from '../../../candidate/kernel-view';
 
 const BreakdownAnswer = z.object({ breakDown: z.boolean().describe('whether the step should be split'), steps: StepList });
 

@@ -2,13 +2,13 @@
 // time), `decide` keeps the fastest correct candidate if it beats the best kernel by the threshold.
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Annotation, type LangGraphRunnableConfig } from '@langchain/langgraph';
-import { describeRejection } from '../../../events';
+import { describeRejection } from '../../../progress/events';
 import type { TuningStateValue } from '../../../state';
 import type { BaseTuningStrategy } from '../../base';
 import { stepRequestTail } from '../../prompts';
 import { applyStepPrompt } from '../prompts';
 import { type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
-import { kernelView } from '../../../kernel-view';
+import { kernelView } from '../../../candidate/kernel-view';
 
 export function nextStepNode(strategy: BaseTuningStrategy) {
   return async (state: AutonomousStateValue, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {

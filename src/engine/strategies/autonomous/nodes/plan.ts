@@ -3,14 +3,14 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
 import { InvalidAnswerError } from '../../../errors';
-import { emit } from '../../../events';
-import { conversation, withAnswer, withRetries, type Attempt } from '../../../feedback';
-import { askStructured } from '../../../llm-call';
+import { emit } from '../../../progress/events';
+import { conversation, withAnswer, withRetries, type Attempt } from '../../../candidate/feedback';
+import { askStructured } from '../../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../../prompts';
-import type { RetryPolicy } from '../../../retry';
+import type { RetryPolicy } from '../../../llm/retry';
 import { planPrompt } from '../prompts';
 import { newSteps, viewOf, type AutonomousStateUpdate, type AutonomousStateValue } from '../state';
-import { kernelView } from '../../../kernel-view';
+import { kernelView } from '../../../candidate/kernel-view';
 
 export const StepList = z.array(z.object({ title: z.string().describe('short name of the step'), details: z.string().describe('what to change and what to make tunable') }));
 const PlanAnswer = z.object({ steps: StepList });

@@ -3,15 +3,15 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
-import { emit } from '../../../events';
-import { conversation, withRetries, type Attempt } from '../../../feedback';
-import { askStructured } from '../../../llm-call';
+import { emit } from '../../../progress/events';
+import { conversation, withRetries, type Attempt } from '../../../candidate/feedback';
+import { askStructured } from '../../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../../prompts';
-import type { RetryPolicy } from '../../../retry';
+import type { RetryPolicy } from '../../../llm/retry';
 import { replanPrompt } from '../prompts';
 import { newSteps, viewOf, type AutonomousStateUpdate, type AutonomousStateValue } from '../state';
 import { checkSteps, StepList } from './plan';
-import { kernelView } from '../../../kernel-view';
+import { kernelView } from '../../../candidate/kernel-view';
 
 const ReplanAnswer = z.object({ done: z.boolean().describe('nothing promising is left to try'), steps: StepList });
 

@@ -4,14 +4,14 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
 import { InvalidAnswerError } from '../../../errors';
-import { emit } from '../../../events';
-import { conversation, withAnswer, withRetries, type Attempt } from '../../../feedback';
-import { askStructured } from '../../../llm-call';
+import { emit } from '../../../progress/events';
+import { conversation, withAnswer, withRetries, type Attempt } from '../../../candidate/feedback';
+import { askStructured } from '../../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../../prompts';
-import type { RetryPolicy } from '../../../retry';
+import type { RetryPolicy } from '../../../llm/retry';
 import { validatePrompt } from '../prompts';
 import { viewOf, type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
-import { kernelView } from '../../../kernel-view';
+import { kernelView } from '../../../candidate/kernel-view';
 
 const ValidateAnswer = z.object({
   steps: z.array(z.object({ id: z.string(), deviceOnly: z.boolean().describe('the step needs device code changes only'), reason: z.string() })),

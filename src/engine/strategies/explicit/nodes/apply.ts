@@ -5,7 +5,7 @@ import type { BaseTuningStrategy } from '../../base';
 import { stepRequestTail } from '../../prompts';
 import type { TuningStep } from '../steps';
 import type { ExplicitStateUpdate, ExplicitStateValue } from '../state';
-import { kernelView } from '../../../kernel-view';
+import { kernelView } from '../../../candidate/kernel-view';
 
 export function instructionOf(step: TuningStep, state: ExplicitStateValue): string {
   return step.render({

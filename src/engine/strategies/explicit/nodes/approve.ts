@@ -2,7 +2,7 @@
 // steps and their prompts are fixed, so an approved entry must name one of them; the rest are skipped.
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { engineContext } from '../../../context';
-import { emit } from '../../../events';
+import { emit } from '../../../progress/events';
 import { requestApproval } from '../../approval';
 import { viewOfStep, type TuningStep } from '../steps';
 import type { ExplicitStateUpdate, ExplicitStateValue } from '../state';

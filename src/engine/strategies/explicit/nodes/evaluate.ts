@@ -2,16 +2,16 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
-import { emit } from '../../../events';
-import { conversation, withRetries, type Attempt } from '../../../feedback';
-import { askStructured } from '../../../llm-call';
+import { emit } from '../../../progress/events';
+import { conversation, withRetries, type Attempt } from '../../../candidate/feedback';
+import { askStructured } from '../../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../../prompts';
-import type { RetryPolicy } from '../../../retry';
+import type { RetryPolicy } from '../../../llm/retry';
 import { evaluatePrompt } from '../prompts';
 import type { TuningStep } from '../steps';
 import type { ExplicitStateUpdate, ExplicitStateValue } from '../state';
 import { instructionOf } from './apply';
-import { kernelView } from '../../../kernel-view';
+import { kernelView } from '../../../candidate/kernel-view';
 
 const EvaluationAnswer = z.object({ apply: z.boolean().describe('the step makes sense for this kernel'), reason: z.string() });
 

@@ -1,7 +1,7 @@
 // The next step whose dependencies have all completed, in the given order. First every step whose dependency can no
 // longer complete (it was skipped, or failed) is skipped with that reason; when no step is left to run, the strategy ends.
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
-import { emit } from '../../../events';
+import { emit } from '../../../progress/events';
 import type { BaseTuningStrategy } from '../../base';
 import type { TuningStep } from '../steps';
 import type { ExplicitStateUpdate, ExplicitStateValue, ExplicitStepState } from '../state';

@@ -4,18 +4,18 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
-import { dtypeOfCType, InvalidTestSpecError, type BufferSpec, type ScalarSpec, type TestSpecInput } from '../../../../tuner/input-spec';
-import type { KernelSignature } from '../../../../tuner/kernel-source';
+import { dtypeOfCType, InvalidTestSpecError, type BufferSpec, type ScalarSpec, type TestSpecInput } from '../../../../tuner/spec/input-spec';
+import type { KernelSignature } from '../../../../tuner/source/kernel-source';
 import { engineContext } from '../../../context';
-import { conversation, withAnswer, withRetries } from '../../../feedback';
-import { askStructured } from '../../../llm-call';
+import { conversation, withAnswer, withRetries } from '../../../candidate/feedback';
+import { askStructured } from '../../../llm/llm-call';
 import { SYSTEM_PROMPT } from '../../../prompts';
-import { originalKernel } from '../../../run-tests';
+import { originalKernel } from '../../../candidate/run-tests';
 import type { KernelAnalysis, TuningStateUpdate } from '../../../state';
 import { maxTestMs, MIN_TEST_MS, type BaseTestingStrategy } from '../../base';
 import { testSpecPrompt } from '../prompts';
 import type { NaiveTesterStateValue } from '../state';
-import { kernelView } from '../../../kernel-view';
+import { kernelView } from '../../../candidate/kernel-view';
 
 const numberOrExpression = z.union([z.number(), z.string()]);
 const nullableNumber = z.number().nullable();

@@ -1,0 +1,170 @@
+/**
+ * Running kernels through the tuner for the graph: the original kernel on a test (its time; it is also the oracle), and
+ * a candidate over its search space on the first test, then its best configuration on every other test (the seed's
+ * _run_tests). GPU work runs alone (EngineContext.exclusive); every evaluated configuration is reported as an event.
+ * A candidate without a single correct configuration fails with the typed error of its most telling failure.
+ */
+import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
+import { SearchSpaceError } from '../../tuner/space/search-space';
+import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
+import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
+import { countConfigurations, type TuneParamLists } from './code';
+import { engineContext, type EngineContext } from '../context';
+import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from '../errors';
+import { emit, summarizeConfig } from '../progress/events';
+import type { GridDivisors } from './finalize';
+import { fileInfo } from './kernel-view';
+import type { TestRef, TuningStateValue } from '../state';
+
+/** A rewrite of the kernel (the whole file, the rewrite spliced in), ready to be tuned. */
+export interface CandidateKernel {
+  code: string;
+  tuneParams: TuneParamLists;
+  restrictions: string[];
+  gridDivisors: GridDivisors;
+  /** Dynamic shared memory per block: bytes or an expression over the tunable parameters; null for none. */
+  sharedMemBytes: number | string | null;
+}
+
+export interface CandidateRun {
+  timeMs: number;
+  bestParams: Config;
+  result: TuneResult;
+}
+
+export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
+  if (ref.origin === 'user') {
+    const test = ctx.userTests[ref.userIndex ?? -1];
+    if (!test) throw new RangeError(`test ${ref.id} refers to user test ${ref.userIndex}, but only ${ctx.userTests.length} were given: add the same tests when resuming a session`);
+    return test;
+  }
+  return KernelTest.fromSpec(ref.spec);
+}
+
+function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
+  const launchTimeoutS = ctx.settings.launchTimeoutS;
+  return {
+    backend: ctx.backends,
+    compilerOptions: ctx.settings.compilerOptions,
+    iterations: ctx.settings.iterations,
+    // Unless the user fixed it, one launch may take 100x the reference kernel's time, at least a second (the tuner's
+    // default): a candidate that hangs costs about a second.
+    ...(launchTimeoutS !== undefined && { launchTimeoutMs: launchTimeoutS * 1000 }),
+    ...(config.signal && { signal: config.signal }),
+  };
+}
+
+function lists(config: Config): TuneParamLists {
+  return Object.fromEntries(Object.entries(config).map(([k, v]) => [k, [v]]));
+}
+
+function throwIfAborted(config: LangGraphRunnableConfig): void {
+  config.signal?.throwIfAborted();
+}
+
+/**
+ * The original kernel's time on a test, at the baseline launch parameters. A kernel that does not compile or does not
+ * reproduce its own results cannot be the oracle: UnusableKernelError (no model can fix that by changing the test).
+ */
+export async function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
+  const ctx = engineContext(config);
+  const kernel = await TunableKernel.create(state.originalCode, fileInfo(state));
+  const unusable = (log: string) =>
+    new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}`);
+  // It is its own oracle here, so a compile error comes from building the oracle (thrown) or the configuration (a result).
+  const result = await ctx
+    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
+    .catch((e: unknown) => {
+      throw e instanceof CompileError ? unusable(e.log) : e;
+    });
+  throwIfAborted(config);
+  if (result.best?.timeMs !== undefined) return result.best.timeMs;
+  const failure = failureOf(result);
+  if (failure instanceof CompileError) throw unusable(failure.log);
+  if (failure instanceof FailedTestsError) {
+    throw new UnusableKernelError(`the kernel to tune does not reproduce its own results (a race, or atomics on floats?), so it cannot serve as the reference: ${failure.message}`);
+  }
+  throw failure;
+}
+
+/** Tunes a candidate on the first test and checks its best configuration on the others. */
+export async function runCandidate(
+  candidate: CandidateKernel,
+  state: TuningStateValue,
+  config: LangGraphRunnableConfig,
+  progress: { stepId: string; candidate: number },
+): Promise<CandidateRun> {
+  const ctx = engineContext(config);
+  const kernel = await TunableKernel.create(candidate.code, fileInfo(state));
+  const [first, ...others] = state.tests.map((ref) => kernelTestOf(ref, ctx));
+  if (!first) throw new RangeError('the session has no tests');
+  const options: TuneOptions = {
+    ...commonOptions(ctx, config),
+    // The original kernel launches with the default geometry, whatever grid divisors the candidate declares.
+    oracle: { code: state.originalCode, ...(state.filePath && { filePath: state.filePath }), config: state.baselineParams, kernelName: state.kernelName, launch: sharedMemOf(state.analysis?.sharedMemBytes) },
+    ...sharedMemOf(candidate.sharedMemBytes),
+    ...(candidate.gridDivisors.x !== undefined && { gridDivX: candidate.gridDivisors.x }),
+    ...(candidate.gridDivisors.y !== undefined && { gridDivY: candidate.gridDivisors.y }),
+    ...(candidate.gridDivisors.z !== undefined && { gridDivZ: candidate.gridDivisors.z }),
+  };
+  let done = 0;
+  let failures = 0;
+  return ctx.exclusive(async () => {
+    const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {
+      ...options,
+      timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
+      onResult: (r, p) => {
+        done++;
+        if (outcomeOf(r.status) === 'failed') failures++;
+        emit(config, { type: 'configs.evaluated', ...progress, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) });
+      },
+    });
+    throwIfAborted(config);
+    const best = result.best;
+    if (best?.timeMs === undefined) throw failureOf(result);
+    for (const test of others) await kernel.test(test, best.config, options);
+    throwIfAborted(config);
+    return { timeMs: best.timeMs, bestParams: best.config, result };
+  });
+}
+
+/** Of the failures, the one that tells the model most: wrong results first, then compile errors, faults, timeouts. */
+const PRECEDENCE = ['wrong_result', 'compile_error', 'fault', 'timeout', 'launch_error'] as const;
+
+/** The error a tuning run without a correct configuration stands for. */
+function failureOf(result: TuneResult): Error {
+  const ran = result.results.filter((r) => r.status !== 'restricted' && r.status !== 'exceeds_device_limits');
+  const pick = PRECEDENCE.map((status) => ran.find((r) => r.status === status)).find((r): r is ConfigResult => r !== undefined);
+  if (!pick) {
+    if (result.stopReason === 'time_limit') return new TimeoutError(`no configuration finished within the time limit (${result.elapsedMs.toFixed(0)} ms spent)`, result.elapsedMs);
+    const excluded = result.results.filter((r) => r.status === 'exceeds_device_limits').map((r) => `${r.key}: ${r.error?.message ?? r.note ?? 'exceeds the device limits'}`);
+    return new SearchSpaceError(
+      excluded.length > 0
+        ? `no configuration fits the device: ${excluded.slice(0, 5).join('; ')}`
+        : 'no configuration satisfies the restrictions: relax them or add parameter values they allow',
+    );
+  }
+  const message = `configuration ${JSON.stringify(pick.config)}: ${pick.error?.message ?? pick.status}`;
+  switch (pick.status) {
+    case 'wrong_result':
+      return new FailedTestsError(pick.error?.message ?? 'wrong result', pick);
+    case 'compile_error':
+      return new CompileError(message, { code: 'COMPILE_ERROR', explanation: 'The candidate does not compile.', log: pick.error?.log ?? pick.error?.message ?? '' });
+    case 'fault':
+      return new KernelFaultError(message, { code: 'KERNEL_FAULT', explanation: 'The candidate faulted on the GPU.' });
+    case 'timeout':
+      return new KernelTimeoutError(message, { code: 'KERNEL_TIMEOUT', explanation: 'The candidate did not finish within the launch time limit.' });
+    default:
+      return new LaunchError(message, { code: 'LAUNCH_FAILED', explanation: 'The candidate cannot be launched on this device.' });
+  }
+}
+
+/** The original kernel of the session, parsed. */
+export function originalKernel(state: TuningStateValue): Promise<TunableKernel> {
+  return TunableKernel.create(state.originalCode, fileInfo(state));
+}
+
+function sharedMemOf(bytes: number | string | null | undefined): { sharedMemBytes?: number | string } {
+  return bytes === null || bytes === undefined ? {} : { sharedMemBytes: bytes };
+}

@@ -1,0 +1,306 @@
+/**
+ * The one typed event stream of a tuning session: what the panel, the CLI and the logs show, and nothing else. Nodes
+ * emit events through LangGraph's `custom` stream mode (`emit(config, ...)`); `streamSession` (session.ts) turns a run
+ * into an AsyncIterable of these events. Consumers switch on `type`, never on graph node names, so the graph can be
+ * rearranged without touching them.
+ *
+ * Every event is plain JSON (it crosses the webview boundary and is written to reports) and carries `v`, the version
+ * of this vocabulary: a consumer that sees a newer `v` than it knows can still show `describeEvent`'s text.
+ */
+import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
+import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../../tuner/types';
+import type { LlmExchange } from '../llm/exchange';
+
+export const EVENTS_VERSION = 1;
+
+export type StepStatus = 'pending' | 'running' | 'accepted' | 'rejected' | 'skipped';
+
+/** A plan step as the UI shows it. */
+export interface PlanStepView {
+  id: string;
+  title: string;
+  details: string;
+  /** 0 for a step of the plan, n for a step that came from breaking a step down n times. */
+  depth: number;
+  status: StepStatus;
+}
+
+/** One evaluated configuration, summarised. */
+export interface ConfigSummary {
+  key: string;
+  config: Config;
+  status: ConfigStatus;
+  timeMs?: number;
+  /** The first line of the failure message. */
+  error?: string;
+}
+
+/** Why a candidate of a step was not accepted. */
+export type RejectionReason =
+  | { kind: 'wrong_result'; summary: string }
+  | { kind: 'insufficient_gain'; oldTimeMs: number; newTimeMs: number; improvementPct: number; thresholdPct: number }
+  | { kind: 'compile_error'; message: string; log: string; attempts: number }
+  | { kind: 'failed'; error: string; message: string; attempts: number };
+
+export interface LaunchGeometryView {
+  block: Dim3;
+  /** C expressions of the grid, one per dimension, over the kernel's scalar arguments. */
+  grid: [string, string, string];
+  /** The problem size expressions the grid is computed from. */
+  problemSize: string[];
+  /** Dynamic shared memory per block, as C, when the kernel uses it. */
+  sharedMemBytes?: string;
+}
+
+/** One launch of the kernel in the host code, and what the final proposal does with it. */
+export interface LaunchSiteChange {
+  /** 1-based line of the launch in the tuned file. */
+  line: number;
+  inFunction?: string;
+  /** The launch configuration as it was, e.g. "<<<grid_size, block_size>>>". */
+  before: string;
+  /** Its replacement, when it was rewritten. */
+  after?: string;
+  /** Why it was left as it is. */
+  reason?: string;
+}
+
+export interface TrackerSummary {
+  baselineTimeMs: number | null;
+  finalTimeMs: number | null;
+  speedup: number;
+  improvementPct: number;
+  steps: { description: string; oldTimeMs: number | null; newTimeMs: number; improvementPct: number; bestParams: Record<string, ParamValue> }[];
+}
+
+/** One node of a graph as the compiled graph describes itself (LangGraph's getGraphAsync). */
+export interface GraphNodeView {
+  id: string;
+  /** The graph (an id of `graph.described`) this node runs inside it, when it hosts a subgraph. */
+  subgraph?: string;
+}
+
+export interface GraphEdgeView {
+  source: string;
+  target: string;
+  /** Taken only when the source's routing function chooses it. */
+  conditional: boolean;
+  label?: string;
+}
+
+/** A compiled graph's own description. `__start__` and `__end__` are LangGraph's entry and exit. */
+export interface GraphView {
+  /** The path of the nodes hosting it: "session" for the session graph, else the hosting node's id ("tune"). */
+  id: string;
+  /** The graph's name (compile({ name })). */
+  name: string;
+  nodes: GraphNodeView[];
+  edges: GraphEdgeView[];
+}
+
+/** What a node run was given or returned, as plain JSON cut to a size fit for the event log. */
+export type JsonPreview = null | boolean | number | string | JsonPreview[] | { [key: string]: JsonPreview };
+
+interface Base {
+  v: typeof EVENTS_VERSION;
+  /** ISO 8601. */
+  at: string;
+}
+
+export type TuningEventBody =
+  | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number } }
+  /**
+   * This session is a branch of `parentThreadId`: it starts again from step `stepId`, from the kernel that step started
+   * from, or (`edited`) from the user's version of it, which the next events check and time as the pseudo-step
+   * `edit:<stepId>`.
+   */
+  | { type: 'session.branched'; parentThreadId: string; stepId: string; edited: boolean }
+  | { type: 'graph.described'; graphs: GraphView[] }
+  | {
+      type: 'graph.node';
+      /** The id of the graph (see GraphView.id) the node belongs to. */
+      graph: string;
+      node: string;
+      /** One run of the node (a node runs several times in a loop, or side by side when sent to in parallel). */
+      task: string;
+      phase: 'started' | 'finished' | 'failed' | 'interrupted';
+      /** started: the node's input; finished: its update to the state. */
+      data?: JsonPreview;
+      error?: string;
+    }
+  | {
+      type: 'analysis.done';
+      description: string;
+      problemSize: string[];
+      outputs: string[];
+      /** The work of one launch as expressions over the scalar arguments, when the model gave them. */
+      flops?: string;
+      bytes?: string;
+    }
+  | {
+      type: 'tests.ready';
+      tests: { id: string; origin: 'user' | 'generated'; problemSize: (string | number)[]; outputs: string[]; bytes: number | null; timeMs: number | null; work?: LaunchWork }[];
+    }
+  /** The device's bandwidth and FP32 limits, measured on it, for the speed of light of every configuration. */
+  | { type: 'device.limits'; limits: DeviceSpeedLimits }
+  | { type: 'baseline'; timeMs: number; params: Config; testId: string }
+  | { type: 'plan'; reason: 'initial' | 'validated' | 'broken_down' | 'approved' | 'replanned'; steps: PlanStepView[] }
+  | { type: 'plan.awaiting_approval'; steps: PlanStepView[] }
+  | { type: 'step.started'; stepId: string; title: string }
+  | { type: 'step.skipped'; stepId: string; reason: string }
+  | {
+      type: 'candidate';
+      stepId: string;
+      candidate: number;
+      attempt: number;
+      code: string;
+      /** Unified diff from the current kernel to this candidate. */
+      diff: string;
+      tuneParams: Record<string, ParamValue[]>;
+      restrictions: string[];
+    }
+  | {
+      type: 'configs.evaluated';
+      stepId: string;
+      candidate: number;
+      done: number;
+      total: number;
+      /** Configurations that failed (compile, launch, fault, timeout, wrong result); one stopped early is no failure. */
+      failures: number;
+      bestTimeMs: number | null;
+      result: ConfigSummary;
+    }
+  | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config }
+  | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
+  | { type: 'replanning'; round: number; maxRounds: number }
+  | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number }
+  /** One request to the model and its answer, as sent and received (secrets removed): what a replay serves again. */
+  | { type: 'llm.exchange'; exchange: LlmExchange }
+  | { type: 'llm.retry'; purpose: string; attempt: number; error: string; message: string }
+  | { type: 'warning'; message: string }
+  | {
+      type: 'session.finished';
+      /** The kernel with the chosen values defined: compiles as it is. */
+      finalCode: string;
+      /** The tunable kernel (parameters as preprocessor names). */
+      tunableCode: string;
+      bestParams: Config;
+      tuneParams: Record<string, ParamValue[]>;
+      restrictions: string[];
+      tracker: TrackerSummary;
+      launch: LaunchGeometryView;
+      /** The host code's launches of the kernel: rewritten for the chosen configuration in finalCode, or why not. */
+      launchSites: LaunchSiteChange[];
+    }
+  | { type: 'session.failed'; error: { name: string; message: string } }
+  | { type: 'session.cancelled' };
+
+export type TuningEvent = TuningEventBody & Base;
+export type TuningEventType = TuningEvent['type'];
+export type EventOf<T extends TuningEventType> = Extract<TuningEvent, { type: T }>;
+
+export function makeEvent(body: TuningEventBody): TuningEvent {
+  return { ...body, v: EVENTS_VERSION, at: new Date().toISOString() } as TuningEvent;
+}
+
+/** Sends an event to the session's stream; a run that does not stream the `custom` mode drops it. */
+export function emit(config: LangGraphRunnableConfig | undefined, body: TuningEventBody): void {
+  config?.writer?.(makeEvent(body));
+}
+
+export function isTuningEvent(value: unknown): value is TuningEvent {
+  const v = value as { v?: unknown; type?: unknown; at?: unknown } | null;
+  return typeof v === 'object' && v !== null && typeof v.v === 'number' && typeof v.type === 'string' && typeof v.at === 'string';
+}
+
+export function summarizeConfig(result: ConfigResult): ConfigSummary {
+  const error = result.error?.message.split('\n', 1)[0];
+  return {
+    key: result.key,
+    config: result.config,
+    status: result.status,
+    ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
+    ...(error !== undefined && { error }),
+  };
+}
+
+export type EventLevel = 'debug' | 'info' | 'warning' | 'error';
+
+const ms = (value: number | null) => (value === null ? 'n/a' : `${Number(value.toPrecision(4))} ms`);
+const pct = (value: number) => `${value.toFixed(1)}%`;
+
+export function describeRejection(reason: RejectionReason): string {
+  switch (reason.kind) {
+    case 'wrong_result':
+      return `wrong result: ${reason.summary}`;
+    case 'insufficient_gain':
+      return `${ms(reason.oldTimeMs)} -> ${ms(reason.newTimeMs)} is ${pct(reason.improvementPct)}, below the threshold of ${pct(reason.thresholdPct)}`;
+    case 'compile_error':
+      return `did not compile after ${reason.attempts} attempt(s): ${reason.message.split('\n', 1)[0]}`;
+    case 'failed':
+      return `failed after ${reason.attempts} attempt(s) (${reason.error}): ${reason.message.split('\n', 1)[0]}`;
+  }
+}
+
+/** One line for a log or a terminal, and how important it is. */
+export function describeEvent(event: TuningEvent): { level: EventLevel; text: string } {
+  const info = (text: string) => ({ level: 'info' as const, text });
+  const debug = (text: string) => ({ level: 'debug' as const, text });
+  switch (event.type) {
+    case 'session.started':
+      return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.gpus ? `${event.device.gpus} x ` : ''}${event.device.name} (${event.device.arch}), session ${event.threadId}`);
+    case 'session.branched':
+      return info(`branch of session ${event.parentThreadId}: from step ${event.stepId}${event.edited ? ', with the kernel edited' : ', as it was'}`);
+    case 'graph.described':
+      return debug(`graphs: ${event.graphs.map((g) => `${g.id} (${g.nodes.length} nodes)`).join(', ')}`);
+    case 'graph.node':
+      return debug(`node ${event.graph}/${event.node} ${event.phase}${event.error ? `: ${event.error.split('\n', 1)[0]}` : ''}`);
+    case 'device.limits':
+      return info(`device limits: ${event.limits.bandwidthMethod}; FP32 ${event.limits.fp32Formula}`);
+    case 'analysis.done':
+      return info(`analysis: ${event.description.split('\n', 1)[0]} | problem size [${event.problemSize.join(', ')}] | outputs ${event.outputs.join(', ')}`);
+    case 'tests.ready':
+      return info(`tests: ${event.tests.map((t) => `${t.id} (${t.origin}, size [${t.problemSize.join(', ')}]${t.timeMs === null ? '' : `, ${ms(t.timeMs)}`})`).join('; ')}`);
+    case 'baseline':
+      return info(`baseline: ${ms(event.timeMs)} with ${JSON.stringify(event.params)}`);
+    case 'plan':
+      return info(`plan (${event.reason}): ${event.steps.map((s, i) => `${i + 1}. ${s.title} [${s.status}]`).join(' ')}`);
+    case 'plan.awaiting_approval':
+      return info(`plan awaiting approval: ${event.steps.map((s, i) => `${i + 1}. ${s.title}`).join(' ')}`);
+    case 'step.started':
+      return info(`step ${event.stepId}: ${event.title}`);
+    case 'step.skipped':
+      return info(`step ${event.stepId} skipped: ${event.reason}`);
+    case 'candidate':
+      return debug(`step ${event.stepId} candidate ${event.candidate} attempt ${event.attempt}: params ${JSON.stringify(event.tuneParams)}${event.restrictions.length ? `, restrictions ${event.restrictions.join('; ')}` : ''}`);
+    case 'configs.evaluated':
+      return debug(
+        `step ${event.stepId}: ${event.done}/${event.total} configurations (${event.failures} failed), best ${ms(event.bestTimeMs)}; ${event.result.key}: ${event.result.status}${event.result.timeMs === undefined ? '' : ` ${ms(event.result.timeMs)}`}`,
+      );
+    case 'step.accepted':
+      return info(`step ${event.stepId} accepted: ${ms(event.oldTimeMs)} -> ${ms(event.newTimeMs)} (${pct(event.improvementPct)}) with ${JSON.stringify(event.bestParams)}`);
+    case 'step.rejected':
+      return info(`step ${event.stepId} rejected: ${describeRejection(event.reason)}`);
+    case 'replanning':
+      return info(`replanning (round ${event.round} of at most ${event.maxRounds})`);
+    case 'llm.usage':
+      return debug(`${event.purpose}: ${event.model} used ${event.promptTokens} prompt + ${event.completionTokens} completion tokens`);
+    case 'llm.exchange': {
+      const x = event.exchange;
+      return debug(`${x.purpose}: ${x.model} ${x.error ? `failed (${x.error.name})` : 'answered'} in ${Math.round(x.durationMs)} ms`);
+    }
+    case 'llm.retry':
+      return { level: 'warning', text: `${event.purpose}: attempt ${event.attempt} failed (${event.error}), asking again: ${event.message.split('\n', 1)[0]}` };
+    case 'warning':
+      return { level: 'warning', text: event.message };
+    case 'session.finished':
+      return info(
+        `finished: ${ms(event.tracker.baselineTimeMs)} -> ${ms(event.tracker.finalTimeMs)} (${event.tracker.speedup.toFixed(2)}x) with ${JSON.stringify(event.bestParams)}; launch block (${event.launch.block.join(', ')}), grid (${event.launch.grid.join(', ')})`,
+      );
+    case 'session.failed':
+      return { level: 'error', text: `failed: ${event.error.message}` };
+    case 'session.cancelled':
+      return { level: 'warning', text: 'cancelled' };
+  }
+}

@@ -1,0 +1,354 @@
+/**
+ * A session as the panel and the history show it, derived from its event log by a pure reducer. The host (history
+ * steps, speed-up) and the webview (everything it renders) use the same function, so a report reopened from history
+ * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
+ */
+import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
+import type { HistoryEntry, HistoryStep } from '../store/history-store';
+import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
+import type { Config, ParamValue } from '../../tuner/types';
+
+export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
+
+/** What the host knows about a session before any event: enough to title the panel (stored with the session). */
+export interface SessionHeader extends StoredSessionHeader {
+  /** Set by the host when it knows better than the events (a session that died with its window is 'interrupted'). */
+  statusOverride?: SessionStatus;
+}
+
+export interface CandidateView {
+  candidate: number;
+  attempt: number;
+  code: string;
+  diff: string;
+  tuneParams: Record<string, ParamValue[]>;
+  restrictions: string[];
+  configs: ConfigSummary[];
+  total: number;
+  failures: number;
+  bestTimeMs: number | null;
+}
+
+export interface StepView extends PlanStepView {
+  /** Why it was rejected or skipped, in words. */
+  reason?: string;
+  rejection?: RejectionReason;
+  /** Candidates by number, latest attempt of each. */
+  candidates: CandidateView[];
+  accepted?: { candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config };
+}
+
+export interface UsageView {
+  promptTokens: number;
+  completionTokens: number;
+  calls: number;
+}
+
+export interface NoticeView {
+  level: 'warning' | 'error';
+  text: string;
+  at: string;
+}
+
+export interface FinalView {
+  finalCode: string;
+  tunableCode: string;
+  bestParams: Config;
+  tuneParams: Record<string, ParamValue[]>;
+  restrictions: string[];
+  tracker: TrackerSummary;
+  launch: LaunchGeometryView;
+}
+
+export interface SessionView {
+  header: SessionHeader;
+  status: SessionStatus;
+  threadId?: string;
+  kernel?: { name: string; signature: string };
+  /** gpus: how many GPUs of this model the session tunes on, when more than one. */
+  device?: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
+  analysis?: { description: string; problemSize: string[]; outputs: string[] };
+  tests: EventOf<'tests.ready'>['tests'];
+  baseline?: { timeMs: number; params: Config; testId: string };
+  /** Step ids in plan order (steps that started without being planned are appended). */
+  order: string[];
+  steps: Record<string, StepView>;
+  currentStepId?: string;
+  planAwaitingApproval: boolean;
+  replanning?: { round: number; maxRounds: number };
+  usage: UsageView;
+  notices: NoticeView[];
+  final?: FinalView;
+  error?: string;
+  /** Time of the first and the latest event (ISO); the panel shows the elapsed time between them, or until now. */
+  firstEventAt?: string;
+  lastEventAt?: string;
+  eventCount: number;
+}
+
+export function initialView(header: SessionHeader): SessionView {
+  return {
+    header,
+    status: header.statusOverride ?? 'running',
+    tests: [],
+    order: [],
+    steps: {},
+    planAwaitingApproval: false,
+    usage: { promptTokens: 0, completionTokens: 0, calls: 0 },
+    notices: [],
+    eventCount: 0,
+  };
+}
+
+const TERMINAL: readonly SessionStatus[] = ['completed', 'failed', 'cancelled'];
+
+function withStep(view: SessionView, stepId: string, change: (step: StepView) => StepView, title = stepId): SessionView {
+  const existing = view.steps[stepId];
+  const step = existing ?? { id: stepId, title, details: '', depth: 0, status: 'pending' as StepStatus, candidates: [] };
+  return {
+    ...view,
+    order: existing ? view.order : [...view.order, stepId],
+    steps: { ...view.steps, [stepId]: change(step) },
+  };
+}
+
+function withCandidate(step: StepView, number: number, change: (c: CandidateView | undefined) => CandidateView): StepView {
+  const index = step.candidates.findIndex((c) => c.candidate === number);
+  const next = change(index === -1 ? undefined : step.candidates[index]);
+  const candidates = index === -1 ? [...step.candidates, next].sort((a, b) => a.candidate - b.candidate) : step.candidates.map((c, i) => (i === index ? next : c));
+  return { ...step, candidates };
+}
+
+function applyPlan(view: SessionView, steps: PlanStepView[]): SessionView {
+  const next: Record<string, StepView> = {};
+  for (const s of steps) next[s.id] = { ...(view.steps[s.id] ?? { candidates: [] }), ...s };
+  // Steps that ran but left the plan (a replan drops finished steps) stay visible, before the new ones.
+  const kept = view.order.filter((stepId) => !next[stepId] && view.steps[stepId]!.status !== 'pending');
+  for (const stepId of kept) next[stepId] = view.steps[stepId]!;
+  return { ...view, steps: next, order: [...kept, ...steps.map((s) => s.id)] };
+}
+
+/** The view after one more event. Pure; unknown (newer) event types only count and move the clock. */
+export function reduce(view: SessionView, event: TuningEvent): SessionView {
+  const stamped: SessionView = { ...view, eventCount: view.eventCount + 1, firstEventAt: view.firstEventAt ?? event.at, lastEventAt: event.at };
+  switch (event.type) {
+    case 'session.started':
+      return {
+        ...stamped,
+        status: TERMINAL.includes(stamped.status) ? stamped.status : 'running',
+        threadId: event.threadId,
+        kernel: event.kernel,
+        device: event.device,
+      };
+    case 'session.branched': {
+      if (!event.edited) return stamped;
+      // The user's kernel comes before the step it starts: its pseudo-step goes in front of it, not at the end.
+      const editId = editStepId(event.stepId);
+      if (stamped.steps[editId]) return stamped;
+      const at = stamped.order.indexOf(event.stepId);
+      const order = at === -1 ? [...stamped.order, editId] : [...stamped.order.slice(0, at), editId, ...stamped.order.slice(at)];
+      const step: StepView = { id: editId, title: editStepTitle(event.stepId), details: '', depth: 0, status: 'pending', candidates: [] };
+      return { ...stamped, order, steps: { ...stamped.steps, [editId]: step } };
+    }
+    case 'analysis.done':
+      return { ...stamped, analysis: { description: event.description, problemSize: event.problemSize, outputs: event.outputs } };
+    case 'tests.ready':
+      return { ...stamped, tests: event.tests };
+    case 'baseline':
+      return { ...stamped, baseline: { timeMs: event.timeMs, params: event.params, testId: event.testId } };
+    case 'plan':
+      return { ...applyPlan(stamped, event.steps), planAwaitingApproval: false, status: stamped.status === 'awaiting_approval' ? 'running' : stamped.status };
+    case 'plan.awaiting_approval':
+      return { ...applyPlan(stamped, event.steps), planAwaitingApproval: true, status: 'awaiting_approval' };
+    case 'step.started':
+      return { ...withStep(stamped, event.stepId, (s) => ({ ...s, title: s.title || event.title, status: 'running' }), event.title), currentStepId: event.stepId };
+    case 'step.skipped':
+      return withStep(stamped, event.stepId, (s) => ({ ...s, status: 'skipped', reason: event.reason }));
+    case 'candidate':
+      return withStep(stamped, event.stepId, (s) =>
+        withCandidate(s, event.candidate, () => ({
+          candidate: event.candidate,
+          attempt: event.attempt,
+          code: event.code,
+          diff: event.diff,
+          tuneParams: event.tuneParams,
+          restrictions: event.restrictions,
+          // A new attempt is a new kernel: its configurations start afresh.
+          configs: [],
+          total: 0,
+          failures: 0,
+          bestTimeMs: null,
+        })),
+      );
+    case 'configs.evaluated':
+      return withStep(stamped, event.stepId, (s) =>
+        withCandidate(s, event.candidate, (c) => {
+          const base = c ?? { candidate: event.candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
+          const configs = base.configs.filter((r) => r.key !== event.result.key);
+          return { ...base, configs: [...configs, event.result], total: event.total, failures: event.failures, bestTimeMs: event.bestTimeMs };
+        }),
+      );
+    case 'step.accepted':
+      return withStep(stamped, event.stepId, (s) => ({
+        ...s,
+        status: 'accepted',
+        accepted: { candidate: event.candidate, oldTimeMs: event.oldTimeMs, newTimeMs: event.newTimeMs, improvementPct: event.improvementPct, bestParams: event.bestParams },
+      }));
+    case 'step.rejected':
+      return withStep(stamped, event.stepId, (s) => ({ ...s, status: 'rejected', rejection: event.reason, reason: describeReason(event.reason) }));
+    case 'replanning':
+      return { ...stamped, replanning: { round: event.round, maxRounds: event.maxRounds } };
+    case 'llm.usage':
+      return {
+        ...stamped,
+        usage: {
+          promptTokens: stamped.usage.promptTokens + event.promptTokens,
+          completionTokens: stamped.usage.completionTokens + event.completionTokens,
+          calls: stamped.usage.calls + 1,
+        },
+      };
+    case 'llm.retry':
+      return { ...stamped, notices: [...stamped.notices, { level: 'warning', text: `${event.purpose}: attempt ${event.attempt} failed (${event.error}): ${firstLine(event.message)}`, at: event.at }] };
+    case 'warning':
+      return { ...stamped, notices: [...stamped.notices, { level: 'warning', text: event.message, at: event.at }] };
+    case 'session.finished':
+      return {
+        ...stamped,
+        status: 'completed',
+        currentStepId: undefined,
+        final: {
+          finalCode: event.finalCode,
+          tunableCode: event.tunableCode,
+          bestParams: event.bestParams,
+          tuneParams: event.tuneParams,
+          restrictions: event.restrictions,
+          tracker: event.tracker,
+          launch: event.launch,
+        },
+      };
+    case 'session.failed':
+      return { ...stamped, status: 'failed', currentStepId: undefined, error: event.error.message };
+    case 'session.cancelled':
+      return { ...stamped, status: 'cancelled', currentStepId: undefined };
+    default:
+      return stamped;
+  }
+}
+
+export function reduceAll(header: SessionHeader, events: readonly TuningEvent[]): SessionView {
+  const view = events.reduce(reduce, initialView(header));
+  // The host's word wins only over a session the events leave unfinished (it died with its window).
+  if (header.statusOverride && !TERMINAL.includes(view.status)) return { ...view, status: header.statusOverride };
+  return view;
+}
+
+function firstLine(text: string): string {
+  return text.split('\n', 1)[0]!;
+}
+
+const ms = (value: number) => `${Number(value.toPrecision(4))} ms`;
+
+export function describeReason(reason: RejectionReason): string {
+  switch (reason.kind) {
+    case 'wrong_result':
+      return `wrong result: ${reason.summary}`;
+    case 'insufficient_gain':
+      return `too little gain: ${ms(reason.oldTimeMs)} → ${ms(reason.newTimeMs)} is ${reason.improvementPct.toFixed(1)}%, below the ${reason.thresholdPct}% threshold`;
+    case 'compile_error':
+      return `did not compile after ${reason.attempts} attempt(s): ${firstLine(reason.message)}`;
+    case 'failed':
+      return `failed after ${reason.attempts} attempt(s): ${firstLine(reason.message)}`;
+  }
+}
+
+/**
+ * The kernel an accepted step left behind, ready to compile: the accepted candidate's code with the step's best
+ * values defined under #ifndef guards (as the final kernel has them). Undefined for a step that was not accepted.
+ */
+export function stepCode(view: SessionView, stepId: string): string | undefined {
+  const step = view.steps[stepId];
+  if (!step?.accepted) return undefined;
+  const code = step.candidates.find((c) => c.candidate === step.accepted!.candidate)?.code;
+  if (code === undefined) return undefined;
+  const guards = Object.entries(step.accepted.bestParams).flatMap(([name, value]) => [
+    `#ifndef ${name}`,
+    `#define ${name} ${typeof value === 'boolean' ? Number(value) : value}`,
+    '#endif',
+  ]);
+  const header = [`// After the step "${step.title}" of llm-kernel-tuner; the tuning report states the launch geometry.`, ...guards];
+  return `${header.join('\n')}\n\n${code.replace(/^\s*\n/, '')}`;
+}
+
+/** Time per accepted step against the baseline: the points of the performance chart's line. */
+export function acceptedTimeline(view: SessionView): { label: string; timeMs: number }[] {
+  if (!view.baseline) return [];
+  const points = [{ label: 'baseline', timeMs: view.baseline.timeMs }];
+  for (const stepId of view.order) {
+    const accepted = view.steps[stepId]?.accepted;
+    if (accepted) points.push({ label: view.steps[stepId]!.title, timeMs: accepted.newTimeMs });
+  }
+  return points;
+}
+
+/** The step whose configurations the chart shows: the running one, else the last that has any. */
+export function focusStep(view: SessionView): StepView | undefined {
+  if (view.currentStepId && view.steps[view.currentStepId]) return view.steps[view.currentStepId];
+  for (let i = view.order.length - 1; i >= 0; i--) {
+    const step = view.steps[view.order[i]!]!;
+    if (step.candidates.some((c) => c.configs.length > 0)) return step;
+  }
+  return undefined;
+}
+
+/** The best time reached so far (baseline if nothing was accepted). */
+export function bestTimeMs(view: SessionView): number | undefined {
+  if (view.final?.tracker.finalTimeMs != null) return view.final.tracker.finalTimeMs;
+  const timeline = acceptedTimeline(view);
+  return timeline.at(-1)?.timeMs;
+}
+
+/**
+ * Baseline time over the best time, once there is something to compare: a step was accepted or the session finished
+ * (before that, "1.00×" would only mislead).
+ */
+export function speedup(view: SessionView): number | undefined {
+  if (!view.final && !Object.values(view.steps).some((s) => s.accepted)) return undefined;
+  const best = bestTimeMs(view);
+  if (!view.baseline || best === undefined || best <= 0) return undefined;
+  return view.baseline.timeMs / best;
+}
+
+const HISTORY_STATUS: Record<SessionView['status'], HistoryEntry['status']> = {
+  running: 'running',
+  awaiting_approval: 'running',
+  completed: 'completed',
+  failed: 'failed',
+  cancelled: 'cancelled',
+  interrupted: 'interrupted',
+};
+
+/** The history entry's fields that follow from the events (the extension's and the CLI's history alike). */
+export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 'steps'> & Partial<Pick<HistoryEntry, 'baselineTimeMs' | 'bestTimeMs' | 'speedup' | 'finalCode' | 'error' | 'device'>> {
+  const steps: HistoryStep[] = view.order.map((stepId) => {
+    const s = view.steps[stepId]!;
+    return {
+      stepId,
+      title: s.title,
+      status: s.status,
+      ...(s.accepted && { timeMs: s.accepted.newTimeMs, improvementPct: s.accepted.improvementPct }),
+      ...(s.reason && { reason: s.reason }),
+    };
+  });
+  const best = bestTimeMs(view);
+  const gain = speedup(view);
+  return {
+    status: HISTORY_STATUS[view.status],
+    steps,
+    ...(view.baseline && { baselineTimeMs: view.baseline.timeMs }),
+    ...(best !== undefined && { bestTimeMs: best }),
+    ...(gain !== undefined && Number.isFinite(gain) && { speedup: gain }),
+    ...(view.final && { finalCode: view.final.finalCode }),
+    ...(view.error && { error: view.error }),
+    ...(view.device && { device: { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
+  };
+}

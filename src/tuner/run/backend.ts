@@ -1,0 +1,188 @@
+// What the tuner needs from a GPU, as one interface: the real implementation drives the GPU worker (gpu-backend.ts);
+// CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
+// decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
+import type { ProgramInit } from '../../gpu/program';
+import type { CompilerBackend } from '../../gpu/types';
+import type { Dim3 } from '../types';
+import type { DeviceLimits } from '../space/geometry';
+import type { ResolvedTest } from '../spec/input-spec';
+import type { SampleStats, ResourceUsage } from '../types';
+import type { DeviceSpeedLimits } from './speed-of-light';
+
+export interface DeviceDescription extends DeviceLimits {
+  name: string;
+  /** The CUDA ordinal of the device in this process (as CUDA_VISIBLE_DEVICES leaves them). */
+  ordinal: number;
+  /** Its PCI address, e.g. "0000:1b:00.0", when the backend knows it: tells GPUs apart across processes and hosts. */
+  pciBusId?: string;
+  computeCapability: [number, number];
+  multiprocessors: number;
+  globalMemoryBytes: number;
+  l2CacheBytes: number;
+  /** cuDriverGetVersion, e.g. 13000. */
+  driverVersion: number;
+  /** "13.0", or null when NVRTC is not available. */
+  nvrtcVersion: string | null;
+  /** The compile target, e.g. "sm_90". */
+  arch: string;
+  /** The compilers this backend can build with, preferred first. */
+  compilers: CompilerBackend[];
+  /** The NVRTC library in use (absolute path), when known: the CUDA toolkit beside it has the matching headers. */
+  nvrtcLibrary?: string;
+}
+
+/** A kernel's program and the compiler that takes it (see compile-sources.ts). */
+export interface KernelProgram {
+  compiler: CompilerBackend;
+  source: string;
+  fileName: string;
+  /** In-memory headers (include spelling → text) and directories searched for the others. */
+  headers?: Readonly<Record<string, string>>;
+  includePaths?: readonly string[];
+}
+
+/** One variant of a kernel to compile: its program with the configuration's defines. */
+export interface BuildRequest extends KernelProgram {
+  /** The C++ name expression of the kernel ("vector_add", "matmul<float, 16>"). */
+  nameExpression: string;
+  defines: Record<string, string>;
+  compilerOptions: readonly string[];
+}
+
+/** The compiler's program for a build request: its source, headers and include paths, with the defines and options. */
+export function programOf(request: BuildRequest): ProgramInit {
+  return {
+    source: request.source,
+    fileName: request.fileName,
+    nameExpressions: [request.nameExpression],
+    defines: request.defines,
+    options: [...request.compilerOptions],
+    ...(request.headers && { headers: request.headers }),
+    ...(request.includePaths && { includePaths: request.includePaths }),
+  };
+}
+
+/**
+ * A compiled kernel variant, not yet on any device: it loads on every backend of the same device model (the same
+ * compute capability, so the same binary), which is how several GPUs share the compiles run ahead of them.
+ */
+export interface CompiledKernel {
+  readonly compileMs: number;
+  /** The compiler's warnings (empty when clean). */
+  readonly log: string;
+}
+
+/** A kernel loaded on a device, ready to launch. */
+export interface BuiltKernel {
+  readonly resources: ResourceUsage & { maxThreadsPerBlock: number };
+  readonly loadMs: number;
+  release(): Promise<void>;
+}
+
+export interface Launch {
+  grid: Dim3;
+  block: Dim3;
+  sharedMemBytes: number;
+}
+
+/** Host-side data of a test given by value (KernelTest): typed arrays and scalars, in argument order. */
+export type HostArgument =
+  | { kind: 'scalar'; name: string; dtype: ResolvedTest['arguments'][number]['dtype']; value: number | bigint }
+  | {
+      kind: 'buffer';
+      name: string;
+      dtype: ResolvedTest['arguments'][number]['dtype'];
+      data: ArrayBufferView & { length: number };
+      output: boolean;
+      /** An output the kernel also reads: `data` is its initial content before every run (else it is poisoned). */
+      inOut?: boolean;
+      /** The expected content after the run, when the user gave it; otherwise the oracle produces it. */
+      expected?: (ArrayBufferView & { length: number }) | null;
+    };
+
+/** Where a test's inputs come from: generated on the device from a spec, or uploaded from the host. */
+export type TestData = { kind: 'spec'; test: ResolvedTest } | { kind: 'host'; arguments: HostArgument[] };
+
+/** Absolute and relative tolerance of a float comparison: |out - ref| <= atol + rtol * |ref|. */
+export interface Tolerance {
+  rtol: number;
+  /** Absolute term; when undefined it is `atolScale` times the largest |ref| of that output. */
+  atol?: number;
+  atolScale: number;
+}
+
+export interface OutputMismatch {
+  name: string;
+  elements: number;
+  /** How many elements differ (including unwritten and NaN/Inf ones). */
+  mismatches: number;
+  /** Elements that still hold the poison pattern: the kernel never wrote them. */
+  unwritten: number;
+  /** NaN or Inf where the reference has a finite number. */
+  nonFinite: number;
+  maxAbsError: number;
+  maxRelError: number;
+  /** The first few differing elements. */
+  firstBad: { index: number; got: number | bigint; expected: number | bigint }[];
+  tolerance: { rtol: number; atol: number } | 'exact';
+}
+
+export type CheckOutcome =
+  | { ok: true }
+  | { ok: false; mismatches: OutputMismatch[]; modifiedInputs: string[]; inputSet: number; afterTiming: boolean };
+
+/** A test's data on the device: input sets, expected outputs, working buffers. */
+export interface PreparedTest {
+  /** Number of independent input sets (2: the second catches cached or constant results). */
+  readonly inputSets: number;
+  /** Scalar argument values, for problem-size expressions. */
+  readonly scalars: Record<string, number>;
+  release(): Promise<void>;
+}
+
+export interface TimingOptions extends DeviceRunOptions {
+  warmup: number;
+  iterations: number;
+  flushL2: boolean;
+  /** Time a few launches first and stop there when their median is already longer than this (it cannot win). */
+  stopAboveMs?: number;
+}
+
+export interface TimingOutcome {
+  stats: SampleStats;
+  /** The outputs compared again after the timed launches (catches races and results that drift with repetition). */
+  recheck: CheckOutcome;
+  /** Only the probing launches were timed (see TimingOptions.stopAboveMs). */
+  stoppedEarly: boolean;
+}
+
+/** Aborting stops what the device is running (a GPU worker is killed: a kernel cannot be stopped otherwise). */
+export interface DeviceRunOptions {
+  timeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** One device: a tuning run on several GPUs has one backend per GPU, all of the same model. */
+export interface TuningBackend {
+  describe(): Promise<DeviceDescription>;
+  /** Compiles a variant (for this device model); rejects with CompileError (log and diagnostics) when it does not compile. */
+  compile(request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel>;
+  /** Loads a kernel compiled by this backend or another of the same device model. */
+  load(kernel: CompiledKernel): Promise<BuiltKernel>;
+  /** Puts a test's inputs on the device and runs the oracle on every input set to produce the expected outputs. */
+  prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest>;
+  /** Runs the kernel on one input set with fresh (poisoned) outputs and compares every output with the expected one. */
+  check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome>;
+  /** Times the kernel on input set 0; afterwards its outputs are compared again when the kernel does not read them. */
+  time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome>;
+  /** The device's bandwidth and FP32 limits, measured on it (speed-of-light.ts); absent where nothing can be measured. */
+  speedLimits?(): Promise<DeviceSpeedLimits>;
+  dispose(): Promise<void>;
+}
+
+/** A backend or one per GPU, as a list (RangeError for an empty one). */
+export function backendList(backend: TuningBackend | readonly TuningBackend[]): readonly TuningBackend[] {
+  const list: readonly TuningBackend[] = Array.isArray(backend) ? backend : [backend as TuningBackend];
+  if (list.length === 0) throw new RangeError('the list of backends is empty: give at least one (one per GPU)');
+  return list;
+}

@@ -1,0 +1,283 @@
+// Evaluating one configuration: geometry → compile → load → check on every input set → time → check again → result.
+// Every failure becomes a result with its kind (compile error, launch error, fault, timeout, wrong result) and the search
+// goes on. Compiles of configurations announced through prefetch() run ahead, several at once, while the GPUs time the
+// current ones (NVRTC in the GPU workers' thread pools, or nvcc subprocesses).
+//
+// With several GPUs (all of one model) the evaluator has one device per GPU, each with the test data prepared on it:
+// the same inputs from the same seeds, and the oracle's outputs computed there by the oracle itself, so a configuration
+// is always compared with the oracle on the GPU that ran it. Compiles are shared: a kernel compiled through any GPU's
+// worker loads on every GPU of the model, so whichever GPU takes a configuration finds it compiled ahead.
+import { createHash } from 'node:crypto';
+import { hostname } from 'node:os';
+import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
+import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import { withCollisionHint } from '../compile/compile-sources';
+import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from '../space/geometry';
+import { configKey, type Config, type ConfigResult, type FailureKind, type GpuId, type Reproduction } from '../types';
+
+export interface EvaluatorOptions {
+  /** The program every configuration compiles (with its defines), for the compiler chosen for this file. */
+  program: KernelProgram;
+  nameExpression: string;
+  compilerOptions: readonly string[];
+  geometry: Geometry;
+  paramNames: readonly string[];
+  /** Timed launches per configuration (default 32) after `warmup` untimed ones (default 3). */
+  iterations: number;
+  warmup: number;
+  flushL2: boolean;
+  /** A configuration whose first few timed launches take longer than this factor times the best median so far (on any GPU) is not timed further. */
+  earlyStopFactor: number | undefined;
+  /**
+   * Time limit of one launch of the kernel under test (ms); a whole benchmark gets this per launch. Asked for when the
+   * first configuration runs (it may time the reference kernel first; a run answered from a cache never asks).
+   */
+  launchTimeoutMs: () => Promise<number>;
+  /** Compiles running ahead at most (over all GPUs). */
+  compileConcurrency: number;
+}
+
+/** One GPU of an evaluation: its backend, what it is, and the test data prepared on it (with its own oracle outputs). */
+export interface EvaluationDevice {
+  backend: TuningBackend;
+  device: DeviceDescription;
+  test: PreparedTest;
+}
+
+/** A configuration failed: what kind of failure, and the message (with the compiler log for compile errors). */
+class EvaluationFailure extends Error {
+  constructor(
+    readonly kind: FailureKind,
+    message: string,
+    readonly log?: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Compiled kernels kept for later when a strategy announced them and then went elsewhere: a few, the newest. */
+const KEPT_COMPILES_PER_SLOT = 4;
+
+export class Evaluator {
+  /** Compiles run ahead (running, or finished and not taken yet), by build key, oldest first. */
+  private readonly compiles = new Map<string, { promise: Promise<CompiledKernel>; settled: boolean }>();
+  private compilesRunning = 0;
+  private nextCompiler = 0;
+  private readonly sourceHash: string;
+  private readonly gpus: GpuId[];
+  private bestMs = Infinity;
+
+  constructor(
+    private readonly devices: readonly EvaluationDevice[],
+    private readonly options: EvaluatorOptions,
+  ) {
+    if (devices.length === 0) throw new RangeError('an evaluator needs at least one device');
+    this.sourceHash = createHash('sha256').update(options.program.source).digest('hex');
+    const host = hostname();
+    this.gpus = devices.map((d) => ({ host, ordinal: d.device.ordinal, ...(d.device.pciBusId && { pciBusId: d.device.pciBusId }) }));
+  }
+
+  /** The GPUs configurations are evaluated on, by worker number. */
+  get gpuIds(): readonly GpuId[] {
+    return this.gpus;
+  }
+
+  /** Starts compiling these configurations in the background (bounded by compileConcurrency), spread over the GPUs' compilers. */
+  prefetch(configs: readonly Config[]): void {
+    for (const config of configs) {
+      if (this.compilesRunning >= this.options.compileConcurrency) return;
+      const request = this.tryRequest(config);
+      if (request && !this.compiles.has(buildKey(request))) this.startCompile(request);
+    }
+  }
+
+  /** Drops the compiles run ahead and never evaluated (they hold no device memory). */
+  async dispose(): Promise<void> {
+    const pending = [...this.compiles.values()].map((c) => c.promise);
+    this.compiles.clear();
+    await Promise.allSettled(pending);
+  }
+
+  /** Evaluates a configuration on the GPU of `worker` (0 when there is one); aborting stops what that GPU runs. */
+  async evaluate(config: Config, worker = 0, signal?: AbortSignal): Promise<ConfigResult> {
+    const on = this.devices[worker];
+    if (!on) throw new RangeError(`worker ${worker} does not exist: this evaluator has ${this.devices.length} GPU${this.devices.length > 1 ? 's' : ''}`);
+    const started = performance.now();
+    const key = configKey(config, this.options.paramNames);
+    const timings = { compileMs: 0, loadMs: 0, verifyMs: 0, benchmarkMs: 0 };
+    const result: ConfigResult = { config, key, status: 'ok' };
+    let kernel: BuiltKernel | undefined;
+    try {
+      const launch = this.launchOf(config);
+      result.geometry = { grid: launch.grid, block: launch.block };
+      const request = this.request(config, launch);
+      result.reproduce = this.reproduction(request, on.device);
+      const compiled = await this.compiled(request, on.backend, signal);
+      timings.compileMs = compiled.compileMs;
+      result.gpu = this.gpus[worker]!;
+      kernel = await this.run(() => on.backend.load(compiled));
+      timings.loadMs = kernel.loadMs;
+      result.resources = { registers: kernel.resources.registers, sharedBytes: kernel.resources.sharedBytes, localBytes: kernel.resources.localBytes };
+
+      const launchTimeoutMs = await this.options.launchTimeoutMs();
+      const run = { timeoutMs: launchTimeoutMs, ...(signal && { signal }) };
+      const verifyStart = performance.now();
+      for (let s = 0; s < on.test.inputSets; s++) {
+        this.expectOk(await this.run(() => on.backend.check(kernel!, launch, on.test, s, run)));
+      }
+      timings.verifyMs = performance.now() - verifyStart;
+
+      const benchStart = performance.now();
+      const stopAboveMs = this.options.earlyStopFactor !== undefined && Number.isFinite(this.bestMs) ? this.bestMs * this.options.earlyStopFactor : undefined;
+      const timed = await this.run(() =>
+        on.backend.time(kernel!, launch, on.test, {
+          ...run,
+          warmup: this.options.warmup,
+          iterations: this.options.iterations,
+          flushL2: this.options.flushL2,
+          timeoutMs: launchTimeoutMs * (this.options.warmup + this.options.iterations + 1),
+          ...(stopAboveMs !== undefined && { stopAboveMs }),
+        }),
+      );
+      timings.benchmarkMs = performance.now() - benchStart;
+      this.expectOk(timed.recheck);
+      result.stats = timed.stats;
+      result.timeMs = timed.stats.medianMs;
+      if (timed.stoppedEarly) {
+        result.status = 'stopped_early';
+        result.note = `stopped after ${timed.stats.samplesMs.length} timed launches: their median ${timed.stats.medianMs.toPrecision(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toPrecision(4)} ms)`;
+      } else {
+        this.bestMs = Math.min(this.bestMs, timed.stats.medianMs);
+      }
+    } catch (e) {
+      if (!(e instanceof EvaluationFailure)) throw e;
+      result.status = e.kind;
+      result.error = { message: e.message, ...(e.log ? { log: e.log } : {}) };
+    } finally {
+      await kernel?.release().catch(() => undefined);
+    }
+    result.timings = { ...timings, frameworkMs: Math.max(0, performance.now() - started - timings.compileMs - timings.loadMs - timings.verifyMs - timings.benchmarkMs) };
+    result.timestamp = new Date().toISOString();
+    return result;
+  }
+
+  private launchOf(config: Config): Launch {
+    let g: LaunchGeometry;
+    try {
+      g = this.options.geometry.launch(config, this.devices[0]!.test.scalars);
+    } catch (e) {
+      if (e instanceof GeometryError) throw new EvaluationFailure('launch_error', e.message);
+      throw e;
+    }
+    // Over the device's limits (the grid, the dynamic shared memory): skipped before anything is compiled.
+    const tooLarge = exceedsDeviceLimits(this.devices[0]!.device, { block: g.block, grid: g.grid, sharedBytes: g.sharedMemBytes });
+    if (tooLarge) throw new EvaluationFailure('exceeds_device_limits', tooLarge);
+    return { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
+  }
+
+  private request(config: Config, launch: Launch): BuildRequest {
+    return {
+      ...this.options.program,
+      nameExpression: this.options.nameExpression,
+      defines: defines(config, launch, this.options.geometry.blockSizeNames),
+      compilerOptions: this.options.compilerOptions,
+    };
+  }
+
+  private tryRequest(config: Config): BuildRequest | undefined {
+    try {
+      return this.request(config, this.launchOf(config));
+    } catch {
+      return undefined; // its evaluation reports the problem
+    }
+  }
+
+  /** Compiles ahead through the next GPU's compiler in turn (NVRTC runs in each GPU worker's thread pool). */
+  private startCompile(request: BuildRequest): void {
+    const backend = this.devices[this.nextCompiler++ % this.devices.length]!.backend;
+    const key = buildKey(request);
+    const entry = { promise: backend.compile(request), settled: false };
+    this.compilesRunning++;
+    entry.promise
+      .catch(() => undefined) // observed when evaluated; a compile run ahead may never be
+      .finally(() => {
+        this.compilesRunning--;
+        entry.settled = true;
+        this.forgetOldCompiles();
+      });
+    this.compiles.set(key, entry);
+  }
+
+  /** Keeps the newest few finished compiles nobody took (a local search announced them, then moved elsewhere). */
+  private forgetOldCompiles(): void {
+    const finished = [...this.compiles].filter(([, c]) => c.settled);
+    const excess = finished.length - KEPT_COMPILES_PER_SLOT * this.options.compileConcurrency;
+    for (const [key] of finished.slice(0, Math.max(0, excess))) this.compiles.delete(key);
+  }
+
+  /** The compiled kernel of a request: run ahead, or compiled now by the GPU that needs it. */
+  private async compiled(request: BuildRequest, backend: TuningBackend, signal?: AbortSignal): Promise<CompiledKernel> {
+    const key = buildKey(request);
+    const promise = this.compiles.get(key)?.promise ?? backend.compile(request, signal);
+    this.compiles.delete(key);
+    try {
+      return await promise;
+    } catch (e) {
+      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', withCollisionHint(e, request.defines).message, e.log);
+      throw e;
+    }
+  }
+
+  /** Runs a GPU step, turning the GPU layer's typed errors into this configuration's failure. */
+  private async run<T>(step: () => Promise<T>): Promise<T> {
+    try {
+      return await step();
+    } catch (e) {
+      if (e instanceof KernelTimeoutError) throw new EvaluationFailure('timeout', e.message);
+      if (e instanceof KernelFaultError) throw new EvaluationFailure('fault', e.message);
+      if (e instanceof LaunchError) throw new EvaluationFailure('launch_error', e.message);
+      if (e instanceof WorkerCrashedError) throw new EvaluationFailure('fault', e.message);
+      throw e;
+    }
+  }
+
+  private expectOk(outcome: CheckOutcome): void {
+    if (!outcome.ok) throw new EvaluationFailure('wrong_result', describeCheckFailure(outcome));
+  }
+
+  private reproduction(request: BuildRequest, device: DeviceDescription): Reproduction {
+    return {
+      sourceHash: this.sourceHash,
+      defines: request.defines,
+      compilerOptions: [...request.compilerOptions],
+      deviceName: device.name,
+      driverVersion: device.driverVersion,
+      nvrtcVersion: request.compiler === 'nvcc' ? 'nvcc' : (device.nvrtcVersion ?? 'nvrtc'),
+      statistic: 'median',
+    };
+  }
+}
+
+function buildKey(request: BuildRequest): string {
+  return JSON.stringify([request.defines, request.nameExpression]);
+}
+
+/** One readable paragraph: which outputs differ, how, and where; which inputs the kernel overwrote. */
+export function describeCheckFailure(outcome: CheckOutcome & { ok: false }): string {
+  const when = outcome.afterTiming ? 'after the timed launches' : `on input set ${outcome.inputSet + 1}`;
+  const parts = outcome.mismatches.map((m) => describeMismatch(m));
+  if (outcome.modifiedInputs.length > 0) parts.push(`it overwrote input${outcome.modifiedInputs.length > 1 ? 's' : ''} ${outcome.modifiedInputs.join(', ')}, which must stay unchanged`);
+  const hint = outcome.afterTiming ? ' (right once, wrong after repeated launches: a race or state kept between launches)' : outcome.inputSet > 0 ? ' (right on the first input set: a result that does not depend on the input)' : '';
+  return `wrong result ${when}${hint}: ${parts.join('; ')}`;
+}
+
+export function describeMismatch(m: OutputMismatch): string {
+  const pct = ((100 * m.mismatches) / m.elements).toPrecision(3);
+  const details: string[] = [];
+  if (m.unwritten > 0) details.push(`${m.unwritten} never written`);
+  if (m.nonFinite > 0) details.push(`${m.nonFinite} NaN/Inf where the reference is finite`);
+  if (m.maxAbsError > 0) details.push(`max abs error ${m.maxAbsError.toPrecision(4)}, max rel error ${m.maxRelError.toPrecision(4)}`);
+  const tol = m.tolerance === 'exact' ? 'exact comparison' : `tolerance atol ${m.tolerance.atol.toPrecision(3)} + rtol ${m.tolerance.rtol}`;
+  const first = m.firstBad.map((b) => `[${b.index}] ${String(b.got)} (expected ${String(b.expected)})`).join(', ');
+  return `${m.name}: ${m.mismatches} of ${m.elements} elements differ (${pct}%; ${tol})${details.length ? `, ${details.join(', ')}` : ''}; first: ${first}`;
+}

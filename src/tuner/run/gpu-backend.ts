@@ -1,0 +1,733 @@
+// The tuner's backend on a real GPU, through the worker (src/gpu). Test data is generated, compared and fingerprinted
+// on the device by the helper kernels, so verification costs microseconds per configuration, not a host round trip.
+//
+// Device memory of a prepared test, per input set s (two sets: the second catches cached or constant results):
+//   inputs[s]    every buffer argument: inputs filled from their spec, pure outputs poisoned before each run,
+//                in/out buffers (outputs with an initial content) copied from initial[s] before each run;
+//   expected[s]  the oracle's outputs.
+// A worker restart (after a fault or a timeout) loses everything kernels wrote; each call checks the worker generation
+// and rebuilds the test data on a fresh worker before it goes on.
+import { createHash } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { availableCompilers, noCompilerError, type AvailableCompilers } from '../../gpu/compiler';
+import {
+  CompileError,
+  Gpu,
+  dtypeBytes,
+  isFloatDType,
+  scalar,
+  scalarBitPattern,
+  valuesOf,
+  type CompiledProgram,
+  type DeviceBuffer,
+  type DType,
+  type GpuOptions,
+  type Kernel,
+  type KernelArg,
+  type Module,
+} from '../../gpu/client';
+import { measureBandwidth } from '../../gpu/bandwidth';
+import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
+import {
+  backendList,
+  programOf,
+  type BuildRequest,
+  type BuiltKernel,
+  type CheckOutcome,
+  type CompiledKernel,
+  type DeviceRunOptions,
+  type DeviceDescription,
+  type HostArgument,
+  type Launch,
+  type OutputMismatch,
+  type PreparedTest,
+  type TestData,
+  type TimingOptions,
+  type TimingOutcome,
+  type Tolerance,
+  type TuningBackend,
+} from './backend';
+import {
+  COMPARE_SLOTS,
+  COUNT_PATTERN_KERNEL_NAME,
+  FINGERPRINT_KERNEL_NAME,
+  HELPER_KERNELS_SOURCE,
+  SCALE_SLOTS,
+  compareKernelName,
+  fillKernelName,
+  helperNameExpressions,
+  scaleKernelName,
+} from './helper-kernels';
+import { resolveGpuSelection, singleGpu, type GpuSelection } from './gpu-selection';
+import type { BufferInit, Distribution } from '../spec/input-spec';
+import type { SampleStats } from '../types';
+
+/**
+ * Default float tolerances: |out - ref| <= atol + rtol * |ref|, where atol = atolScale * max|ref| of that output.
+ * The scale-aware absolute term lets values that cancel to nearly zero (a dot product of random signs) differ by the
+ * rounding of the large terms they came from; rtol covers reordered sums (tiling, unrolling, FMA contraction) over
+ * thousands of terms. Integers compare exactly.
+ *
+ * The 16-bit floats are usually computed in float32 and rounded once on output, by the reference as much as by the
+ * kernel under test: half a unit in the last place is a relative 2^-11 = 4.9e-4 (float16) or 2^-8 = 3.9e-3 (bfloat16),
+ * and where a reordered float32 result falls on the other side of a rounding boundary the two outputs differ by a whole
+ * unit, up to 2^-10 = 9.8e-4 or 2^-7 = 7.8e-3 of the value. rtol is two such units (2e-3, 1.6e-2): a one-unit flip
+ * plus the float32 reordering error passes, while a wrong result (an unscaled or unwritten element, a wrong index) is
+ * off by far more. atolScale keeps float32's ratio to rtol (a tenth). Whatever the scale, atol is at least one unit of
+ * the format's subnormals, which a one-unit flip of an output below the normal range (|x| < 6.1e-5 for float16) needs.
+ */
+export const DEFAULT_TOLERANCE: Record<'float16' | 'bfloat16' | 'float32' | 'float64', Tolerance> = {
+  float16: { rtol: 2e-3, atolScale: 2e-4 },
+  bfloat16: { rtol: 1.6e-2, atolScale: 1.6e-3 },
+  float32: { rtol: 1e-4, atolScale: 1e-5 },
+  float64: { rtol: 1e-9, atolScale: 1e-11 },
+};
+
+/** The smallest subnormal of each float dtype: one unit in the last place below the normal range. */
+const SMALLEST_SUBNORMAL: Record<keyof typeof DEFAULT_TOLERANCE, number> = {
+  float16: 2 ** -24,
+  bfloat16: 2 ** -133,
+  float32: 2 ** -149,
+  float64: Number.MIN_VALUE,
+};
+
+/** Poison written into pure outputs before every checked run: canonical NaN for floats, 0xA5 bytes for integers. */
+const POISON: Record<DType, number | bigint> = {
+  int8: -91,
+  uint8: 0xa5,
+  int16: -23131,
+  uint16: 0xa5a5,
+  int32: -1515870811,
+  uint32: 0xa5a5a5a5,
+  int64: -6510615555426900571n,
+  uint64: 0xa5a5a5a5a5a5a5a5n,
+  float16: Number.NaN,
+  bfloat16: Number.NaN,
+  float32: Number.NaN,
+  float64: Number.NaN,
+};
+
+const FIRST_BAD_SHOWN = 8;
+/** Timed launches of the probe that decides an early stop. */
+export const PROBE_LAUNCHES = 3;
+const HELPER_BLOCK = 256;
+
+type NumericArray = ArrayBufferView & { length: number; [i: number]: number | bigint };
+
+interface BufferSlot {
+  name: string;
+  dtype: DType;
+  length: number;
+  output: boolean;
+  buffer: DeviceBuffer;
+  /** In/out buffers: the initial content, copied in before each run. */
+  initial?: DeviceBuffer;
+  expected?: DeviceBuffer;
+  /** Inputs: fingerprint after generation (the kernel must leave it unchanged). */
+  fingerprint?: bigint;
+  tolerance?: { rtol: number; atol: number } | 'exact';
+}
+
+interface InputSet {
+  args: KernelArg[];
+  buffers: BufferSlot[];
+}
+
+/** A cubin and the kernel to take from it: loads on any GPU of the arch it was compiled for. */
+class GpuCompiledKernel implements CompiledKernel {
+  constructor(
+    readonly compiled: CompiledProgram,
+    readonly nameExpression: string,
+    readonly compileMs: number,
+  ) {}
+
+  get log(): string {
+    return this.compiled.log;
+  }
+}
+
+class GpuBuiltKernel implements BuiltKernel {
+  constructor(
+    readonly module: Module,
+    readonly kernel: Kernel,
+    readonly loadMs: number,
+  ) {}
+
+  get resources() {
+    const a = this.kernel.attributes;
+    return { registers: a.registers, sharedBytes: a.staticSharedBytes, localBytes: a.localBytes, maxThreadsPerBlock: a.maxThreadsPerBlock };
+  }
+
+  release(): Promise<void> {
+    return this.module.unload();
+  }
+}
+
+class GpuPreparedTest implements PreparedTest {
+  sets: InputSet[] = [];
+  generation = -1;
+  constructor(
+    readonly data: TestData,
+    readonly oracle: { kernel: GpuBuiltKernel; launch: Launch },
+    readonly tolerance: Partial<Tolerance> | undefined,
+    readonly timeoutMs: number,
+  ) {}
+
+  get inputSets(): number {
+    return 2;
+  }
+
+  get scalars(): Record<string, number> {
+    if (this.data.kind === 'spec') return this.data.test.scalars;
+    const out: Record<string, number> = {};
+    for (const a of this.data.arguments) if (a.kind === 'scalar') out[a.name] = Number(a.value);
+    return out;
+  }
+
+  /** Whether any output is also read by the kernel: then repeated launches legitimately change it. */
+  get hasInOutBuffers(): boolean {
+    return this.sets[0]?.buffers.some((b) => b.initial !== undefined) ?? false;
+  }
+
+  async release(): Promise<void> {
+    const buffers = this.sets.flatMap((s) => s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]));
+    this.sets = [];
+    await Promise.all(buffers.map((b) => b?.free()));
+  }
+}
+
+export interface GpuBackendOptions extends GpuOptions {
+  /** Where compiled helper kernels are kept between sessions; default <tmp>/llm-kernel-tuner. */
+  cacheDir?: string;
+}
+
+export class GpuBackend implements TuningBackend {
+  private helpers: { module: Module; kernels: Map<string, Kernel>; dtypes: Set<DType> } | undefined;
+  private scratch: DeviceBuffer<'uint64'> | undefined;
+  private limits: Promise<DeviceSpeedLimits> | undefined;
+
+  private constructor(
+    readonly gpu: Gpu,
+    private readonly compilers: AvailableCompilers,
+    private readonly cacheDir: string,
+  ) {}
+
+  /**
+   * Starts the GPU worker; rejects with CudaUnavailableError (saying what to install) without a driver or device, or
+   * when neither NVRTC nor nvcc is there to compile with.
+   */
+  static async open(options: GpuBackendOptions = {}): Promise<GpuBackend> {
+    const gpu = await Gpu.open(options);
+    try {
+      const compilers = await availableCompilers(gpu);
+      if (!compilers.nvrtc && !compilers.nvcc) throw noCompilerError(gpu);
+      return new GpuBackend(gpu, compilers, options.cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'));
+    } catch (e) {
+      await gpu.dispose();
+      throw e;
+    }
+  }
+
+  /**
+   * Opens one GpuBackend (one worker process) per selected GPU. The first is opened on its own and lists the host's
+   * GPUs (a single GPU needs no listing); the others start in parallel. Either all open, or none is left running.
+   */
+  static async openAll(selection: GpuSelection, options: Omit<GpuBackendOptions, 'device'> = {}): Promise<GpuBackend[]> {
+    const first = selection.kind === 'list' ? selection.ordinals[0]! : 0;
+    const opened = [await GpuBackend.open({ ...options, device: first })];
+    try {
+      if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
+      const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
+      const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...options, device })));
+      for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
+      const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+      if (failed) throw failed.reason;
+      return opened;
+    } catch (e) {
+      await Promise.allSettled(opened.map((b) => b.dispose()));
+      throw e;
+    }
+  }
+
+  /** The preferred compiler: NVRTC when loaded (in-process, fast), else nvcc. */
+  private get defaultCompiler() {
+    return (this.compilers.nvrtc ?? this.compilers.nvcc)!;
+  }
+
+  async describe(): Promise<DeviceDescription> {
+    const runtime = await this.gpu.runtime();
+    const d = runtime.device;
+    return {
+      name: d.name,
+      ordinal: d.ordinal,
+      pciBusId: d.pciBusId,
+      computeCapability: d.computeCapability,
+      multiprocessors: d.multiprocessors,
+      globalMemoryBytes: d.globalMemoryBytes,
+      l2CacheBytes: d.l2CacheBytes,
+      maxThreadsPerBlock: d.maxThreadsPerBlock,
+      maxBlockDim: d.maxBlockDim,
+      maxGridDim: d.maxGridDim,
+      maxSharedMemoryPerBlock: d.maxSharedMemoryPerBlock,
+      maxSharedMemoryPerBlockOptin: d.maxSharedMemoryPerBlockOptin,
+      driverVersion: runtime.driverVersion,
+      nvrtcVersion: this.compilers.nvrtc && runtime.nvrtcVersion ? runtime.nvrtcVersion.join('.') : null,
+      arch: this.gpu.arch,
+      compilers: [...(this.compilers.nvrtc ? ['nvrtc' as const] : []), ...(this.compilers.nvcc ? ['nvcc' as const] : [])],
+      ...(this.gpu.nativeStatus.nvrtc.file && { nvrtcLibrary: this.gpu.nativeStatus.nvrtc.file }),
+    };
+  }
+
+  /**
+   * The device's limits for speed-of-light figures: the bandwidth measured by the copy kernel (gpu/bandwidth.ts), the
+   * FP32 peak by the formula of speed-of-light.ts. Measured once per backend (about a second).
+   */
+  speedLimits(): Promise<DeviceSpeedLimits> {
+    return (this.limits ??= this.measureLimits());
+  }
+
+  private async measureLimits(): Promise<DeviceSpeedLimits> {
+    const m = await measureBandwidth(this.gpu, { compiler: this.defaultCompiler });
+    const peak = fp32PeakFlops(this.gpu.device);
+    const gb = (n: number) => `${(n / 2 ** 30).toFixed(1)} GiB`;
+    return {
+      bandwidthGBps: m.kernel.GBps,
+      bandwidthMethod: `copy kernel (uint4, ${m.kernel.unroll} in flight per thread, block ${m.kernel.block}, grid ${m.kernel.grid}) over ${gb(m.bufferBytes)}: ${m.kernel.GBps.toFixed(0)} GB/s read + write, ${(100 * m.ratio).toFixed(1)}% of cuMemcpyDtoD's ${m.memcpy.GBps.toFixed(0)} GB/s`,
+      memcpyGBps: m.memcpy.GBps,
+      fp32GFlops: peak ? peak.flops / 1e9 : null,
+      fp32Formula: peak?.formula ?? `unknown: the driver reports no clock rate for ${this.gpu.device.name}`,
+    };
+  }
+
+  async compile(request: BuildRequest, signal?: AbortSignal): Promise<GpuCompiledKernel> {
+    const compiler = this.compilers[request.compiler];
+    if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
+    const t0 = performance.now();
+    const compiled = await compiler.compile(programOf(request), signal ? { signal } : {});
+    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0);
+  }
+
+  async load(kernel: CompiledKernel): Promise<GpuBuiltKernel> {
+    if (!(kernel instanceof GpuCompiledKernel)) throw new TypeError('a kernel compiled by another kind of backend was passed to GpuBackend');
+    const { compiled, nameExpression } = kernel;
+    if (compiled.arch !== this.gpu.arch) {
+      throw new TypeError(`internal: a kernel compiled for ${compiled.arch} cannot load on GPU ${this.gpu.device.ordinal} (${this.gpu.device.name}, ${this.gpu.arch})`);
+    }
+    const t0 = performance.now();
+    const module = await this.gpu.loadModule(compiled);
+    try {
+      const loaded = await module.getKernel(nameExpression);
+      return new GpuBuiltKernel(module, loaded, performance.now() - t0);
+    } catch (e) {
+      await module.unload();
+      throw e;
+    }
+  }
+
+  async prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<GpuPreparedTest> {
+    const test = new GpuPreparedTest(data, { kernel: this.own(oracle.kernel), launch: oracle.launch }, options.tolerance, options.timeoutMs);
+    await this.materialize(test);
+    return test;
+  }
+
+  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome> {
+    const test = await this.current(prepared);
+    const set = test.sets[inputSet]!;
+    await this.resetOutputs(set);
+    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs, ...(options.signal && { signal: options.signal }) });
+    return this.compare(test, inputSet, false);
+  }
+
+  async time(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
+    const test = await this.current(prepared);
+    const set = test.sets[0]!;
+    const k = this.own(kernel).kernel;
+    await this.resetOutputs(set);
+    let stats: SampleStats;
+    let stoppedEarly = false;
+    if (options.stopAboveMs === undefined) {
+      stats = await this.gpu.benchmark(k, launch, set.args, options);
+    } else {
+      // A few launches first: when their median is already over the bar, this configuration cannot win.
+      const probe = await this.gpu.benchmark(k, launch, set.args, { ...options, iterations: Math.min(PROBE_LAUNCHES, options.iterations) });
+      stoppedEarly = probe.medianMs > options.stopAboveMs && options.iterations > PROBE_LAUNCHES;
+      stats = stoppedEarly || options.iterations <= PROBE_LAUNCHES ? probe : await this.gpu.benchmark(k, launch, set.args, { ...options, warmup: 0 });
+    }
+    // Outputs after many launches must still be right (races, accumulation across launches); in/out buffers legitimately
+    // change with every launch, so they are only checked before timing.
+    const recheck: CheckOutcome = test.hasInOutBuffers ? { ok: true } : await this.compare(test, 0, true);
+    return { stats, recheck, stoppedEarly };
+  }
+
+  async dispose(): Promise<void> {
+    this.helpers = undefined;
+    this.scratch = undefined;
+    await this.gpu.dispose();
+  }
+
+  private own(kernel: BuiltKernel): GpuBuiltKernel {
+    if (!(kernel instanceof GpuBuiltKernel)) throw new TypeError('a kernel built by another backend was passed to GpuBackend');
+    return kernel;
+  }
+
+  /** The prepared test, rebuilt first when the worker restarted since (its device data died with the old worker). */
+  private async current(prepared: PreparedTest): Promise<GpuPreparedTest> {
+    if (!(prepared instanceof GpuPreparedTest)) throw new TypeError('a test prepared by another backend was passed to GpuBackend');
+    // After a fault or a timeout the worker is gone (or already replaced): whatever kernels wrote died with it.
+    if (!this.gpu.worker.isCurrent(prepared.generation)) await this.materialize(prepared);
+    return prepared;
+  }
+
+  // ---- test data ----
+
+  private async materialize(test: GpuPreparedTest): Promise<void> {
+    await test.release();
+    const dtypes = new Set<DType>(test.data.kind === 'spec' ? test.data.test.arguments.map((a) => a.dtype) : test.data.arguments.map((a) => a.dtype));
+    await this.ensureHelpers(dtypes);
+    for (let s = 0; s < test.inputSets; s++) test.sets.push(await this.makeInputSet(test, s));
+    for (let s = 0; s < test.inputSets; s++) await this.runOracle(test, s);
+    test.generation = this.gpu.worker.generation;
+  }
+
+  private async makeInputSet(test: GpuPreparedTest, s: number): Promise<InputSet> {
+    const args: KernelArg[] = [];
+    const buffers: BufferSlot[] = [];
+    const entries = test.data.kind === 'spec' ? test.data.test.arguments : test.data.arguments;
+    const baseSeed = test.data.kind === 'spec' ? test.data.test.seed : 1;
+    for (const [index, arg] of entries.entries()) {
+      if (arg.kind === 'scalar') {
+        args.push(scalar(arg.dtype, arg.value as never));
+        continue;
+      }
+      const length = 'length' in arg ? arg.length : arg.data.length;
+      const buffer = await this.gpu.alloc(arg.dtype, length);
+      const slot: BufferSlot = { name: arg.name, dtype: arg.dtype, length, output: arg.output, buffer };
+      const seed = mixSeed(baseSeed + s, index);
+      const init = initOf(arg, s, seed);
+      if (init) {
+        const target = arg.output ? (slot.initial = await this.gpu.alloc(arg.dtype, length)) : buffer;
+        await this.initialize(target, init);
+        if (!arg.output) slot.fingerprint = await this.fingerprint(buffer);
+      }
+      if (arg.output) {
+        slot.expected = await this.gpu.alloc(arg.dtype, length);
+        const given = s === 0 && arg.kind === 'buffer' && 'data' in arg ? arg.expected : undefined;
+        if (given) await slot.expected.upload(given as never);
+      }
+      buffers.push(slot);
+      args.push(buffer);
+    }
+    return { args, buffers };
+  }
+
+  private async initialize(buffer: DeviceBuffer, init: BufferInit | { kind: 'upload'; data: ArrayBufferView }): Promise<void> {
+    if (init.kind === 'upload') return buffer.upload(init.data as never);
+    if (init.kind === 'fill') return buffer.fill(init.value as never);
+    const d = init.distribution;
+    const n = scalar('uint64', BigInt(buffer.length));
+    const seed = scalar('uint64', BigInt((init as { seed?: number }).seed ?? 0));
+    const kernel = this.helper(fillKernelName(d.kind, buffer.dtype));
+    const args: KernelArg[] =
+      d.kind === 'uniform'
+        ? [buffer, n, scalar('float64', d.min), scalar('float64', d.max), seed]
+        : d.kind === 'normal'
+          ? [buffer, n, scalar('float64', d.mean), scalar('float64', d.std), seed]
+          : [buffer, n, scalar('int64', BigInt(d.min)), scalar('uint64', BigInt(d.max) - BigInt(d.min) + 1n), seed];
+    await this.gpu.launch(kernel, this.helperLaunch(buffer.length), args);
+  }
+
+  private async runOracle(test: GpuPreparedTest, s: number): Promise<void> {
+    const set = test.sets[s]!;
+    const givenExpected = s === 0 && test.data.kind === 'host' && test.data.arguments.some((a) => a.kind === 'buffer' && a.output && a.expected);
+    await this.resetOutputs(set);
+    await this.gpu.launch(test.oracle.kernel.kernel, test.oracle.launch, set.args, { timeoutMs: test.timeoutMs });
+    for (const slot of set.buffers) {
+      if (!slot.output) {
+        if (slot.fingerprint !== undefined && (await this.fingerprint(slot.buffer)) !== slot.fingerprint) {
+          throw new InvalidTestDataError(`the reference kernel changes its input '${slot.name}', which is not marked as an output: mark it "output": true`);
+        }
+        continue;
+      }
+      if (!slot.initial) await this.checkWritten(slot);
+      if (!givenExpected) await slot.expected!.copyFrom(slot.buffer);
+      slot.tolerance = await this.toleranceFor(slot, test.tolerance);
+    }
+  }
+
+  /**
+   * The reference kernel must write every element of a pure output: one it leaves poisoned would be "expected" to be
+   * poison, and every configuration that writes nothing there would pass. (A kernel that writes only part of a buffer
+   * by design gets a `fill`, which makes the buffer in/out.)
+   */
+  private async checkWritten(slot: BufferSlot): Promise<void> {
+    const bytes = dtypeBytes(slot.dtype);
+    const pattern = scalarBitPattern(slot.dtype, POISON[slot.dtype] as never);
+    const args = (r: DeviceBuffer<'uint64'>): KernelArg[] => [slot.buffer, scalar('uint64', BigInt(slot.length)), scalar('uint32', bytes), scalar('uint64', pattern), r];
+    const [unwritten] = await this.runHelper(COUNT_PATTERN_KERNEL_NAME, slot.length, args, [0n, 0n]);
+    if (unwritten! > 0n) {
+      throw new InvalidTestDataError(
+        `the reference kernel leaves ${unwritten} of ${slot.length} elements of '${slot.name}' unwritten: the problem size, grid divisors or ` +
+          'block size do not cover this output (check them against how the host code launches the kernel), or the kernel writes only ' +
+          `part of it by design (then give '${slot.name}' a "fill" value, which makes it an in/out buffer)`,
+      );
+    }
+  }
+
+  private async toleranceFor(slot: BufferSlot, override: Partial<Tolerance> | undefined): Promise<{ rtol: number; atol: number } | 'exact'> {
+    if (!isFloatDType(slot.dtype)) return 'exact';
+    const dtype = slot.dtype as keyof typeof DEFAULT_TOLERANCE;
+    const base = DEFAULT_TOLERANCE[dtype];
+    const rtol = override?.rtol ?? base.rtol;
+    if (override?.atol !== undefined) return { rtol, atol: override.atol };
+    const result = await this.runHelper(scaleKernelName(slot.dtype), slot.length, (r) => [slot.expected!, scalar('uint64', BigInt(slot.length)), r], [0n, 0n]);
+    const maxAbs = new Float64Array(new BigUint64Array([result[SCALE_SLOTS.maxAbsBits]!]).buffer)[0]!;
+    return { rtol, atol: Math.max((override?.atolScale ?? base.atolScale) * maxAbs, SMALLEST_SUBNORMAL[dtype]) };
+  }
+
+  private async resetOutputs(set: InputSet): Promise<void> {
+    for (const slot of set.buffers) {
+      if (!slot.output) continue;
+      if (slot.initial) await slot.buffer.copyFrom(slot.initial);
+      else await slot.buffer.fill(POISON[slot.dtype] as never);
+    }
+  }
+
+  // ---- verification ----
+
+  private async compare(test: GpuPreparedTest, s: number, afterTiming: boolean): Promise<CheckOutcome> {
+    const set = test.sets[s]!;
+    const mismatches: OutputMismatch[] = [];
+    const modifiedInputs: string[] = [];
+    for (const slot of set.buffers) {
+      if (slot.output) {
+        const tol = slot.tolerance!;
+        const [atol, rtol] = tol === 'exact' ? [0, 0] : [tol.atol, tol.rtol];
+        const r = await this.runHelper(
+          compareKernelName(slot.dtype),
+          slot.length,
+          (res) => [slot.buffer, slot.expected!, scalar('uint64', BigInt(slot.length)), scalar('float64', atol), scalar('float64', rtol), res],
+          [0n, 0xffffffffffffffffn],
+        );
+        if (r[COMPARE_SLOTS.mismatches]! > 0n) mismatches.push(await this.describeMismatch(slot, Number(r[COMPARE_SLOTS.mismatches])));
+      } else if (slot.fingerprint !== undefined && (await this.fingerprint(slot.buffer)) !== slot.fingerprint) {
+        modifiedInputs.push(slot.name);
+        await this.restoreInput(test, s, slot);
+      }
+    }
+    if (mismatches.length === 0 && modifiedInputs.length === 0) return { ok: true };
+    return { ok: false, mismatches, modifiedInputs, inputSet: s, afterTiming };
+  }
+
+  /** The rare failing path: download both and describe the difference precisely on the host. */
+  private async describeMismatch(slot: BufferSlot, mismatches: number): Promise<OutputMismatch> {
+    const got = (await slot.buffer.download()) as unknown as NumericArray;
+    const want = (await slot.expected!.download()) as unknown as NumericArray;
+    return summarizeMismatch(slot.name, slot.dtype, got, want, slot.tolerance!, mismatches);
+  }
+
+  private async restoreInput(test: GpuPreparedTest, s: number, slot: BufferSlot): Promise<void> {
+    const entries = test.data.kind === 'spec' ? test.data.test.arguments : test.data.arguments;
+    const index = entries.findIndex((a) => a.name === slot.name);
+    const baseSeed = test.data.kind === 'spec' ? test.data.test.seed : 1;
+    const init = initOf(entries[index]!, s, mixSeed(baseSeed + s, index));
+    if (init) await this.initialize(slot.buffer, init);
+  }
+
+  private async fingerprint(buffer: DeviceBuffer): Promise<bigint> {
+    const r = await this.runHelper(FINGERPRINT_KERNEL_NAME, Math.ceil(buffer.byteLength / 4), (res) => [buffer, scalar('uint64', BigInt(buffer.byteLength)), res], [0n, 0n]);
+    return r[0]!;
+  }
+
+  // ---- helper kernels ----
+
+  private helper(name: string): Kernel {
+    const k = this.helpers?.kernels.get(name);
+    if (!k) throw new Error(`internal: helper kernel ${name} is not loaded`);
+    return k;
+  }
+
+  private helperLaunch(elements: number): Launch {
+    const blocks = Math.max(1, Math.min(Math.ceil(elements / HELPER_BLOCK), this.gpu.device.multiprocessors * 16));
+    return { grid: [blocks, 1, 1], block: [HELPER_BLOCK, 1, 1], sharedMemBytes: 0 };
+  }
+
+  /** Runs a helper that accumulates into a 2-slot uint64 result buffer (initialised to `init`) and returns the result. */
+  private async runHelper(name: string, elements: number, args: (result: DeviceBuffer<'uint64'>) => KernelArg[], init: [bigint, bigint]): Promise<BigUint64Array> {
+    this.scratch ??= await this.gpu.alloc('uint64', 2);
+    await this.scratch.upload(new BigUint64Array(init));
+    await this.gpu.launch(this.helper(name), this.helperLaunch(elements), args(this.scratch));
+    return (await this.scratch.download()) as BigUint64Array;
+  }
+
+  /** Compiles the helpers for these dtypes once (kept on disk per arch and compiler, so later sessions skip NVRTC). */
+  private async ensureHelpers(dtypes: Set<DType>): Promise<void> {
+    if (this.helpers && [...dtypes].every((d) => this.helpers!.dtypes.has(d))) return;
+    const all = new Set<DType>([...(this.helpers?.dtypes ?? []), ...dtypes, 'uint32']);
+    const names = helperNameExpressions([...all].sort());
+    const program = { source: HELPER_KERNELS_SOURCE, fileName: 'lkt_helpers.cu', nameExpressions: names, options: ['-std=c++17'] };
+    // The compiler's version is part of the key: a cubin from another toolkit may not load on this driver.
+    const { nvrtcVersion, driverVersion } = await this.gpu.runtime();
+    const key = createHash('sha256')
+      .update(JSON.stringify([program, this.gpu.arch, this.defaultCompiler.backend, nvrtcVersion, driverVersion]))
+      .digest('hex')
+      .slice(0, 24);
+    const cachePath = join(this.cacheDir, `helpers-${key}.json`);
+    let compiled: CompiledProgram;
+    try {
+      const cached = JSON.parse(readFileSync(cachePath, 'utf8')) as CompiledProgram & { cubin: string };
+      compiled = { ...cached, cubin: Buffer.from(cached.cubin, 'base64') };
+    } catch {
+      try {
+        compiled = await this.defaultCompiler.compile(program);
+      } catch (e) {
+        if (e instanceof CompileError) throw new Error(`internal: the tuner's helper kernels do not compile on this toolkit:\n${e.message}`);
+        throw e;
+      }
+      mkdirSync(this.cacheDir, { recursive: true });
+      const tmp = `${cachePath}.${process.pid}.tmp`;
+      writeFileSync(tmp, JSON.stringify({ ...compiled, cubin: compiled.cubin.toString('base64') }));
+      renameSync(tmp, cachePath);
+    }
+    const previous = this.helpers;
+    const module = await this.gpu.loadModule(compiled);
+    const kernels = new Map<string, Kernel>();
+    for (const name of names) kernels.set(name, await module.getKernel(name));
+    this.helpers = { module, kernels, dtypes: all };
+    await previous?.module.unload();
+  }
+}
+
+/** The reference kernel misbehaves on the test data (a test that cannot be trusted). */
+export class InvalidTestDataError extends Error {
+  override readonly name = 'InvalidTestDataError';
+}
+
+/** Seeds that differ per input set and argument, so no two buffers share a sequence. */
+function mixSeed(seed: number, argIndex: number): number {
+  return (Math.imul(seed ^ 0x9e3779b9, 0x85ebca6b) ^ Math.imul(argIndex + 1, 0xc2b2ae35)) >>> 0;
+}
+
+type InitWithSeed = (BufferInit & { seed?: number }) | { kind: 'upload'; data: ArrayBufferView };
+
+/** How input set `s` of an argument is made: the spec's distribution with that set's seed, or for host data the
+ * uploaded arrays (set 0) and a fresh draw over the same value range (set 1). */
+function initOf(arg: TestDataArgument, s: number, seed: number): InitWithSeed | undefined {
+  if (arg.kind !== 'buffer') return undefined;
+  if ('data' in arg) {
+    if (arg.output && !arg.inOut) return undefined; // a pure output: poisoned before every run
+    if (s === 0) return { kind: 'upload', data: arg.data };
+    return { kind: 'random', distribution: rangeOf(arg), seed };
+  }
+  return arg.init && (arg.init.kind === 'random' ? { ...arg.init, seed } : arg.init);
+}
+
+type TestDataArgument = (TestData & { kind: 'spec' })['test']['arguments'][number] | HostArgument;
+
+/** A distribution over the value range of host-given data, for the freshly drawn second input set. */
+function rangeOf(arg: HostArgument & { kind: 'buffer' }): Distribution {
+  const values = valuesOf(arg.dtype, arg.data as unknown as NumericArray);
+  let min = Infinity;
+  let max = -Infinity;
+  for (let i = 0; i < values.length; i++) {
+    const v = Number(values[i]);
+    if (Number.isFinite(v)) {
+      if (v < min) min = v;
+      if (v > max) max = v;
+    }
+  }
+  if (min > max) [min, max] = [0, 1];
+  if (isFloatDType(arg.dtype)) return { kind: 'uniform', min, max: max > min ? max : min + 1 };
+  return { kind: 'integers', min: Math.trunc(min), max: Math.trunc(max) };
+}
+
+/** Unsigned views of a float output's elements, to tell the poison from a NaN the kernel wrote. */
+const FLOAT_BITS: Record<2 | 4 | 8, new (buffer: ArrayBuffer, byteOffset: number, length: number) => ArrayLike<number | bigint>> = {
+  2: Uint16Array,
+  4: Uint32Array,
+  8: BigUint64Array,
+};
+
+/**
+ * Counts, worst errors and the first differing elements of an output, computed on the host from both arrays (of
+ * `dtype`: float16 and bfloat16 as their bit patterns, reported as the numbers they stand for).
+ */
+export function summarizeMismatch(
+  name: string,
+  dtype: DType,
+  gotArray: NumericArray,
+  wantArray: NumericArray,
+  tolerance: { rtol: number; atol: number } | 'exact',
+  mismatchesOnDevice?: number,
+): OutputMismatch {
+  const isFloat = isFloatDType(dtype);
+  const poison = POISON[dtype];
+  const got = valuesOf(dtype, gotArray);
+  const want = valuesOf(dtype, wantArray);
+  const gotBits = isFloat ? new FLOAT_BITS[dtypeBytes(dtype) as 2 | 4 | 8](gotArray.buffer as ArrayBuffer, gotArray.byteOffset, gotArray.length) : undefined;
+  const poisonBits = isFloat ? scalarBitPattern(dtype, Number.NaN) : undefined;
+  let mismatches = 0;
+  let unwritten = 0;
+  let nonFinite = 0;
+  let maxAbsError = 0;
+  let maxRelError = 0;
+  const firstBad: OutputMismatch['firstBad'] = [];
+  for (let i = 0; i < got.length; i++) {
+    const g = got[i]!;
+    const w = want[i]!;
+    let bad: boolean;
+    if (!isFloat) {
+      bad = g !== w;
+      if (bad && g === (typeof g === 'bigint' ? BigInt(poison) : Number(poison))) unwritten++;
+      if (bad) {
+        const abs = Math.abs(Number(g) - Number(w));
+        maxAbsError = Math.max(maxAbsError, abs);
+        if (w !== 0 && w !== 0n) maxRelError = Math.max(maxRelError, abs / Math.abs(Number(w)));
+      }
+    } else {
+      const gv = g as number;
+      const wv = w as number;
+      if (Number.isNaN(wv)) bad = !Number.isNaN(gv);
+      else if (!Number.isFinite(wv)) bad = gv !== wv;
+      else if (!Number.isFinite(gv)) {
+        bad = true;
+        if (BigInt(gotBits![i]!) === poisonBits) unwritten++;
+        else nonFinite++;
+      } else {
+        const abs = Math.abs(gv - wv);
+        const t = tolerance as { rtol: number; atol: number };
+        bad = abs > t.atol + t.rtol * Math.abs(wv);
+        if (bad) {
+          maxAbsError = Math.max(maxAbsError, abs);
+          if (wv !== 0) maxRelError = Math.max(maxRelError, abs / Math.abs(wv));
+        }
+      }
+    }
+    if (bad) {
+      mismatches++;
+      if (firstBad.length < FIRST_BAD_SHOWN) firstBad.push({ index: i, got: g, expected: w });
+    }
+  }
+  return {
+    name,
+    elements: got.length,
+    mismatches: Math.max(mismatches, mismatchesOnDevice ?? 0),
+    unwritten,
+    nonFinite,
+    maxAbsError,
+    maxRelError,
+    firstBad,
+    tolerance,
+  };
+}
+
+/**
+ * The backends of a run (the tuner's and the engine's alike): the caller's own, or one GpuBackend per GPU of `gpus`,
+ * else of `device` (default 0). `opened` says whether the run opened them, and so must close them.
+ */
+export async function backendsOf(o: { backend?: TuningBackend | readonly TuningBackend[]; gpus?: GpuSelection; device?: number }): Promise<{ backends: readonly TuningBackend[]; opened: boolean }> {
+  if (o.backend) return { backends: backendList(o.backend), opened: false };
+  if (o.gpus && o.device !== undefined) throw new RangeError('give device (one GPU) or gpus, not both');
+  return { backends: await GpuBackend.openAll(o.gpus ?? singleGpu(o.device ?? 0)), opened: true };
+}

@@ -1,0 +1,176 @@
+// The tuning spec file of `llm-kernel-tuner tune` (JSON or YAML): which kernel, its test inputs (input-spec.ts), the
+// tunable parameters and restrictions, the launch geometry and how to measure. Everything a run needs besides the GPU,
+// so a spec plus its cache file reproduce a tuning session anywhere.
+import { basename, dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { buildFlagsFor, type BuildFlags } from '../compile/compile-commands';
+import { argumentSpecSchema } from './input-spec';
+import { KernelTest, TunableKernel, type TuneOptions } from '../tunable-kernel';
+import { launchWorkOf, type LaunchWork } from '../run/speed-of-light';
+import type { TuneParams } from '../types';
+import { unknownKeysError, withoutMistypedKeys } from './unknown-keys';
+import { readUserFile } from './user-files';
+
+const paramValue = z.union([z.number(), z.string(), z.boolean()]);
+const gridDivisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
+
+const tuningSpecShape = {
+  /** The __global__ function to tune (required when the file has several). */
+  kernel: z.string().min(1).optional(),
+  /** The .cu file, relative to the spec; the command line's FILE takes precedence. */
+  file: z.string().min(1).optional(),
+  /** Template arguments of a templated kernel; a tunable parameter's name is one too (e.g. [float, block_size_x]). */
+  templateArgs: z.array(z.union([z.string(), z.number(), z.boolean()])).optional(),
+  /** Directories searched for #include, relative to the spec (like -I); compile_commands.json adds its own. */
+  includePaths: z.array(z.string().min(1)).default([]),
+  arguments: z.record(z.string(), argumentSpecSchema),
+  problemSize: z.union([z.number(), z.string(), z.array(z.union([z.number(), z.string()])).min(1).max(3)]),
+  seed: z.number().int().nonnegative().default(1),
+  tuneParams: z.record(z.string(), z.array(paramValue).min(1)),
+  restrictions: z.array(z.string().min(1)).default([]),
+  gridDivX: gridDivisor.optional(),
+  gridDivY: gridDivisor.optional(),
+  gridDivZ: gridDivisor.optional(),
+  blockSizeNames: z.array(z.string().min(1)).max(3).optional(),
+  /** Dynamic shared memory per block: bytes, or an expression over tunable parameters and scalars ("block_size_x*4"). */
+  sharedMemBytes: z.union([z.number().int().nonnegative(), z.string().min(1)]).optional(),
+  compilerOptions: z.array(z.string()).default([]),
+  /** Floating-point operations of one launch: a number, or an expression over the scalar arguments ("2*n*n*n"). */
+  flops: z.union([z.number().nonnegative(), z.string().min(1)]).optional(),
+  /**
+   * Bytes one launch reads and writes in device memory, likewise; default the buffers' sizes (each input read once,
+   * each output written once). With flops, what a report's speed-of-light figures divide by the time.
+   */
+  bytes: z.union([z.number().nonnegative(), z.string().min(1)]).optional(),
+  /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
+  launchTimeoutS: z.number().positive().optional(),
+  strategy: z.string().default('brute_force'),
+  strategyOptions: z.record(z.string(), z.unknown()).optional(),
+  maxFevals: z.number().int().positive().optional(),
+  timeLimitS: z.number().positive().optional(),
+  iterations: z.number().int().positive().default(32),
+  warmup: z.number().int().nonnegative().default(1),
+  flushL2: z.boolean().default(false),
+  earlyStop: z.union([z.number().gt(1), z.literal(false)]).default(1.5),
+  tolerance: z.object({ rtol: z.number().nonnegative().optional(), atol: z.number().nonnegative().optional(), atolScale: z.number().nonnegative().optional() }).strict().optional(),
+  /** The oracle: this kernel at this configuration (default: the first valid configuration). */
+  referenceConfig: z.record(z.string(), paramValue).optional(),
+  /** Or a separate reference implementation (a .cu file relative to the spec), launched with referenceConfig. */
+  reference: z.object({ file: z.string().min(1), kernel: z.string().optional() }).strict().optional(),
+};
+const TUNING_SPEC_KEYS = Object.keys(tuningSpecShape);
+
+export const tuningSpecSchema = z.strictObject(tuningSpecShape, { error: unknownKeysError(TUNING_SPEC_KEYS) });
+
+export type TuningSpec = z.infer<typeof tuningSpecSchema>;
+
+export class TuningSpecError extends Error {
+  override readonly name = 'TuningSpecError';
+}
+
+/** Reads a spec file (YAML is a superset of JSON), validates it, and resolves its file paths against its folder. */
+export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
+  const text = readUserFile(path, 'the tuning spec');
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (e) {
+    throw new TuningSpecError(`the tuning spec ${path} is not valid YAML or JSON: ${(e as Error).message}`);
+  }
+  const parsed = tuningSpecSchema.safeParse(raw);
+  if (!parsed.success) {
+    const lines = withoutMistypedKeys(parsed.error.issues, raw, TUNING_SPEC_KEYS).map((i) => `  ${i.path.join('.') || '(top level)'}: ${i.message}`);
+    throw new TuningSpecError(`the tuning spec ${path} is not valid:\n${lines.join('\n')}`);
+  }
+  const dir = dirname(resolve(path));
+  const spec = parsed.data;
+  return {
+    ...spec,
+    includePaths: spec.includePaths.map((p) => resolve(dir, p)),
+    ...(spec.file && { file: resolve(dir, spec.file) }),
+    ...(spec.reference && { reference: { ...spec.reference, file: resolve(dir, spec.reference.file) } }),
+    dir,
+  };
+}
+
+/** Everything a spec stands for, ready for TunableKernel.tune(test, tuneParams, restrictions, options). */
+export interface TuningJob {
+  spec: TuningSpec & { dir: string };
+  /** The .cu file (absolute). */
+  file: string;
+  source: string;
+  kernel: TunableKernel;
+  test: KernelTest;
+  tuneParams: TuneParams;
+  restrictions: string[];
+  /** Launch geometry, oracle, strategy and measurement; the caller adds device, cache, callbacks. */
+  options: TuneOptions;
+  /** The flags read from the project's compile_commands.json, when it has one that lists the file. */
+  buildFlags?: BuildFlags;
+  /** The work of one launch on the test (the spec's flops and bytes, else the buffers' sizes). */
+  work: LaunchWork;
+}
+
+/** Parses the spec's kernel and builds its test and options; `file` (absolute) replaces the file the spec names. */
+export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: { file?: string } = {}): Promise<TuningJob> {
+  const file = overrides.file ?? spec.file;
+  if (!file) throw new TuningSpecError('the spec names no kernel file ("file:"), so give the .cu file');
+  const source = readUserFile(file, 'the kernel file');
+  // The project's own build flags for this file, where its workspace has a compile_commands.json.
+  const build = buildFlagsFor(file);
+  const kernel = await TunableKernel.create(source, {
+    fileName: basename(file),
+    filePath: file,
+    includePaths: [...spec.includePaths, ...(build?.includePaths ?? [])],
+    ...(spec.kernel !== undefined && { kernelName: spec.kernel }),
+    ...(spec.templateArgs && { templateArgs: spec.templateArgs }),
+  });
+  const test = KernelTest.fromSpec({ arguments: spec.arguments, problemSize: spec.problemSize, seed: spec.seed });
+  // Resolving now reports inputs that do not fit the kernel, and work expressions over unknown names, before any GPU
+  // or cache work.
+  const { data } = test.resolve(kernel.signature);
+  if (data.kind !== 'spec') throw new Error('internal: a spec test resolved to host data');
+  let work: LaunchWork;
+  try {
+    work = launchWorkOf(data.test, { flops: spec.flops, bytes: spec.bytes }, 'the spec');
+  } catch (e) {
+    throw new TuningSpecError(`the tuning spec's ${(e as Error).message}`);
+  }
+  const options = tuneOptionsFromSpec(spec);
+  if (build) options.compilerOptions = [...build.options, ...(options.compilerOptions ?? [])];
+  return { spec, file, source, kernel, test, tuneParams: spec.tuneParams, restrictions: spec.restrictions, options, work, ...(build && { buildFlags: build }) };
+}
+
+/** The TuneOptions a spec stands for (paths already resolved by loadTuningSpec). */
+export function tuneOptionsFromSpec(spec: TuningSpec): TuneOptions {
+  const reference = spec.reference;
+  return {
+    ...(spec.gridDivX !== undefined && { gridDivX: spec.gridDivX }),
+    ...(spec.gridDivY !== undefined && { gridDivY: spec.gridDivY }),
+    ...(spec.gridDivZ !== undefined && { gridDivZ: spec.gridDivZ }),
+    ...(spec.blockSizeNames && { blockSizeNames: spec.blockSizeNames }),
+    ...(spec.sharedMemBytes !== undefined && { sharedMemBytes: spec.sharedMemBytes }),
+    compilerOptions: spec.compilerOptions,
+    ...(spec.launchTimeoutS !== undefined && { launchTimeoutMs: spec.launchTimeoutS * 1000 }),
+    strategy: spec.strategy,
+    ...(spec.strategyOptions && { strategyOptions: spec.strategyOptions }),
+    ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
+    ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
+    iterations: spec.iterations,
+    warmup: spec.warmup,
+    flushL2: spec.flushL2,
+    earlyStop: spec.earlyStop,
+    ...(spec.tolerance && { tolerance: spec.tolerance }),
+    ...(reference
+      ? {
+          oracle: {
+            code: readUserFile(reference.file, 'the reference kernel file'),
+            filePath: reference.file,
+            ...(reference.kernel !== undefined && { kernelName: reference.kernel }),
+            ...(spec.referenceConfig && { config: spec.referenceConfig }),
+          },
+        }
+      : spec.referenceConfig && { referenceConfig: spec.referenceConfig }),
+  };
+}
