@@ -16,10 +16,10 @@ import { checkReachable, createChatModel, parseProviderConfig, transportRetryPol
 import type { SessionEnd } from '../engine/session/session';
 import { transformerOptionsFrom, type SessionRunParts } from '../engine/session/session-options';
 import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents, type StoredSessionHeader } from '../engine/session/session-log';
-import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../engine/session/session-settings';
+import { DEFAULT_AUTONOMOUS, type BranchOptions, type SessionSettings } from '../engine/session/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
 import { defaultTuningSteps } from '../engine/strategies/explicit';
-import { LLMKernelTransformer, type BranchOptions } from '../engine/session/transformer';
+import { LLMKernelTransformer } from '../engine/session/transformer';
 import type { TuningBackend } from '../tuner/run/backend';
 import { buildFlagsFor } from '../tuner/compile/compile-commands';
 import { GpuBackend } from '../tuner/run/gpu-backend';

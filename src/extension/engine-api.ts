@@ -8,7 +8,7 @@ import type { TuningEvent } from '../engine/progress/events';
 import type { LlmExchange } from '../engine/llm/exchange';
 import type { SessionSettings } from '../engine/session/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
-import type { BranchOptions } from '../engine/session/transformer';
+import type { BranchOptions } from '../engine/session/session-settings';
 import type { GpuSelection } from '../tuner/run/gpu-selection';
 import type { EngineConfig } from './config';
 import type { EditedPlanStep } from './protocol';

@@ -7,7 +7,7 @@ import type { TuningEvent } from '../progress/events';
 import type { LlmExchange } from '../llm/exchange';
 import type { HistoryEntry } from '../store/history-store';
 import type { PlanApproval } from '../strategies/approval';
-import type { BranchOptions } from './transformer';
+import type { BranchOptions } from './session-settings';
 
 /** The id of the pseudo-step that stands for the user's edit of the kernel step `stepId` starts from (branch.ts). */
 export function editStepId(stepId: string): string {

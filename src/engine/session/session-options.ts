@@ -6,11 +6,11 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { BaseCheckpointSaver, RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import type { TuningBackend } from '../../tuner/run/backend';
 import { defaultRetryPolicy } from '../candidate/feedback';
-import type { SessionSettings } from './session-settings';
+import type { BranchOptions, SessionSettings } from './session-settings';
 import { AutonomousTuningStrategy } from '../strategies/autonomous';
 import { defaultTuningSteps, ExplicitTuningStrategy, type TuningStep } from '../strategies/explicit';
 import { NaiveLLMTester } from '../testing/naive';
-import type { BranchOptions, LLMKernelTransformerOptions } from './transformer';
+import type { LLMKernelTransformerOptions } from './transformer';
 
 /**
  * The explicit strategy's default steps that were selected, in their dependency order. A step whose dependency was

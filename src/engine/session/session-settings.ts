@@ -51,3 +51,10 @@ export const DEFAULT_AUTONOMOUS: Extract<SessionSettings['strategy'], { kind: 'a
   maxReplanning: 3,
   candidatesPerStep: 1,
 };
+
+/** Where a branch starts (session/branch.ts): the parent session's thread, the step, and the user's edit of the whole file if any. */
+export interface BranchOptions {
+  parentThreadId: string;
+  fromStepId: string;
+  code?: string;
+}

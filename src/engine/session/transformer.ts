@@ -25,6 +25,7 @@ import { isAbortError } from '../llm/errors';
 import { compileThinkingPattern, DEFAULT_THINKING_PATTERN, withThinkingStripped } from '../llm/thinking';
 import type { StructuredOutputType } from '../llm/structured';
 import type { RetryPolicy } from '../llm/retry';
+import type { BranchOptions } from './session-settings';
 import { copyLineage, EditedKernelError, findBranchPoint, measureEditedKernel } from './branch';
 import { eventsWhile, streamSession, type SessionEnd } from './session';
 import { createSessionGraph } from './graph';
@@ -100,12 +101,6 @@ export interface LLMKernelTransformerOptions {
    * it. Both sessions keep their results. Ignored once the branch has started (then `stream()` resumes it).
    */
   branch?: BranchOptions;
-}
-
-export interface BranchOptions {
-  parentThreadId: string;
-  fromStepId: string;
-  code?: string;
 }
 
 export interface TunableResult {
