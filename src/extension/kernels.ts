@@ -3,7 +3,8 @@
  * `__global__` definition and the `kernelTuner.cursorInKernel` context key behind the editor menu item.
  */
 import * as vscode from 'vscode';
-import { kernelAt, parseKernels, ParseError, type KernelSignature } from '../tuner/source/kernel-source';
+import { parseKernels } from '../tuner/source/kernel-parser';
+import { kernelAt, ParseError, type KernelSignature } from '../tuner/source/kernel-signature';
 
 export interface ParsedKernels {
   kernels: KernelSignature[];

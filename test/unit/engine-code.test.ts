@@ -3,7 +3,8 @@
 import { describe, expect, it } from 'vitest';
 import { checkInterface, extractAnswerJson, extractKernelCode, mergeTuneParams, removeParameterDefines } from '../../src/engine/candidate/code';
 import { InvalidTuneParamsError, SignatureChangedError } from '../../src/engine/errors';
-import { findKernel, parseKernels } from '../../src/tuner/source/kernel-source';
+import { parseKernels } from '../../src/tuner/source/kernel-parser';
+import { findKernel } from '../../src/tuner/source/kernel-signature';
 
 const KERNEL = `__global__ void scale(float *x, int n) {
     int i = blockIdx.x * block_size_x + threadIdx.x;

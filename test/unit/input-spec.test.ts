@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { InvalidTestSpecError, resolveTestSpec } from '../../src/tuner/spec/input-spec';
-import { parseKernels } from '../../src/tuner/source/kernel-source';
+import { parseKernels } from '../../src/tuner/source/kernel-parser';
 import { loadTuningSpec } from '../../src/tuner/spec/tuning-spec';
 
 const SOURCE = `

@@ -5,17 +5,17 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as esbuild from 'esbuild';
 import { describe, expect, it } from 'vitest';
+import { parseKernels } from '../../src/tuner/source/kernel-parser';
 import {
   findKernel,
   kernelAt,
   nameExpression,
   ParseError,
-  parseKernels,
   sameSignature,
   type KernelParameter,
   type KernelSignature,
   type SourceRange,
-} from '../../src/tuner/source/kernel-source';
+} from '../../src/tuner/source/kernel-signature';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 const fixture = (name: string) => readFileSync(join(root, 'test/fixtures/kernels', name), 'utf8');
@@ -546,17 +546,17 @@ describe('bundled as CommonJS (as scripts/build.mjs bundles the CLI)', () => {
     const dir = mkdtempSync(join(tmpdir(), 'kernel-source-'));
     try {
       await esbuild.build({
-        entryPoints: [join(root, 'src/tuner/source/kernel-source.ts')],
+        entryPoints: [join(root, 'src/tuner/source/kernel-parser.ts')],
         bundle: true,
         platform: 'node',
         target: 'node20',
         format: 'cjs',
-        outfile: join(dir, 'kernel-source.js'),
+        outfile: join(dir, 'kernel-parser.js'),
         logLevel: 'silent',
       });
       copyFileSync(join(root, 'node_modules/tree-sitter-cuda/tree-sitter-cuda.wasm'), join(dir, 'tree-sitter-cuda.wasm'));
       copyFileSync(join(root, 'node_modules/web-tree-sitter/web-tree-sitter.wasm'), join(dir, 'web-tree-sitter.wasm'));
-      const script = `require('./kernel-source.js').parseKernels('__global__ void k(const float *a, int n) {}')
+      const script = `require('./kernel-parser.js').parseKernels('__global__ void k(const float *a, int n) {}')
         .then((ks) => console.log(JSON.stringify(ks.map((k) => [k.name, k.parameters.map((p) => p.type)]))))
         .catch((e) => { console.error(e); process.exit(1); });`;
       // The bundle lies outside the repository, so node_modules cannot be the fallback: the files beside it are used.

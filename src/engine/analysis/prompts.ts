@@ -1,6 +1,6 @@
 // Prompts of the kernel analysis. Each asks one question and states the exact form of the answer; the kernel's own
 // parameter names are listed so that the model answers with names that exist.
-import type { KernelSignature } from '../../tuner/source/kernel-source';
+import type { KernelSignature } from '../../tuner/source/kernel-signature';
 import { kernelBlock, type KernelView } from '../prompts';
 
 export function describePrompt(code: string | KernelView, kernelName: string): string {

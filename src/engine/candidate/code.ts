@@ -4,7 +4,8 @@
  * and the tunable parameters it names, merged into the current ones (with the restrictions that still apply to them).
  */
 import { compileRestriction } from '../../tuner/space/restrictions';
-import { findKernel, parseKernels, sameSignature, type KernelSignature } from '../../tuner/source/kernel-source';
+import { parseKernels } from '../../tuner/source/kernel-parser';
+import { findKernel, sameSignature, type KernelSignature } from '../../tuner/source/kernel-signature';
 import type { ParamValue } from '../../tuner/types';
 import { InvalidTuneParamsError, SignatureChangedError } from '../errors';
 import { extractJson } from '../llm/json';

@@ -10,7 +10,7 @@ import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from 
 import { GeometryError } from '../../tuner/space/geometry';
 import { InvalidTestDataError } from '../../tuner/run/gpu-backend';
 import { InvalidTestSpecError } from '../../tuner/spec/input-spec';
-import { ParseError } from '../../tuner/source/kernel-source';
+import { ParseError } from '../../tuner/source/kernel-signature';
 import { RestrictionCheckError } from '../../tuner/space/restrictions';
 import { SearchSpaceError } from '../../tuner/space/search-space';
 import { FailedTestsError } from '../../tuner/tunable-kernel';

@@ -12,7 +12,8 @@
 import type { LaunchGeometryView, LaunchSiteChange } from '../progress/events';
 import { parseExpression, type Expr } from '../../tuner/space/expressions';
 import { blockDims, resolveBlockSizeNames, type GridDivisor } from '../../tuner/space/geometry';
-import { findKernel, parseKernels } from '../../tuner/source/kernel-source';
+import { parseKernels } from '../../tuner/source/kernel-parser';
+import { findKernel } from '../../tuner/source/kernel-signature';
 import { findLaunchSites, type LaunchSite } from '../../tuner/source/launch-sites';
 import { isHostOnly, outlineSource, type TopLevelItem } from '../../tuner/source/translation-unit';
 import { pythonStr, type Config, type Dim3 } from '../../tuner/types';

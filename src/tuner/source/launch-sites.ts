@@ -2,7 +2,7 @@
  * Where the host code launches a kernel: `k<<<grid, block[, smem[, stream]]>>>(args)` and `cudaLaunchKernel(k, ...)`
  * (and its Ex/Cooperative variants), read from the tree-sitter-cuda parse tree with the ranges an edit needs.
  */
-import { withParseTree, type Node } from './kernel-source';
+import { withParseTree, type Node } from './parse-tree';
 
 export interface SourceSpan {
   text: string;

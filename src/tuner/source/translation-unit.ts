@@ -12,7 +12,7 @@
  * Where the grammar cannot read a declaration (an unknown macro in it), the item is kept as it is and marked `unknown`:
  * the compiler judges it, and a file NVRTC cannot take goes to nvcc whole.
  */
-import { withParseTree, type Node } from './kernel-source';
+import { withParseTree, type Node } from './parse-tree';
 
 export type ItemKind = 'include' | 'define' | 'directive' | 'function' | 'variable' | 'type' | 'unknown';
 

@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { DType } from '../../gpu/dtype';
 import { DTYPES, dtypeBytes, floatLimits, integerRange, isFloatDType } from '../../gpu/dtype';
 import { compileExpression, evaluateNumber, type Env } from '../space/expressions';
-import type { KernelParameter, KernelSignature } from '../source/kernel-source';
+import type { KernelParameter, KernelSignature } from '../source/kernel-signature';
 import type { ProblemSizeSpec } from '../types';
 import { formatBytes } from './units';
 import { likelyMeant, unknownKeysError, unknownKeysMessage, withoutMistypedKeys } from './unknown-keys';

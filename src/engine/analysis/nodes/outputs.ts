@@ -3,7 +3,7 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
-import type { KernelSignature } from '../../../tuner/source/kernel-source';
+import type { KernelSignature } from '../../../tuner/source/kernel-signature';
 import type { Config } from '../../../tuner/types';
 import { InvalidAnalysisError } from '../../errors';
 import { emit } from '../../progress/events';

@@ -4,7 +4,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
 import { compileExpression } from '../../../tuner/space/expressions';
-import type { KernelSignature } from '../../../tuner/source/kernel-source';
+import type { KernelSignature } from '../../../tuner/source/kernel-signature';
 import { InvalidAnalysisError } from '../../errors';
 import { conversation, withAnswer, withRetries, type Attempt } from '../../candidate/feedback';
 import { askStructured } from '../../llm/llm-call';

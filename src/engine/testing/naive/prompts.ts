@@ -1,6 +1,6 @@
 // The naive tester's prompt: the kernel, what the analysis found, and the exact shape of the declarative spec we turn
 // into data ourselves. No code is asked for.
-import type { KernelSignature } from '../../../tuner/source/kernel-source';
+import type { KernelSignature } from '../../../tuner/source/kernel-signature';
 import type { KernelAnalysis } from '../../state';
 import { kernelBlock, type KernelView } from '../../prompts';
 

@@ -5,7 +5,7 @@ import type { BaseChatModel } from '@langchain/core/language_models/chat_models'
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { z } from 'zod';
 import { dtypeOfCType, InvalidTestSpecError, type BufferSpec, type ScalarSpec, type TestSpecInput } from '../../../../tuner/spec/input-spec';
-import type { KernelSignature } from '../../../../tuner/source/kernel-source';
+import type { KernelSignature } from '../../../../tuner/source/kernel-signature';
 import { engineContext } from '../../../context';
 import { conversation, withAnswer, withRetries } from '../../../candidate/feedback';
 import { askStructured } from '../../../llm/llm-call';
