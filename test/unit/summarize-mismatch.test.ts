@@ -3,7 +3,7 @@
 import { describe, expect, it } from 'vitest';
 import { BFloat16Array, HalfArray } from '../../src/gpu/dtype';
 import { Random } from '../../src/tuner/space/random';
-import { DEFAULT_TOLERANCE, summarizeMismatch } from '../../src/tuner/run/gpu-backend';
+import { DEFAULT_TOLERANCE, summarizeMismatch } from '../../src/tuner/run/test-data';
 
 describe('summarizeMismatch on 16-bit floats', () => {
   it('reports float16 elements as numbers and tells the poison from a NaN the kernel wrote', () => {

@@ -8,7 +8,7 @@ import { AIMessage, HumanMessage, SystemMessage, type BaseMessage } from '@langc
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
 import { GeometryError } from '../../tuner/space/geometry';
-import { InvalidTestDataError } from '../../tuner/run/gpu-backend';
+import { InvalidTestDataError } from '../../tuner/run/test-data';
 import { InvalidTestSpecError } from '../../tuner/spec/input-spec';
 import { ParseError } from '../../tuner/source/kernel-signature';
 import { RestrictionCheckError } from '../../tuner/space/restrictions';
