@@ -1,7 +1,7 @@
 // llm-kernel-tuner merge-caches: the shards of a search (tune --shard I/N, e.g. the tasks of a Slurm array job) into
 // one Kernel Tuner cache, refusing caches that are not of one search.
 import { parseArgs } from 'node:util';
-import { CacheMergeError, mergeCaches } from '../tuner/cache/cache';
+import { CacheMergeError, mergeCaches } from '../tuner/cache/merge';
 
 const HELP = `usage: llm-kernel-tuner merge-caches -o MERGED.json CACHE.json...
 

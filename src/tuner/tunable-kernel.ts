@@ -8,7 +8,7 @@ import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DTyp
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
 import { type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
-import { CacheFile } from './cache/cache';
+import { CacheFile } from './cache/cache-file';
 import { describeCheckFailure, Evaluator } from './run/evaluator';
 import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';

@@ -12,7 +12,7 @@ import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../exa
 import { PROBE_LAUNCHES } from '../../src/tuner/run/gpu-backend';
 import { gpuSkipReason } from '../support/gpu-available';
 import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../../src/tuner/run/backend';
-import { CacheFile } from '../../src/tuner/cache/cache';
+import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
 import { int32 } from '../../src/gpu/dtype';

@@ -7,7 +7,7 @@ import { chmodSync, copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSy
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CacheMergeError, mergeCaches } from '../../src/tuner/cache/cache';
+import { CacheMergeError, mergeCaches } from '../../src/tuner/cache/merge';
 import { shellQuote } from '../../src/cli/format';
 import { slurmScripts } from '../../src/cli/slurm';
 

@@ -5,7 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CacheFile } from '../../src/tuner/cache/cache';
+import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { gpuSkipReason } from '../support/gpu-available';
 
 const root = join(__dirname, '..', '..');

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { CacheFile } from '../../src/tuner/cache/cache';
+import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { GpuSelectionError, MixedGpuModelsError, parseGpuSelection, resolveGpuSelection } from '../../src/tuner/run/gpu-selection';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';

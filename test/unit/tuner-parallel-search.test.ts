@@ -2,7 +2,8 @@
 // split into shards. The evaluator here answers after a delay per configuration, so evaluations really overlap.
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { CacheFile, replay } from '../../src/tuner/cache/cache';
+import { CacheFile } from '../../src/tuner/cache/cache-file';
+import { replay } from '../../src/tuner/cache/replay';
 import { SearchSpace } from '../../src/tuner/space/search-space';
 import { bruteForce, genetic, localSearch, randomSample, type Evaluate, type Strategy } from '../../src/tuner/strategies';
 import type { Config } from '../../src/tuner/types';

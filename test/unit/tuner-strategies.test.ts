@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CacheFile, replay } from '../../src/tuner/cache/cache';
+import { CacheFile } from '../../src/tuner/cache/cache-file';
+import { replay } from '../../src/tuner/cache/replay';
 import { SearchSpace } from '../../src/tuner/space/search-space';
 import {
   bruteForce,

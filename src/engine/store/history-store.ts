@@ -14,7 +14,7 @@ import { randomBytes } from 'node:crypto';
 import { promises as fs } from 'node:fs';
 import { join } from 'node:path';
 import { z } from 'zod';
-import { KT_ERROR_OF } from '../../tuner/cache/cache.js';
+import { KT_ERROR_OF } from '../../tuner/cache/format.js';
 import { configKey, type ParamValue } from '../../tuner/types.js';
 import { removeStaleTempFiles, writeFileAtomic } from './fs-atomic.js';
 import { LlmExchangeSchema } from '../llm/exchange.js';
@@ -133,7 +133,7 @@ export interface Disposable {
 /** Patch for {@link HistoryStore.update}; `updatedAt` defaults to now. */
 export type HistoryPatch = Partial<Omit<HistoryEntry, 'id' | 'createdAt' | 'ownerPid'>>;
 
-// Failures are exported as the strings Kernel Tuner writes (the mapping src/tuner/cache/cache.ts uses for its own files).
+// Failures are exported as the strings Kernel Tuner writes (the mapping src/tuner/cache/format.ts uses for its own files).
 const FAILURES = Object.keys(KT_ERROR_OF) as (keyof typeof KT_ERROR_OF)[];
 
 /** One timed (or failed) configuration, as the engine records it in `report.configurations`. */
