@@ -1,5 +1,5 @@
-// The line diff behind inline proposals (src/engine/candidate/diff.ts, jsdiff with the one-side-only lines set aside) against
-// jsdiff's diffLines on its own, on three 5 000-line pairs. No GPU.
+// The line diff behind inline proposals (src/engine/candidate/diff.ts, jsdiff with the one-side-only lines set aside)
+// against jsdiff's diffLines on its own, on three 5 000-line pairs. No GPU.
 //   node dist/bench/diff.js
 import { diffLines } from 'diff';
 import { computeHunks } from '../src/engine/candidate/diff';

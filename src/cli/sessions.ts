@@ -1,6 +1,6 @@
 // Where `auto` keeps its sessions, so that they can be resumed, branched and replayed later: a history of plain JSON
-// entries (src/engine/store/history-store.ts) and the LangGraph checkpoints beside it, laid out as the extension keeps its
-// own (history/, checkpoints/), so `--sessions` may point at the extension's storage too.
+// entries (src/engine/store/history-store.ts) and the LangGraph checkpoints beside it, laid out as the extension keeps
+// its own (history/, checkpoints/), so `--sessions` may point at the extension's storage too.
 import { existsSync, readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';

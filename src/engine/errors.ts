@@ -1,7 +1,7 @@
 /**
  * Engine-level errors of the seed's API that belong to neither the GPU layer (CompileError: src/gpu/errors.ts) nor the
- * tuner (RestrictionCheckError: src/tuner/space/restrictions.ts, FailedTestsError), plus the LLM layer's errors, re-exported
- * so that the engine's users import errors from one place.
+ * tuner (RestrictionCheckError: src/tuner/space/restrictions.ts, FailedTestsError), plus the LLM layer's errors,
+ * re-exported so that the engine's users import errors from one place.
  */
 export {
   isAbortError,

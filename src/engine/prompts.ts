@@ -14,7 +14,8 @@ export const SYSTEM_PROMPT = [
 
 /**
  * A kernel as the model sees it: its device unit (the kernel and the device code of its file it uses: see
- * src/tuner/source/device-unit.ts), and the device code it uses from the user's headers, which is context, not to be changed.
+ * src/tuner/source/device-unit.ts), and the device code it uses from the user's headers, which is context, not to be
+ * changed.
  */
 export interface KernelView {
   code: string;

@@ -1,10 +1,10 @@
 /**
  * The engine runtime: the entry of dist/engine-runtime.js, loaded by the extension on the first "Tune this kernel".
- * The ONLY module of the extension that depends on the engine's transformer and streaming API (src/engine/session/transformer.ts,
- * session.ts), so a change there touches this file alone. It builds the transformer from the session's stored settings
- * (engine/session/session-options.ts), asks the configured model or, for a replay, answers from the recording, runs the session
- * as the typed event stream, continues it through plan approval, and words failures as EngineFailure objects (plain
- * data: this bundle's classes are not the extension bundle's).
+ * The ONLY module of the extension that depends on the engine's transformer and streaming API
+ * (src/engine/session/transformer.ts, session.ts), so a change there touches this file alone. It builds the transformer
+ * from the session's stored settings (engine/session/session-options.ts), asks the configured model or, for a replay,
+ * answers from the recording, runs the session as the typed event stream, continues it through plan approval, and words
+ * failures as EngineFailure objects (plain data: this bundle's classes are not the extension bundle's).
  */
 import { FileCheckpointSaver } from '../engine/store/checkpointer';
 import { makeEvent, type PlanStepView, type TuningEvent } from '../engine/progress/events';

@@ -175,7 +175,7 @@ export function pythonFloatRepr(x: number): string {
 /**
  * Python's str() of a parameter value as Kernel Tuner writes it into keys: integers plainly, other numbers as Python floats,
  * booleans as True/False, strings as they are. JavaScript cannot tell 1.0 from 1, so an integral float is written "1"
- * where Kernel Tuner would write "1.0"; cache/cache-file.ts indexes entries by recomputed keys so lookups agree either way.
+ * where Kernel Tuner would write "1.0"; cache-file.ts indexes entries by recomputed keys so lookups agree either way.
  */
 export function pythonStr(value: ParamValue): string {
   if (typeof value === 'boolean') return value ? 'True' : 'False';

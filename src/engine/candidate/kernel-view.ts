@@ -1,7 +1,7 @@
 /**
  * The session's file as the model sees it and as the tuner compiles it. The state holds whole files (the original,
- * the best so far); the model reads the kernel's device unit (src/tuner/source/device-unit.ts) and its answer is spliced
- * back into the file, so host code, other kernels, comments and includes stay byte for byte as they were.
+ * the best so far); the model reads the kernel's device unit (src/tuner/source/device-unit.ts) and its answer is
+ * spliced back into the file, so host code, other kernels, comments and includes stay byte for byte as they were.
  */
 import { readFileSync } from 'node:fs';
 import { deviceUnitOf, spliceDeviceUnit, type DeviceUnit } from '../../tuner/source/device-unit';

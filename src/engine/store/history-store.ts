@@ -133,7 +133,7 @@ export interface Disposable {
 /** Patch for {@link HistoryStore.update}; `updatedAt` defaults to now. */
 export type HistoryPatch = Partial<Omit<HistoryEntry, 'id' | 'createdAt' | 'ownerPid'>>;
 
-// Failures are exported as the strings Kernel Tuner writes (the mapping src/tuner/cache/format.ts uses for its own files).
+// Failures are exported as the strings Kernel Tuner writes (the mapping src/tuner/cache/format.ts uses for its files).
 const FAILURES = Object.keys(KT_ERROR_OF) as (keyof typeof KT_ERROR_OF)[];
 
 /** One timed (or failed) configuration, as the engine records it in `report.configurations`. */

@@ -8,8 +8,8 @@
 // strategy_time, framework_time, timestamp last); what Kernel Tuner has no field for is stored under lkt_* names, so our
 // results round-trip without loss and Kernel Tuner ignores the extras. "time" holds our statistic, the median (recorded
 // in lkt_reproduce.statistic); a failure holds the ErrorConfig string Kernel Tuner uses.
-// A shard of a search (tune --shard I/N) writes its own cache with "lkt_shard" in the header; mergeCaches (merge.ts) combines
-// the shards' caches into one with the layout of a single run's.
+// A shard of a search (tune --shard I/N) writes its own cache with "lkt_shard" in the header; mergeCaches (merge.ts)
+// combines the shards' caches into one with the layout of a single run's.
 import { computeStats } from '../../gpu/stats';
 import type { Shard } from '../strategies/search';
 import {

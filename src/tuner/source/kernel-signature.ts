@@ -1,6 +1,6 @@
 // What a kernel's interface is (KernelSignature: parameters, template parameters, launch bounds, source ranges), the
-// ParseError that says it could not be read, and lookups over parsed kernels: by name, at a position, as NVRTC names it,
-// and whether a rewrite kept the interface.
+// ParseError that says it could not be read, and lookups over parsed kernels: by name, at a position, as NVRTC names
+// it, and whether a rewrite kept the interface.
 import { normalizeType } from './parse-tree';
 
 export interface SourceRange {
