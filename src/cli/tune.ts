@@ -55,7 +55,8 @@ past one host (brute force):
   --shard I/N              evaluate share I of N of the space (0 <= I < N, as Slurm numbers array tasks) into the
                            cache given by --cache; merge the N shards' caches with merge-caches
   --slurm                  write sbatch scripts instead of tuning: an array job of --shards tasks (one GPU and one
-                           shard each, caches in a shared directory) and a merge that runs after them; submits nothing
+                           shard each, caches in a shared directory) and a merge that runs after them; submits nothing.
+                           With --simulate FILE the tasks replay FILE and ask for no GPU: a rehearsal on any partition
   --shards N               with --slurm: how many GPUs (array tasks)
   --slurm-dir DIR          with --slurm: where scripts, shard caches, logs and the merged cache go (default ./KERNEL-slurm)
   --sbatch OPTION          with --slurm: an extra #SBATCH option of both jobs, e.g. partition=gpu for
@@ -226,10 +227,7 @@ async function simulate(
   options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined },
   onResult: (r: ConfigResult, p: SearchProgress) => void,
 ): Promise<{ result: TuneResult; deviceName: string }> {
-  const cache = CacheFile.load(cachePath);
-  if (cache.header.kernel_name !== kernelName) {
-    throw new TuningSpecError(`${cachePath} holds results for kernel '${cache.header.kernel_name}', not '${kernelName}'`);
-  }
+  const cache = loadReplayCache(cachePath, kernelName);
   const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
   const { evaluate, clock } = replay(cache, { space });
   const { device_name: deviceName, problem_size: problemSize } = cache.header;
@@ -260,6 +258,15 @@ async function simulate(
   }
 }
 
+/** The cache --simulate replays, refused when it holds another kernel's results. */
+function loadReplayCache(cachePath: string, kernelName: string): CacheFile {
+  const cache = CacheFile.load(cachePath);
+  if (cache.header.kernel_name !== kernelName) {
+    throw new TuningSpecError(`${cachePath} holds results for kernel '${cache.header.kernel_name}', not '${kernelName}'`);
+  }
+  return cache;
+}
+
 /** --shard I/N: share I of N, 0 <= I < N. */
 function parseShard(text: string): Shard {
   const m = /^(\d+)\/(\d+)$/.exec(text.trim());
@@ -287,15 +294,19 @@ function slurm(v: Record<string, unknown>, kernelName: string, strategyName: str
   if (typeof v.shards !== 'string') throw new TuningSpecError('--slurm needs --shards N: how many GPUs (array tasks, one shard each)');
   const shards = integer('--shards', v.shards);
   if (shards < 1) throw new TuningSpecError('--shards expects at least 1');
-  for (const flag of ['shard', 'cache', 'simulate', 'simulate-if-no-gpu', 'gpus', 'device'] as const) {
+  for (const flag of ['shard', 'cache', 'simulate-if-no-gpu', 'gpus', 'device'] as const) {
     if (v[flag] !== undefined) throw new TuningSpecError(`--${flag} does not go with --slurm: every task tunes its shard on the one GPU Slurm gives it, into its own cache`);
   }
+  // Checked here, not on the cluster: a cache the tasks cannot replay would fail every one of them.
+  const simulate = typeof v.simulate === 'string' ? resolve(v.simulate) : undefined;
+  if (simulate !== undefined) loadReplayCache(simulate, kernelName);
   const strategy = resolveStrategy(strategyName)();
   if (!strategy.shardable) throw new TuningSpecError(`--slurm splits a brute-force search into shards; ${strategy.name} cannot be split (${strategy.parallelism}): run it on one host with --gpus`);
   const dir = resolve(typeof v['slurm-dir'] === 'string' ? v['slurm-dir'] : `${kernelName}-slurm`);
-  const scripts = writeSlurmScripts({ kernelName, tuneArgs, shards, dir, sbatchOptions: ((v.sbatch as string[] | undefined) ?? []).map((o) => (o.startsWith('-') ? o : `--${o}`)), node: process.execPath, cli: resolve(process.argv[1]!) });
+  const scripts = writeSlurmScripts({ kernelName, tuneArgs, shards, dir, sbatchOptions: ((v.sbatch as string[] | undefined) ?? []).map((o) => (o.startsWith('-') ? o : `--${o}`)), node: process.execPath, cli: resolve(process.argv[1]!), ...(simulate !== undefined && { simulate }) });
+  const tasks = simulate === undefined ? 'one GPU and one shard each' : `each replaying its shard from ${simulate}, no GPU`;
   process.stdout.write(
-    `wrote ${scripts.tuneScript} (an array of ${shards} tasks, one GPU and one shard each) and ${scripts.mergeScript} (merges the shards' caches)\n` +
+    `wrote ${scripts.tuneScript} (an array of ${shards} tasks, ${tasks}) and ${scripts.mergeScript} (merges the shards' caches)\n` +
       `submit both with: bash ${scripts.submitScript}\nthe merged cache will be ${scripts.mergedCache}\n`,
   );
   return 0;
