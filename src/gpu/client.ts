@@ -41,7 +41,8 @@ export { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-con
 export { Program, archForComputeCapability, type ProgramInit } from './program';
 export { computeStats, median, type TimingStats } from './stats';
 export { type RandomSpec, type RandomDistribution } from './random';
-export { GpuWorker, type GpuWorkerOptions, type RequestOptions, type WorkerReady } from './gpu-worker';
+export { GpuWorker, type GpuWorkerOptions, type RequestOptions } from './gpu-worker';
+export { type WorkerReady } from './worker-process';
 export { parseDiagnostics } from './diagnostics';
 
 /** Internal: the worker-side id of a handle on a given worker generation (re-creating it there if needed). */
