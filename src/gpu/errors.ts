@@ -195,7 +195,7 @@ function readNativeFields(e: unknown): NativeFields | null {
   };
   if (typeof o.status === 'number') f.status = o.status;
   if (typeof o.call === 'string') f.call = o.call;
-  if (o.library === 'libcuda' || o.library === 'libnvrtc') f.library = o.library;
+  if (o.library === 'libcuda' || o.library === 'libnvrtc' || o.library === 'libnvidia-ml') f.library = o.library;
   if (typeof o.log === 'string') f.log = o.log;
   return f;
 }
@@ -207,9 +207,13 @@ const INSTALL_HINT: Record<NativeLibrary, string> = {
   libnvrtc:
     'libnvrtc (libnvrtc.so.13, .so.12 or libnvrtc.so) could not be loaded. Install the CUDA toolkit\'s NVRTC (e.g. the ' +
     'cuda-nvrtc-13-0 package) and put its lib64 directory on LD_LIBRARY_PATH, or install nvcc to compile through it.',
+  'libnvidia-ml':
+    'libnvidia-ml.so.1 (NVML) could not be loaded: it comes with the NVIDIA driver. Without it energy, power, clocks ' +
+    'and temperature are not measured; timings are unaffected.',
 };
 
 function unavailableMessage(f: NativeFields): string {
+  if (f.code === 'LIBRARY_NOT_FOUND' && f.library === 'libnvidia-ml') return `NVML is not available: ${INSTALL_HINT[f.library]}`;
   if (f.code === 'LIBRARY_NOT_FOUND' && f.library) return `CUDA is not available: ${INSTALL_HINT[f.library]}`;
   if (f.code === 'CUDA_ERROR_NO_DEVICE')
     return 'No CUDA device was found (CUDA_ERROR_NO_DEVICE): the NVIDIA driver is installed but sees no GPU. Check ' +
