@@ -1,6 +1,7 @@
 // The GPU worker process (bundled to dist/gpu-worker.js). It is the only process that loads the addon: a kernel that
 // faults poisons its CUDA context and one that loops forever blocks its main thread, and in both cases the parent
-// kills this process and starts a fresh one instead of going down with it.
+// kills this process and starts a fresh one instead of going down with it. Started with --profile=REQUEST.json
+// instead (by Nsight Compute, see ncu/launch-once.ts), it launches one kernel and exits.
 //
 // Requests arrive in order from the parent. Compiles run on the libuv pool (the addon's AsyncWorker), so several can
 // be in flight; everything else is a synchronous CUDA call on this thread (the parent sends those one at a time, so
@@ -26,6 +27,7 @@ import {
   type WireLaunch,
   type WorkerMessage,
 } from './protocol';
+import { PROFILE_FLAG, runLaunchOnceRequest } from './ncu/launch-once';
 import { occupancyOf, theoreticalOccupancy } from './occupancy';
 import { checkRandomSpec, generateRandom } from './random';
 import { median } from './stats';
@@ -378,6 +380,11 @@ function parseDevice(argv: readonly string[]): number {
 }
 
 function main(): void {
+  const profile = process.argv.find((a) => a.startsWith(PROFILE_FLAG));
+  if (profile) {
+    const loaded = loadAddon();
+    runLaunchOnceRequest('addon' in loaded ? loaded.addon : loaded.error, profile.slice(PROFILE_FLAG.length));
+  }
   if (!process.send) {
     console.error('gpu-worker: must be started by the GPU client (child_process.fork with an IPC channel)');
     process.exit(2);
