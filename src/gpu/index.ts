@@ -7,3 +7,4 @@ export { findCudaToolkit, findNvcc, type CudaToolkit } from './toolkit';
 export { findNsightCompute, type NsightCompute } from './ncu/find';
 export { profileKernel, type KernelProfile, type ProfileArg, type ProfileBuffer, type ProfileOptions, type ProfileTarget } from './ncu/profile';
 export { type ProfileNumbers, type StallShare } from './ncu/report';
+export { confirmedDefineClashes, withDefineClashHint, type CompileAgain, type DefineClash } from './define-clash';

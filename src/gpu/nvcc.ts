@@ -12,7 +12,7 @@ import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promis
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseDiagnostics, summarizeLog, type CompileDiagnostic } from './diagnostics';
-import { CompileError, CudaUnavailableError, argumentError } from './errors';
+import { CompileError, CudaUnavailableError, argumentError, compileFailure } from './errors';
 import { Program, type ProgramInit } from './program';
 import { findExecutable, isExecutable, pathDirs, runTool, type ToolRun } from './run-tool';
 import { findNvcc } from './toolkit';
@@ -294,7 +294,7 @@ export class NvccCompiler implements Compiler {
     const diagnostics: CompileDiagnostic[] = parseDiagnostics(log).map((d) =>
       d.file === ANCHOR_FILE ? { ...d, message: `name expression ${JSON.stringify(p.nameExpressions[d.line - 1] ?? '?')}: ${d.message}` } : d,
     );
-    return new CompileError(`Compilation of ${p.fileName} failed (nvcc, exit code ${code}): ${summarizeLog(log, diagnostics)}`, {
+    return compileFailure(`Compilation of ${p.fileName} failed (nvcc, exit code ${code}): ${summarizeLog(log, diagnostics)}`, {
       code: 'NVCC_COMPILATION_FAILED',
       call: 'nvcc',
       log,

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { Gpu, int32, occupancyDeviceFor, theoreticalOccupancy, type Kernel, type ProgramInit } from '../../src/gpu/client';
+import { DeviceLimitError, Gpu, int32, occupancyDeviceFor, theoreticalOccupancy, type Kernel, type ProgramInit } from '../../src/gpu/client';
 import { findNsightCompute } from '../../src/gpu/ncu/find';
 import { profileKernel, type KernelProfile } from '../../src/gpu/ncu/profile';
 import { gpuSkipReason } from '../support/gpu-available';
@@ -103,6 +103,15 @@ describe('driver metrics and energy on the device', () => {
     console.log(`# occupancy: ${compared} launches compared on ${gpu.device.name}; registers ${kernels.map((k) => k.attributes.registers).join(', ')}`);
     assert.deepEqual(mismatches, []);
     assert.ok(compared > 100, `${compared} compared`);
+  });
+
+  test('static shared memory over the per-block limit is a DeviceLimitError from NVRTC, with the numbers', async () => {
+    const source = 'extern "C" __global__ void big(float* out) { __shared__ float s[13000]; s[threadIdx.x] = 1.f; __syncthreads(); out[threadIdx.x] = s[(threadIdx.x * 7) % 13000]; }';
+    await assert.rejects(gpu.compile({ source, nameExpressions: ['big'] }), (e: unknown) => {
+      assert.ok(e instanceof DeviceLimitError, String(e));
+      assert.deepEqual(e.limit, { resource: 'static shared memory', kernel: 'big', usedBytes: 52000, limitBytes: 48 * 1024 });
+      return true;
+    });
   });
 
   test('a configuration\'s free metrics carry Kernel Tuner\'s num_regs and the driver\'s occupancy', async () => {
