@@ -11,18 +11,13 @@ import { DeviceLimitError, Gpu, int32, occupancyDeviceFor, theoreticalOccupancy,
 import { findNsightCompute } from '../../src/gpu/ncu/find';
 import { profileKernel, type KernelProfile } from '../../src/gpu/ncu/profile';
 import { gpuSkipReason } from '../support/gpu-available';
+import { VECTOR_ADD } from '../support/vector-add';
 
 const skip = gpuSkipReason();
 if (skip) console.log(`# metrics tests skipped: ${skip}`);
 const test = (name: string, fn: (t: { skip: (reason: string) => void }) => Promise<void>): void => {
   it(name, { skip }, fn);
 };
-
-const VECTOR_ADD = `
-extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}`;
 
 /** 48 independent accumulators: many registers per thread (how many depends on the compiler). */
 const MANY_REGISTERS = `
