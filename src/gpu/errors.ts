@@ -102,7 +102,7 @@ export function compileFailure(message: string, init: CompileErrorInit): Compile
   if (!limit) return new CompileError(message, init);
   return new DeviceLimitError(
     `Kernel ${limit.kernel} uses ${limit.usedBytes} bytes of static shared memory, more than the device's limit of ` +
-      `${limit.limitBytes} bytes per block`,
+      `${limit.limitBytes} bytes per block (ptxas: "uses too much shared data")`,
     {
       ...init,
       limit,

@@ -106,7 +106,7 @@ describe('static shared memory over the device\'s limit', () => {
     expect(e).toBeInstanceOf(CompileError);
     const limit = (e as DeviceLimitError).limit;
     expect(limit).toEqual({ resource: 'static shared memory', kernel: 'big', usedBytes: 52000, limitBytes: 49152 });
-    expect((e as DeviceLimitError).message).toBe("Kernel big uses 52000 bytes of static shared memory, more than the device's limit of 49152 bytes per block");
+    expect((e as DeviceLimitError).message).toBe("Kernel big uses 52000 bytes of static shared memory, more than the device's limit of 49152 bytes per block (ptxas: \"uses too much shared data\")");
     expect((e as DeviceLimitError).log).toMatch(/uses too much shared data/);
   });
 
