@@ -12,6 +12,7 @@
 #include "args.h"
 #include "context.h"
 #include "errors.h"
+#include "nvml.h"
 #include "timing.h"
 
 namespace kt {
@@ -191,6 +192,17 @@ CUresult launchOnce(const CudaApi& api, const LaunchSpec& s, CUstream stream) {
                             s.sharedMemBytes, stream, params, nullptr);
 }
 
+Napi::Object toJs(Napi::Env env, const NvmlSample& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("tMs", Napi::Number::New(env, s.tMs));
+  const std::pair<const char*, double> fields[] = {
+      {"powerMw", s.powerMw}, {"smClockMhz", s.smClockMhz}, {"memClockMhz", s.memClockMhz}, {"temperatureC", s.temperatureC}};
+  for (const auto& [key, value] : fields) {
+    if (value >= 0) o.Set(key, Napi::Number::New(env, value));
+  }
+  return o;
+}
+
 }  // namespace
 
 Napi::Value Launch(const Napi::CallbackInfo& info) {
@@ -240,6 +252,62 @@ Napi::Value Benchmark(const Napi::CallbackInfo& info) {
     if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuMemsetD8Async");
   };
   return toJsNumbers(env, timeOnStream(env, api, ctx, warmup, iterations, launch, flush));
+}
+
+Napi::Value EnergyBenchmark(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* fn = "energyBenchmark";
+  const LaunchSpec spec = readLaunch(info[0], fn);
+  const Napi::Object opts = toObject(info[1], fn, "options");
+  const uint64_t launches = toInteger(opts.Get("launches"), fn, "options.launches", 1, 1000000);
+  const std::string pciBusId = toString(opts.Get("pciBusId"), fn, "options.pciBusId");
+  const double pollMs = static_cast<double>(toInteger(opts.Get("pollMs"), fn, "options.pollMs", 1, 100));
+  const int sampleEvery = static_cast<int>(toInteger(opts.Get("sampleEvery"), fn, "options.sampleEvery", 1, 1000));
+
+  const CudaApi& api = requireCuda(env);
+  const NvmlApi& nvml = requireNvml(env);
+  nvmlDevice_t device = nvmlDeviceByPciBusId(env, nvml, pciBusId);
+  Context& ctx = Context::instance();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  ctx.require(env, api, fn);
+  checkAgainstFunction(env, api, ctx, spec, fn);
+  const CUstream stream = ctx.stream();
+
+  // Back-to-back launches, no events and no cache flush: the GPU is busy for the whole window the sampler watches.
+  NvmlSampler sampler(nvml, device);
+  sampler.start(pollMs, sampleEvery);
+  for (uint64_t i = 0; i < launches; ++i) {
+    const CUresult r = launchOnce(api, spec, stream);
+    if (r != CUDA_SUCCESS) {
+      sampler.stop();
+      failAfterDrain(env, api, stream, r, "cuLaunchKernel");
+    }
+  }
+  const CUresult synced = api.cuStreamSynchronize(stream);
+  const double elapsedMs = sampler.elapsedMs();
+  sampler.stop();
+  checkCuda(env, api, synced, "cuStreamSynchronize");
+
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("launches", Napi::Number::New(env, static_cast<double>(launches)));
+  out.Set("elapsedMs", Napi::Number::New(env, elapsedMs));
+  if (sampler.energyStartMj >= 0 && sampler.energyEndMj >= 0) {
+    out.Set("energyStartMj", Napi::Number::New(env, sampler.energyStartMj));
+    out.Set("energyEndMj", Napi::Number::New(env, sampler.energyEndMj));
+  }
+  if (!sampler.energyError.empty()) out.Set("energyError", Napi::String::New(env, sampler.energyError));
+  Napi::Array updates = Napi::Array::New(env, sampler.updates.size());
+  for (size_t i = 0; i < sampler.updates.size(); ++i) {
+    Napi::Object u = Napi::Object::New(env);
+    u.Set("tMs", Napi::Number::New(env, sampler.updates[i].tMs));
+    u.Set("energyMj", Napi::Number::New(env, sampler.updates[i].energyMj));
+    updates.Set(static_cast<uint32_t>(i), u);
+  }
+  out.Set("updates", updates);
+  Napi::Array samples = Napi::Array::New(env, sampler.samples.size());
+  for (size_t i = 0; i < sampler.samples.size(); ++i) samples.Set(static_cast<uint32_t>(i), toJs(env, sampler.samples[i]));
+  out.Set("samples", samples);
+  return out;
 }
 
 }  // namespace kt

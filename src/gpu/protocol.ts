@@ -9,7 +9,9 @@ import type { SerializedError } from './errors';
 import type { DType } from './dtype';
 import type { NativeCompileRequest, NativeCompileResult, NativeDType, NativeStatus } from './native-types';
 import type { NormalizedRandomSpec } from './random';
-import type { DeviceInfo, Dim3, KernelAttributes, MemInfo, RuntimeInfo } from './types';
+import type { EnergyResult } from './energy';
+import type { Occupancy } from './occupancy';
+import type { DeviceInfo, Dim3, KernelAttributes, MemInfo, NvmlReadings, RuntimeInfo } from './types';
 
 export type HandleId = number;
 
@@ -37,6 +39,8 @@ export interface WorkerMethods {
   moduleLoad: [{ cubin: Uint8Array }, { module: HandleId }];
   moduleUnload: [{ module: HandleId }, void];
   getKernel: [{ module: HandleId; loweredName: string }, { kernel: HandleId; attributes: KernelAttributes }];
+  occupancy: [{ kernel: HandleId; threadsPerBlock: number; dynamicSharedBytes: number }, Occupancy];
+  nvml: [None, NvmlReadings];
   memAlloc: [{ bytes: number }, { buffer: HandleId }];
   memFree: [{ buffer: HandleId }, void];
   memUpload: [{ buffer: HandleId; data: ArrayBufferView; byteOffset: number }, void];
@@ -46,7 +50,11 @@ export interface WorkerMethods {
   memCopy: [{ dst: HandleId; src: HandleId; bytes: number }, void];
   memCopyBenchmark: [{ dst: HandleId; src: HandleId; bytes: number; warmup: number; iterations: number }, { samplesMs: number[] }];
   launch: [WireLaunch, void];
-  benchmark: [WireLaunch & { warmup: number; iterations: number; flushL2: boolean }, { samplesMs: number[] }];
+  /** With `energy`, the kernel then runs back to back for `windowMs` while NVML is read (see energy.ts). */
+  benchmark: [
+    WireLaunch & { warmup: number; iterations: number; flushL2: boolean; energy?: { windowMs: number } },
+    { samplesMs: number[]; energy?: EnergyResult },
+  ];
 }
 
 export type MethodName = keyof WorkerMethods;
@@ -71,6 +79,8 @@ export const METHOD_TRAITS: Record<MethodName, MethodTraits> = {
   moduleLoad: SYNC,
   moduleUnload: SYNC,
   getKernel: SYNC,
+  occupancy: SYNC,
+  nvml: SYNC,
   memAlloc: SYNC,
   memFree: SYNC,
   memUpload: SYNC,

@@ -13,12 +13,22 @@
 //                           named fake_behaviour scripts what each configuration does)
 // Compile: "// fake-delay-ms: N" in the source delays the answer by N ms; a line containing "#error" fails with an
 // NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4.
+// Occupancy: every fake kernel uses 32 registers and no static shared memory, so the fake driver's answer is the CUDA
+// occupancy calculator's for an H100 (the warp and shared memory limits), unless LKT_FAKE_OCCUPANCY_BLOCKS=N scripts N.
+// NVML (read only, scripted): the fake GPU draws FAKE_POWER_W while kernels run, its energy counter moves every
+// FAKE_COUNTER_PERIOD_MS, and each fake launch takes 1 ms of the energy window.
 // Env: LKT_FAKE_NO_NVRTC=1 reports NVRTC as not loaded; LKT_FAKE_DEVICE_COUNT=N sets the device count (default 1);
-// LKT_FAKE_DEVICE_NAMES="A,A,B" names the devices by ordinal (default every device is a "Fake H100 (test double)").
+// LKT_FAKE_DEVICE_NAMES="A,A,B" names the devices by ordinal (default every device is a "Fake H100 (test double)");
+// LKT_FAKE_NO_NVML=1 reports NVML as not loaded; LKT_FAKE_NO_ENERGY_COUNTER=1 makes the device lack the energy counter
+// (power readings only).
 'use strict';
 
 const TOTAL_MEMORY = 80 * 2 ** 30;
 const DEFAULT_DYNAMIC_SHARED = 48 * 1024;
+const FAKE_POWER_W = 200;
+const FAKE_POWER_LIMIT_W = 700;
+const FAKE_COUNTER_PERIOD_MS = 20;
+let energyCounterMj = 5e6; // the fake driver's energy counter, mJ since it "loaded"
 
 function nativeError(code, call, explanation, extra) {
   const e = new Error(`${call} failed: ${code} (${explanation})`);
@@ -68,6 +78,11 @@ const deviceInfo = (ordinal) => {
     maxSharedMemoryPerBlock: DEFAULT_DYNAMIC_SHARED,
     maxSharedMemoryPerBlockOptin: 227 * 1024,
     maxRegistersPerBlock: 65536,
+    maxThreadsPerMultiprocessor: 2048,
+    maxBlocksPerMultiprocessor: 32,
+    maxRegistersPerMultiprocessor: 65536,
+    maxSharedMemoryPerMultiprocessor: 228 * 1024,
+    reservedSharedMemoryPerBlock: 1024,
     warpSize: 32,
     clockRateKHz: 1980000,
     memoryClockRateKHz: 2619000,
@@ -121,6 +136,9 @@ module.exports = {
   status: () => ({
     cuda: { loaded: true, path: 'fake-libcuda.so.1' },
     nvrtc: process.env.LKT_FAKE_NO_NVRTC ? { loaded: false, error: 'fake: no libnvrtc' } : { loaded: true, path: 'fake-libnvrtc.so.13' },
+    nvml: process.env.LKT_FAKE_NO_NVML
+      ? { loaded: false, error: 'libnvidia-ml.so.1: cannot open shared object file (fake)' }
+      : { loaded: true, path: 'fake-libnvidia-ml.so.1' },
   }),
   driverVersion: () => 13000,
   nvrtcVersion: () => [13, 0],
@@ -197,6 +215,14 @@ module.exports = {
       binaryVersion: 90,
     };
   },
+  functionOccupancy: (fn, blockSize, dynamicSharedBytes) => {
+    needContext('cuOccupancyMaxActiveBlocksPerMultiprocessor');
+    if (!functions.has(fn)) throw nativeError('INVALID_ARGUMENT', 'cuOccupancyMaxActiveBlocksPerMultiprocessor', 'unknown function');
+    if (process.env.LKT_FAKE_OCCUPANCY_BLOCKS) return Number(process.env.LKT_FAKE_OCCUPANCY_BLOCKS);
+    const warps = Math.ceil(blockSize / 32);
+    const sharedPerBlock = Math.ceil((dynamicSharedBytes + 1024) / 128) * 128;
+    return blockSize > 1024 ? 0 : Math.min(32, Math.floor(64 / warps), Math.floor((228 * 1024) / sharedPerBlock));
+  },
   functionSetMaxDynamicShared: (fn, bytes) => {
     needContext('cuFuncSetAttribute');
     if (bytes > 227 * 1024) throw nativeError('CUDA_ERROR_INVALID_VALUE', 'cuFuncSetAttribute', 'invalid argument');
@@ -248,6 +274,35 @@ module.exports = {
   launch: (launch) => {
     needContext('cuLaunchKernel');
     runKernel(launch);
+  },
+  energyBenchmark: (launch, options) => {
+    needContext('cuLaunchKernel');
+    if (process.env.LKT_FAKE_NO_NVML) throw nativeError('LIBRARY_NOT_FOUND', 'nvmlInit_v2', 'no NVML (fake)', { library: 'libnvidia-ml' });
+    runKernel(launch);
+    const elapsedMs = options.launches; // 1 ms per fake launch
+    const samples = [];
+    for (let t = 0; t <= elapsedMs; t += options.pollMs * options.sampleEvery)
+      samples.push({ tMs: t, powerMw: FAKE_POWER_W * 1000, smClockMhz: 1980, memClockMhz: 2619, temperatureC: 41 });
+    if (process.env.LKT_FAKE_NO_ENERGY_COUNTER)
+      return { launches: options.launches, elapsedMs, energyError: 'nvmlDeviceGetTotalEnergyConsumption failed: NVML_ERROR_NOT_SUPPORTED (fake)', updates: [], samples };
+    const start = energyCounterMj;
+    const updates = [];
+    for (let t = FAKE_COUNTER_PERIOD_MS; t <= elapsedMs; t += FAKE_COUNTER_PERIOD_MS) updates.push({ tMs: t + 0.5, energyMj: start + FAKE_POWER_W * t });
+    energyCounterMj = start + FAKE_POWER_W * elapsedMs;
+    return { launches: options.launches, elapsedMs, energyStartMj: start, energyEndMj: energyCounterMj, updates, samples };
+  },
+  nvmlSnapshot: () => {
+    if (process.env.LKT_FAKE_NO_NVML) throw nativeError('LIBRARY_NOT_FOUND', 'nvmlInit_v2', 'no NVML (fake)', { library: 'libnvidia-ml' });
+    return {
+      name: deviceName(0),
+      energyMj: energyCounterMj,
+      powerMw: 65000,
+      powerLimitMw: FAKE_POWER_LIMIT_W * 1000,
+      smClockMhz: 1980,
+      memClockMhz: 2619,
+      temperatureC: 38,
+      unsupported: {},
+    };
   },
   benchmark: (launch, options) => {
     needContext('cuLaunchKernel');
