@@ -218,6 +218,11 @@ export interface TuneOptions extends RunOptions {
   shard?: Shard;
   /** A Kernel Tuner cache file: results are appended as they come, and a rerun resumes from it. */
   cache?: string;
+  /**
+   * After the search, profile the best configuration within `timeoutMs`: Nsight Compute where it is installed, else the
+   * driver's metrics (TuneResult.profile). It runs after every timing, so it never changes one. Default: no profile.
+   */
+  profile?: { timeoutMs: number };
   onResult?: (result: ConfigResult, progress: SearchProgress) => void;
 }
 
@@ -368,8 +373,10 @@ export class TunableKernel {
           },
         },
       );
+      const profiled = options.profile && result.best ? await profileOf(evaluator, result.best.config, options.profile.timeoutMs, options.signal) : {};
       return {
         ...result,
+        ...profiled,
         compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
         reference: { config: oracle.config, ...(referenceMs !== undefined && { timeMs: referenceMs }) },
         gpus: [...evaluator.gpuIds],
@@ -465,6 +472,17 @@ interface CompiledOracle {
   /** The program the configurations of the kernel under test compile. */
   candidateProgram: KernelProgram;
   compilerNote?: string;
+}
+
+/** The profile of the best configuration, or why it failed (the search's results stand either way); an abort is thrown. */
+async function profileOf(evaluator: Evaluator, config: Config, timeoutMs: number, signal: AbortSignal | undefined): Promise<Pick<TuneResult, 'profile' | 'profileError'>> {
+  try {
+    const profile = await evaluator.profile(config, { timeoutMs, ...(signal && { signal }) });
+    return profile ? { profile } : {};
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    return { profileError: e instanceof Error ? e.message : String(e) };
+  }
 }
 
 /** The backends a run uses (see backendsOf); those it opened are closed by the run's clean-up. */

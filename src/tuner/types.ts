@@ -3,6 +3,7 @@
 
 import type { TimingStats } from '../gpu/stats';
 import type { Dim3 } from '../gpu/types';
+import type { ConfigProfile } from './run/profile';
 
 /** A tunable parameter's value. Numbers mostly; strings and booleans are allowed as Kernel Tuner allows them. */
 export type ParamValue = number | string | boolean;
@@ -146,6 +147,10 @@ export interface TuneResult {
   reference?: { config: Config; timeMs?: number };
   /** The GPUs the search ran on (one worker each), when it ran on GPUs; each result names its own. */
   gpus?: GpuId[];
+  /** The best configuration's profile, when one was asked for (TuneOptions.profile) and the backend can profile. */
+  profile?: ConfigProfile;
+  /** Why profiling the best configuration failed, when it did. */
+  profileError?: string;
 }
 
 /**

@@ -13,6 +13,8 @@
  *   result on the first output, as the real backend reports one. `model.timeMs(variant)` is the time of every timed
  *   launch. Default correctness: right unless the source contains WRONG_MARKER (a scripted answer puts it there).
  * - The oracle (the kernel passed to `prepare`) is never judged: it defines the expected outputs.
+ * - `profile()` answers with the occupancy calculator's metrics for the fake's 32 registers per thread, and with
+ *   `model.profile(variant)` as Nsight Compute's answer (default: not installed, as on a machine without it).
  * - `timeDelayMs` makes each `time()` take that long (for cancelling mid-step); aborting its signal ends it at once
  *   with the GPU layer's AbortError, as a killed worker does. `log` records every compile and timing;
  *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once on this backend (its GPU runs one
@@ -22,6 +24,10 @@ import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
+import { calculatedKernelMetrics } from '../../src/gpu/kernel-metrics';
+import type { KernelProfile } from '../../src/gpu/ncu/profile';
+import { occupancyDeviceFor, theoreticalOccupancy } from '../../src/gpu/occupancy';
+import { driverMetrics, type ProfiledLaunch } from '../../src/tuner/run/profile';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import {
   programOf,
@@ -52,7 +58,11 @@ export interface FakeModel {
   timeMs(variant: FakeVariant): number;
   /** True when the variant's outputs are right, else why they are wrong. */
   correct?(variant: FakeVariant): true | string;
+  /** What Nsight Compute says of a launch of the variant; default that it is not installed. */
+  profile?(variant: FakeVariant): KernelProfile;
 }
+
+export const FAKE_NCU_MISSING: KernelProfile = { available: false, reason: 'ncu-not-found', message: 'Nsight Compute (ncu) is not installed: the fake GPU has none (test double)' };
 
 export interface FakeBackendOptions {
   model: FakeModel;
@@ -74,6 +84,10 @@ export const FAKE_DEVICE: DeviceDescription = {
   ordinal: 0,
   computeCapability: [9, 0],
   multiprocessors: 132,
+  maxThreadsPerMultiprocessor: 2048,
+  maxRegistersPerMultiprocessor: 65536,
+  maxSharedMemoryPerMultiprocessor: 228 * 1024,
+  maxRegistersPerBlock: 65536,
   globalMemoryBytes: 80 * 1024 ** 3,
   l2CacheBytes: 50 * 1024 ** 2,
   maxThreadsPerBlock: 1024,
@@ -98,8 +112,10 @@ class FakeCompiled implements CompiledKernel {
   ) {}
 }
 
+const FAKE_RESOURCES = { registers: 32, sharedBytes: 0, localBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0, constantBytes: 0, barriers: 1 };
+
 class FakeKernel implements BuiltKernel {
-  readonly resources = { registers: 32, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
+  readonly resources = { registers: FAKE_RESOURCES.registers, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
   readonly loadMs = 0;
   constructor(readonly request: BuildRequest) {}
   async release(): Promise<void> {}
@@ -116,7 +132,7 @@ class FakePrepared implements PreparedTest {
 }
 
 export interface FakeLogEntry {
-  kind: 'compile' | 'time';
+  kind: 'compile' | 'time' | 'profile';
   source: string;
   compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
@@ -218,6 +234,16 @@ export class FakeBackend implements TuningBackend {
     const timeMs = this.options.model.timeMs(this.variant(k, launch, test as FakePrepared));
     this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.iterations, timeoutMs: options.timeoutMs });
     return { stats: computeStats([timeMs, timeMs, timeMs]), recheck: { ok: true }, stoppedEarly: false };
+  }
+
+  async profile(kernel: CompiledKernel, launch: Launch, test: PreparedTest): Promise<ProfiledLaunch> {
+    const { request } = kernel as FakeCompiled;
+    this.log.push({ kind: 'profile', source: request.source, defines: request.defines });
+    const cc = (await this.describe()).computeCapability;
+    const shape = { threadsPerBlock: launch.block[0] * launch.block[1] * launch.block[2], dynamicSharedBytes: launch.sharedMemBytes };
+    const occupancy = theoreticalOccupancy(occupancyDeviceFor(cc), { registers: FAKE_RESOURCES.registers, staticSharedBytes: 0 }, shape);
+    const variant: FakeVariant = { source: request.source, defines: request.defines, launch, test: (test as FakePrepared).data };
+    return { driver: driverMetrics(calculatedKernelMetrics(FAKE_RESOURCES, cc, shape), occupancy), ncu: this.options.model.profile?.(variant) ?? FAKE_NCU_MISSING };
   }
 
   async dispose(): Promise<void> {

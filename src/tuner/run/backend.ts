@@ -8,6 +8,7 @@ import type { DeviceLimits } from '../space/geometry';
 import type { ResolvedTest } from '../spec/input-spec';
 import type { SampleStats, ResourceUsage } from '../types';
 import type { DeviceSpeedLimits } from './speed-of-light';
+import type { ProfiledLaunch } from './profile';
 
 export interface DeviceDescription extends DeviceLimits {
   name: string;
@@ -17,6 +18,11 @@ export interface DeviceDescription extends DeviceLimits {
   pciBusId?: string;
   computeCapability: [number, number];
   multiprocessors: number;
+  /** Per multiprocessor: what bounds how many blocks run on one at once (the occupancy). */
+  maxThreadsPerMultiprocessor: number;
+  maxRegistersPerMultiprocessor: number;
+  maxSharedMemoryPerMultiprocessor: number;
+  maxRegistersPerBlock: number;
   globalMemoryBytes: number;
   l2CacheBytes: number;
   /** cuDriverGetVersion, e.g. 13000. */
@@ -177,6 +183,12 @@ export interface TuningBackend {
   time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome>;
   /** The device's bandwidth and FP32 limits, measured on it (speed-of-light.ts); absent where nothing can be measured. */
   speedLimits?(): Promise<DeviceSpeedLimits>;
+  /**
+   * Profiles one launch of a compiled kernel on the test's data, after its timings (never during them): the driver's
+   * metrics, and Nsight Compute's profile where it is installed and the driver lets it read the counters (else why
+   * not). Within `timeoutMs`; absent where nothing can be profiled.
+   */
+  profile?(kernel: CompiledKernel, launch: Launch, test: PreparedTest, options: DeviceRunOptions): Promise<ProfiledLaunch>;
   dispose(): Promise<void>;
 }
 

@@ -10,7 +10,8 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
-import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import { configProfile, type ConfigProfile } from './profile';
 import { withCollisionHint } from '../compile/compile-sources';
 import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from '../space/geometry';
 import { configKey, type Config, type ConfigResult, type FailureKind, type GpuId, type Reproduction } from '../types';
@@ -159,6 +160,18 @@ export class Evaluator {
     result.timings = { ...timings, frameworkMs: Math.max(0, performance.now() - started - timings.compileMs - timings.loadMs - timings.verifyMs - timings.benchmarkMs) };
     result.timestamp = new Date().toISOString();
     return result;
+  }
+
+  /**
+   * Profiles a configuration evaluated before (its timings are done), on the first GPU: compiled again, or taken from
+   * the compiles run ahead. Undefined where the backend cannot profile.
+   */
+  async profile(config: Config, options: DeviceRunOptions): Promise<ConfigProfile | undefined> {
+    const on = this.devices[0]!;
+    if (!on.backend.profile) return undefined;
+    const launch = this.launchOf(config);
+    const compiled = await this.compiled(this.request(config, launch), on.backend, options.signal);
+    return configProfile(config, this.options.nameExpression, launch, await on.backend.profile(compiled, launch, on.test, options));
   }
 
   private launchOf(config: Config): Launch {

@@ -18,6 +18,7 @@ import {
   Gpu,
   dtypeBytes,
   isFloatDType,
+  kernelMetrics,
   scalar,
   scalarBitPattern,
   type CompiledProgram,
@@ -29,7 +30,9 @@ import {
   type Module,
 } from '../../gpu/client';
 import { measureBandwidth } from '../../gpu/bandwidth';
+import { profileKernel } from '../../gpu/ncu/profile';
 import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
+import { driverMetrics, type ProfiledLaunch } from './profile';
 import {
   backendList,
   programOf,
@@ -69,6 +72,7 @@ import {
   SMALLEST_SUBNORMAL,
   initOf,
   mixSeed,
+  profileArgs,
   summarizeMismatch,
   type BufferSlot,
   type InputSet,
@@ -209,6 +213,10 @@ export class GpuBackend implements TuningBackend {
       pciBusId: d.pciBusId,
       computeCapability: d.computeCapability,
       multiprocessors: d.multiprocessors,
+      maxThreadsPerMultiprocessor: d.maxThreadsPerMultiprocessor,
+      maxRegistersPerMultiprocessor: d.maxRegistersPerMultiprocessor,
+      maxSharedMemoryPerMultiprocessor: d.maxSharedMemoryPerMultiprocessor,
+      maxRegistersPerBlock: d.maxRegistersPerBlock,
       globalMemoryBytes: d.globalMemoryBytes,
       l2CacheBytes: d.l2CacheBytes,
       maxThreadsPerBlock: d.maxThreadsPerBlock,
@@ -303,6 +311,28 @@ export class GpuBackend implements TuningBackend {
     // change with every launch, so they are only checked before timing.
     const recheck: CheckOutcome = test.hasInOutBuffers ? { ok: true } : await this.compare(test, 0, true);
     return { stats, recheck, stoppedEarly };
+  }
+
+  /**
+   * The driver's metrics of the kernel loaded here, and Nsight Compute's profile of one launch in a process of its own
+   * (the worker bundle's --profile entry) on the test's inputs, drawn from the same distributions (gpu/ncu/profile.ts).
+   */
+  async profile(kernel: CompiledKernel, launch: Launch, prepared: PreparedTest, options: DeviceRunOptions): Promise<ProfiledLaunch> {
+    if (!(kernel instanceof GpuCompiledKernel)) throw new TypeError('a kernel compiled by another kind of backend was passed to GpuBackend');
+    const test = await this.current(prepared);
+    const built = await this.load(kernel);
+    let driver;
+    try {
+      const occupancy = await built.kernel.occupancy({ block: launch.block, sharedMemBytes: launch.sharedMemBytes });
+      driver = driverMetrics(kernelMetrics(built.kernel.attributes, launch.sharedMemBytes, occupancy), occupancy);
+    } finally {
+      await built.release();
+    }
+    const ncu = await profileKernel(
+      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, args: profileArgs(test.data), device: this.gpu.device.ordinal },
+      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(options.signal && { signal: options.signal }) },
+    );
+    return { driver, ncu };
   }
 
   async dispose(): Promise<void> {
