@@ -5,6 +5,7 @@
  */
 import type { LangGraphRunnableConfig, RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import type { DeviceDescription, TuningBackend } from '../tuner/run/backend';
+import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import type { KernelTest } from '../tuner/tunable-kernel';
 import type { StructuredOutputType } from './llm/structured';
 
@@ -25,6 +26,8 @@ export interface EngineSettings {
 
 export class EngineContext {
   private gpuQueue: Promise<unknown> = Promise.resolve();
+  /** The device's bandwidth and FP32 limits, once measured for this run (null where they could not be). */
+  speedLimits: DeviceSpeedLimits | null = null;
 
   constructor(
     /** One backend per GPU (all of one model): every tuning run spreads its configurations over them. */

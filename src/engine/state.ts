@@ -8,6 +8,7 @@
  */
 import { Annotation } from '@langchain/langgraph';
 import type { TestSpecInput } from '../tuner/spec/input-spec';
+import type { ConfigProfile } from '../tuner/run/profile';
 import type { LaunchWork } from '../tuner/run/speed-of-light';
 import type { Config, ProblemSizeSpec } from '../tuner/types';
 import type { TuneParamLists } from './candidate/code';
@@ -73,6 +74,11 @@ export const TuningState = Annotation.Root({
   /** Its time on the first test; null before the baseline was measured. */
   bestTimeMs: Annotation<number | null>,
   tracker: Annotation<PerformanceTrackerJSON>,
+  /**
+   * The best kernel's profile at its best configuration (Nsight Compute's, or the driver's metrics standing in): what
+   * the next step's request tells the model. Null before the baseline; absent in sessions checkpointed before it existed.
+   */
+  profile: Annotation<ConfigProfile | null>,
   /**
    * Ids of the strategy's steps in the order they started (BaseTuningStrategy.startStep): the points a branch of the
    * session can start from (branch.ts). Absent in sessions checkpointed before it existed.

@@ -8,6 +8,7 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
 import { SearchSpaceError } from '../../tuner/space/search-space';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
+import type { ConfigProfile } from '../../tuner/run/profile';
 import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from '../context';
@@ -31,6 +32,21 @@ export interface CandidateRun {
   timeMs: number;
   bestParams: Config;
   result: TuneResult;
+  /** The best configuration's profile, when the backend can profile. */
+  profile?: ConfigProfile;
+}
+
+/**
+ * Time limit of profiling a kernel's best configuration with Nsight Compute (it replays the launch once per pass of
+ * metrics); past it, the driver's metrics stand in.
+ */
+export const PROFILE_TIMEOUT_MS = 60_000;
+
+/** Announces a kernel's profile (the original's without a step), or why profiling it failed; returns the profile. */
+export function reportProfile(result: Pick<TuneResult, 'profile' | 'profileError'>, config: LangGraphRunnableConfig, progress?: { stepId: string; candidate: number }): ConfigProfile | undefined {
+  if (result.profile) emit(config, { type: 'profile', ...progress, profile: result.profile });
+  else if (result.profileError) emit(config, { type: 'warning', message: `profiling ${progress ? `step ${progress.stepId}'s best configuration` : 'the original kernel'} failed: ${result.profileError.split('\n', 1)[0]}` });
+  return result.profile;
 }
 
 export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
@@ -64,22 +80,30 @@ function throwIfAborted(config: LangGraphRunnableConfig): void {
 }
 
 /**
- * The original kernel's time on a test, at the baseline launch parameters. A kernel that does not compile or does not
- * reproduce its own results cannot be the oracle: UnusableKernelError (no model can fix that by changing the test).
+ * The original kernel's time on a test, at the baseline launch parameters, and with `profile` its profile there (or
+ * why profiling failed: see reportProfile). A kernel that does not compile or does not reproduce its own results cannot
+ * be the oracle: UnusableKernelError (no model can fix that by changing the test).
  */
-export async function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
+export async function measureOriginal(
+  state: TuningStateValue,
+  test: KernelTest,
+  config: LangGraphRunnableConfig,
+  { profile = false } = {},
+): Promise<{ timeMs: number } & Pick<TuneResult, 'profile' | 'profileError'>> {
   const ctx = engineContext(config);
   const kernel = await TunableKernel.create(state.originalCode, fileInfo(state));
   const unusable = (log: string) =>
     new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}`);
   // It is its own oracle here, so a compile error comes from building the oracle (thrown) or the configuration (a result).
   const result = await ctx
-    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
+    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false, ...(profile && { profile: { timeoutMs: PROFILE_TIMEOUT_MS } }) }))
     .catch((e: unknown) => {
       throw e instanceof CompileError ? unusable(e.log) : e;
     });
   throwIfAborted(config);
-  if (result.best?.timeMs !== undefined) return result.best.timeMs;
+  if (result.best?.timeMs !== undefined) {
+    return { timeMs: result.best.timeMs, ...(result.profile && { profile: result.profile }), ...(result.profileError !== undefined && { profileError: result.profileError }) };
+  }
   const failure = failureOf(result);
   if (failure instanceof CompileError) throw unusable(failure.log);
   if (failure instanceof FailedTestsError) {
@@ -114,6 +138,7 @@ export async function runCandidate(
     const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {
       ...options,
       timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
+      profile: { timeoutMs: PROFILE_TIMEOUT_MS },
       onResult: (r, p) => {
         done++;
         if (outcomeOf(r.status) === 'failed') failures++;
@@ -123,9 +148,10 @@ export async function runCandidate(
     throwIfAborted(config);
     const best = result.best;
     if (best?.timeMs === undefined) throw failureOf(result);
+    const profile = reportProfile(result, config, progress);
     for (const test of others) await kernel.test(test, best.config, options);
     throwIfAborted(config);
-    return { timeMs: best.timeMs, bestParams: best.config, result };
+    return { timeMs: best.timeMs, bestParams: best.config, result, ...(profile && { profile }) };
   });
 }
 

@@ -8,6 +8,8 @@
  * of this vocabulary: a consumer that sees a newer `v` than it knows can still show `describeEvent`'s text.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import type { ConfigProfile } from '../../tuner/run/profile';
+import { profileSourceText } from '../../tuner/run/profile';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
 import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
@@ -145,6 +147,11 @@ export type TuningEventBody =
   /** The device's bandwidth and FP32 limits, measured on it, for the speed of light of every configuration. */
   | { type: 'device.limits'; limits: DeviceSpeedLimits }
   | { type: 'baseline'; timeMs: number; params: Config; testId: string }
+  /**
+   * The profile of a kernel at its best configuration, after its timings: the original kernel's (no stepId), or a
+   * step's candidate's. Nsight Compute's lines, or the driver's metrics with why there is no Nsight Compute profile.
+   */
+  | { type: 'profile'; stepId?: string; candidate?: number; profile: ConfigProfile }
   | { type: 'plan'; reason: 'initial' | 'validated' | 'broken_down' | 'approved' | 'replanned'; steps: PlanStepView[] }
   | { type: 'plan.awaiting_approval'; steps: PlanStepView[] }
   | { type: 'step.started'; stepId: string; title: string }
@@ -264,6 +271,8 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`tests: ${event.tests.map((t) => `${t.id} (${t.origin}, size [${t.problemSize.join(', ')}]${t.timeMs === null ? '' : `, ${ms(t.timeMs)}`})`).join('; ')}`);
     case 'baseline':
       return info(`baseline: ${ms(event.timeMs)} with ${JSON.stringify(event.params)}`);
+    case 'profile':
+      return info(`profile of ${event.stepId === undefined ? 'the original kernel' : `step ${event.stepId}`} with ${JSON.stringify(event.profile.config)} (${profileSourceText(event.profile)}): ${event.profile.summary.join('; ')}`);
     case 'plan':
       return info(`plan (${event.reason}): ${event.steps.map((s, i) => `${i + 1}. ${s.title} [${s.status}]`).join(' ')}`);
     case 'plan.awaiting_approval':

@@ -128,5 +128,5 @@ export async function measureEditedKernel(state: TuningStateValue, code: string,
   if (oldTimeMs !== null) {
     emit(config, { type: 'step.accepted', stepId: id, candidate: 0, oldTimeMs, newTimeMs: run.timeMs, improvementPct: improvementPct(oldTimeMs, run.timeMs), bestParams: run.bestParams });
   }
-  return { code, tuneParams, restrictions, bestParams: run.bestParams, bestTimeMs: run.timeMs, tracker: tracker.toJSON() };
+  return { code, tuneParams, restrictions, bestParams: run.bestParams, bestTimeMs: run.timeMs, tracker: tracker.toJSON(), profile: run.profile ?? null };
 }

@@ -6,6 +6,7 @@
 import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
+import type { ConfigProfile } from '../../tuner/run/profile';
 import type { Config, ParamValue } from '../../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
@@ -27,6 +28,8 @@ export interface CandidateView {
   total: number;
   failures: number;
   bestTimeMs: number | null;
+  /** Its best configuration's profile, once its timings are done. */
+  profile?: ConfigProfile;
 }
 
 export interface StepView extends PlanStepView {
@@ -70,6 +73,8 @@ export interface SessionView {
   analysis?: { description: string; problemSize: string[]; outputs: string[] };
   tests: EventOf<'tests.ready'>['tests'];
   baseline?: { timeMs: number; params: Config; testId: string };
+  /** The original kernel's profile at the baseline configuration. */
+  baselineProfile?: ConfigProfile;
   /** Step ids in plan order (steps that started without being planned are appended). */
   order: string[];
   steps: Record<string, StepView>;
@@ -119,6 +124,11 @@ function withCandidate(step: StepView, number: number, change: (c: CandidateView
   return { ...step, candidates };
 }
 
+/** A candidate the log mentions before its `candidate` event (a log that starts mid-step). */
+function emptyCandidate(candidate: number): CandidateView {
+  return { candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
+}
+
 function applyPlan(view: SessionView, steps: PlanStepView[]): SessionView {
   const next: Record<string, StepView> = {};
   for (const s of steps) next[s.id] = { ...(view.steps[s.id] ?? { candidates: [] }), ...s };
@@ -156,6 +166,11 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
       return { ...stamped, tests: event.tests };
     case 'baseline':
       return { ...stamped, baseline: { timeMs: event.timeMs, params: event.params, testId: event.testId } };
+    case 'profile': {
+      const { profile, stepId } = event;
+      if (stepId === undefined) return { ...stamped, baselineProfile: profile };
+      return withStep(stamped, stepId, (s) => withCandidate(s, event.candidate ?? 0, (c) => ({ ...(c ?? emptyCandidate(event.candidate ?? 0)), profile })));
+    }
     case 'plan':
       return { ...applyPlan(stamped, event.steps), planAwaitingApproval: false, status: stamped.status === 'awaiting_approval' ? 'running' : stamped.status };
     case 'plan.awaiting_approval':
@@ -183,7 +198,7 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
     case 'configs.evaluated':
       return withStep(stamped, event.stepId, (s) =>
         withCandidate(s, event.candidate, (c) => {
-          const base = c ?? { candidate: event.candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
+          const base = c ?? emptyCandidate(event.candidate);
           const configs = base.configs.filter((r) => r.key !== event.result.key);
           return { ...base, configs: [...configs, event.result], total: event.total, failures: event.failures, bestTimeMs: event.bestTimeMs };
         }),

@@ -204,7 +204,11 @@ export class LLMKernelTransformer {
       yield makeEvent({ type: 'graph.described', graphs: await graph.describe() });
       // The device's limits, for the speed of light of every configuration (not for a session that only reports).
       const first = backends[0]!;
-      if (first.speedLimits && !finished) yield await limitsEvent(first.speedLimits.bind(first));
+      if (first.speedLimits && !finished) {
+        const limits = await limitsEvent(first.speedLimits.bind(first));
+        if (limits.type === 'device.limits') engine.speedLimits = limits.limits;
+        yield limits;
+      }
       if (!started && o.branch) {
         yield* this.startBranch(graph, config, o.branch);
         return yield* streamSession(graph, null, config);
@@ -332,6 +336,7 @@ export class LLMKernelTransformer {
       bestParams: {},
       bestTimeMs: null,
       tracker: new PerformanceTracker().toJSON(),
+      profile: null,
       startedSteps: [],
     };
   }

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { CompileError } from '../../gpu/errors';
 import { compileRestrictions } from '../../tuner/space/restrictions';
 import { FailedTestsError } from '../../tuner/tunable-kernel';
+import type { ConfigProfile } from '../../tuner/run/profile';
 import type { Config } from '../../tuner/types';
 import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, restrictionsStillValid, type TuneParamLists } from '../candidate/code';
 import { engineContext, type GraphOptions } from '../context';
@@ -42,7 +43,7 @@ export interface TuningGraph {
 
 /** What one candidate of a step came to. */
 export type CandidateOutcome =
-  | { ok: true; stepId: string; candidate: number; kernel: CandidateKernel; timeMs: number; bestParams: Config }
+  | { ok: true; stepId: string; candidate: number; kernel: CandidateKernel; timeMs: number; bestParams: Config; profile?: ConfigProfile }
   | { ok: false; stepId: string; candidate: number; reason: RejectionReason };
 
 /** One request to the model for a rewrite. */
@@ -152,7 +153,7 @@ export abstract class BaseTuningStrategy {
             restrictions: kernel.restrictions,
           });
           const run = await this.runTests(kernel, state, config, { stepId, candidate });
-          return { ok: true as const, stepId, candidate, kernel, timeMs: run.timeMs, bestParams: run.bestParams };
+          return { ok: true as const, stepId, candidate, kernel, timeMs: run.timeMs, bestParams: run.bestParams, ...(run.profile && { profile: run.profile }) };
         } catch (error) {
           throw withAnswer(error, answer);
         }
@@ -186,7 +187,7 @@ export abstract class BaseTuningStrategy {
 
   /**
    * Accepts the fastest correct candidate when it improves on the best time by at least the performance threshold
-   * (recording the step in the tracker), else rejects the step with the reason; emits step.accepted / step.rejected.
+   * (recording the step in the tracker, its profile becoming the kernel's), else rejects the step with the reason; emits step.accepted / step.rejected.
    */
   decide(state: TuningStateValue, step: { id: string; title: string }, outcomes: readonly CandidateOutcome[], config: LangGraphRunnableConfig): Decision {
     const threshold = engineContext(config).settings.performanceThreshold;
@@ -230,6 +231,7 @@ export abstract class BaseTuningStrategy {
         bestParams: best.bestParams,
         bestTimeMs: best.timeMs,
         tracker: tracker.toJSON(),
+        profile: best.profile ?? null,
       },
       accepted: true,
       correct: true,
