@@ -14,6 +14,7 @@ import type { ConfigSummary, TuningEvent } from '../src/engine/progress/events';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
 import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
+import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
@@ -148,6 +149,9 @@ function elapsed(v: SessionView): string {
   return s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
 }
 
+/** A session of the tuner alone ("Tune parameters"): no model, no tokens, nothing to branch from. */
+const tunerOnly = (v: SessionView) => v.header.strategy === 'tuner';
+
 const STATUS_LABEL: Record<SessionView['status'], string> = {
   running: 'running',
   awaiting_approval: 'waiting for plan approval',
@@ -169,12 +173,14 @@ function renderHeader(v: SessionView): HTMLElement {
     h('dd', {}, v.header.fileName),
     h('dt', {}, 'Device'),
     h('dd', { id: 'device' }, v.device ? `${v.device.gpus ? `${v.device.gpus} × ` : ''}${v.device.name} (${v.device.arch})` : '…'),
-    h('dt', {}, 'Model'),
-    h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`),
+    ...(tunerOnly(v)
+      ? [h('dt', {}, 'Tuning'), h('dd', {}, v.header.model)]
+      : [h('dt', {}, 'Model'), h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`)]),
     h('dt', {}, 'Elapsed'),
     h('dd', { id: 'elapsed' }, elapsed(v)),
-    h('dt', {}, 'Tokens'),
-    h('dd', { id: 'tokens' }, `${v.usage.promptTokens.toLocaleString('en')} prompt + ${v.usage.completionTokens.toLocaleString('en')} completion in ${v.usage.calls} call(s)`),
+    ...(tunerOnly(v)
+      ? []
+      : [h('dt', {}, 'Tokens'), h('dd', { id: 'tokens' }, `${v.usage.promptTokens.toLocaleString('en')} prompt + ${v.usage.completionTokens.toLocaleString('en')} completion in ${v.usage.calls} call(s)`)]),
   );
   const actions = h('div', { class: 'actions' });
   if (running) {
@@ -316,7 +322,8 @@ function renderAnalysis(v: SessionView): HTMLElement | null {
     );
   }
   if (v.baseline) parts.push(h('p', { id: 'baseline' }, 'Baseline: ', h('strong', {}, formatTime(v.baseline.timeMs)), ` with ${formatParams(v.baseline.params)} (test ${v.baseline.testId})`));
-  return section('Kernel analysis', 'analysis', ...parts);
+  if (v.baselineProfile) parts.push(renderProfile(v.baselineProfile, 'Profile of the original kernel', 'baseline-profile'));
+  return section(tunerOnly(v) ? 'Test and baseline' : 'Kernel analysis', 'analysis', ...parts);
 }
 
 function codeLine(text: string): DocumentFragment {
@@ -390,7 +397,20 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
   );
 }
 
-function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement {
+/** A profile's lines, where they come from, and why not from Nsight Compute when they do not (the model read the same lines). */
+function renderProfile(profile: ConfigProfile, title: string, id?: string): HTMLElement {
+  const source = profileSourceText(profile);
+  return h(
+    'div',
+    { class: 'profile', id },
+    h('h4', {}, `${title} at `, h('code', {}, formatParams(profile.config))),
+    h('p', { class: 'muted profile-source' }, profile.unavailable ? `${source}. ${profile.unavailable.message.split('\n', 1)[0]}` : source),
+    h('ul', { class: 'profile-lines' }, ...profile.summary.map((line) => h('li', {}, line))),
+  );
+}
+
+/** `changes`: whether the candidate rewrote the kernel (the tuner alone changes only the parameters' values). */
+function renderCandidate(step: StepView, candidate: CandidateView, changes: boolean): HTMLElement {
   const bestKey = candidate.configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0]?.key;
   const tuneParams = Object.entries(candidate.tuneParams);
   const toggle = h(
@@ -403,8 +423,8 @@ function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement 
     'div',
     { class: 'candidate' },
     step.candidates.length > 1 && h('h4', {}, `Candidate ${candidate.candidate}${candidate.attempt > 1 ? ` (attempt ${candidate.attempt})` : ''}`),
-    h('div', { class: 'row' }, h('h4', {}, 'Changes'), toggle),
-    renderDiff(candidate.diff),
+    changes && h('div', { class: 'row' }, h('h4', {}, 'Changes'), toggle),
+    changes && renderDiff(candidate.diff),
     h(
       'div',
       { class: 'two-col' },
@@ -413,6 +433,7 @@ function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement 
     ),
     h('h4', {}, `Configurations (${candidate.configs.length}${candidate.total ? ` of ${candidate.total}` : ''}, ${candidate.failures} failed)`),
     candidate.configs.length > 0 ? renderConfigs(candidate, bestKey) : h('p', { class: 'muted' }, 'none evaluated yet'),
+    candidate.profile && renderProfile(candidate.profile, 'Profile of the best configuration'),
   );
 }
 
@@ -445,14 +466,14 @@ function renderSteps(v: SessionView): HTMLElement | null {
     const sessionId = state.sessionId;
     if (step.accepted && sessionId) actions.append(button('Apply this step in the editor', () => post({ type: 'showDiff', sessionId, stepId: id }), { secondary: true, label: `Apply step ${i + 1} in the editor` }));
     // A step that ran can be started again, as a branch of this session (not while it runs).
-    if (sessionId && !state.live && startedSteps.has(id)) actions.append(button('Branch from this step…', () => post({ type: 'branch', sessionId, stepId: id }), { secondary: true, title: 'Run this step and the ones after it again, as it was or from your edit of the kernel' }));
+    if (sessionId && !state.live && startedSteps.has(id) && !tunerOnly(v)) actions.append(button('Branch from this step…', () => post({ type: 'branch', sessionId, stepId: id }), { secondary: true, title: 'Run this step and the ones after it again, as it was or from your edit of the kernel' }));
     if (actions.childElementCount > 0) body.append(actions);
-    for (const candidate of step.candidates) body.append(renderCandidate(step, candidate));
+    for (const candidate of step.candidates) body.append(renderCandidate(step, candidate, !tunerOnly(v)));
     collapsible.append(body);
     list.append(collapsible);
   });
   const replan = v.replanning ? h('p', { class: 'muted' }, `Replanning round ${v.replanning.round} of at most ${v.replanning.maxRounds}.`) : null;
-  return section('Plan and steps', 'plan', replan, list);
+  return section(tunerOnly(v) ? 'Search' : 'Plan and steps', 'plan', replan, list);
 }
 
 function renderNotices(v: SessionView): HTMLElement | null {

@@ -7,6 +7,7 @@
 import type { ConfigSummary, EventOf, TuningEvent } from '../engine/progress/events';
 import { acceptedTimeline, reduceAll, type SessionHeader } from '../engine/session/session-view';
 import type { DeviceDescription } from '../tuner/run/backend';
+import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
 import type { Config, ParamValue, TuneResult } from '../tuner/types';
@@ -34,6 +35,20 @@ export interface ReportStep {
   restrictions: string[];
   configs: ReportConfig[];
   best?: { key: string; timeMs: number };
+  /** Its best configuration's profile. */
+  profile?: ReportProfile;
+}
+
+/** A profile as the report shows it: the configuration, where the lines come from (and why not Nsight Compute), the lines. */
+export interface ReportProfile {
+  config: Config;
+  source: string;
+  summary: string[];
+}
+
+function reportProfile(profile: ConfigProfile): ReportProfile {
+  const why = profile.unavailable ? `. ${profile.unavailable.message.split('\n', 1)[0]}` : '';
+  return { config: profile.config, source: `${profileSourceText(profile)}${why}`, summary: profile.summary };
 }
 
 export interface ReportDevice {
@@ -62,6 +77,8 @@ export interface ReportData {
   /** The work of one launch the speed-of-light figures divide by the time; null when unknown. */
   work: LaunchWork | null;
   summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; /** Configurations in the results, those over the device's limits included (as the CLI counts them). */ evaluations: number };
+  /** The original kernel's profile at the baseline configuration (a session's). */
+  baselineProfile?: ReportProfile;
   /** The chart's line: baseline (or reference) first, then each improvement. */
   timeline: { label: string; timeMs: number }[];
   steps: ReportStep[];
@@ -202,6 +219,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       restrictions: candidate?.restrictions ?? [],
       configs: withSpeedOfLight(configs, work, limits),
       ...bestOf(configs),
+      ...(candidate?.profile && { profile: reportProfile(candidate.profile) }),
     };
   });
   const tracker = view.final?.tracker;
@@ -214,7 +232,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     title: `${input.header.kernelName}: tuning session report`,
     kernel: input.header.kernelName,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
-    mode: `LLM session (${input.header.model}, ${input.header.strategy} strategy), ${view.status}; every configuration measured on the GPU`,
+    mode: `${input.header.strategy === 'tuner' ? `${input.header.model}` : `LLM session (${input.header.model}, ${input.header.strategy} strategy)`}, ${view.status}; every configuration measured on the GPU`,
     device: view.device ? { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } : null,
     limits,
     ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),
@@ -227,6 +245,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       ...(view.final && { bestConfig: view.final.bestParams }),
       evaluations: steps.reduce((n, s) => n + s.configs.length, 0),
     },
+    ...(view.baselineProfile && { baselineProfile: reportProfile(view.baselineProfile) }),
     timeline,
     steps,
     reproduce: input.reproduce,

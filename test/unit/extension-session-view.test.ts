@@ -184,3 +184,33 @@ describe('session view reducer', () => {
     expect(sessionReportData({ ...entry, report: undefined })).toBeUndefined();
   });
 });
+
+describe('profiles in the session view and its report', () => {
+  const driver = { num_regs: 40, local_mem_bytes: 0, static_shared_mem_bytes: 0, dynamic_shared_mem_bytes: 0, active_blocks_per_sm: 8, active_warps_per_sm: 64, occupancy: 1, occupancy_source: 'driver' as const };
+  const original = { config: { block_size_x: 256 }, source: 'driver' as const, summary: ['saxpy: 40 registers per thread'], driver, unavailable: { reason: 'ncu-not-found' as const, message: 'Nsight Compute (ncu) is not installed: looked on PATH' } };
+  const step2 = { config: { block_size_x: 128 }, source: 'ncu' as const, summary: ['saxpy: memory-bound, DRAM throughput 91% of peak'], driver, ncu: { numbers: { topStalls: [], bound: 'memory' as const }, version: '2025.3.1' } };
+  const events = () => {
+    const all = session();
+    const baseline = all.findIndex((e) => e.type === 'baseline');
+    const accepted = all.findIndex((e) => e.type === 'step.accepted');
+    return [...all.slice(0, baseline + 1), ev({ type: 'profile', profile: original }), ...all.slice(baseline + 1, accepted), ev({ type: 'profile', stepId: '2', candidate: 1, profile: step2 }), ...all.slice(accepted)];
+  };
+
+  it("keeps the original kernel's profile and each candidate's, where the panel shows them", () => {
+    const view = reduceAll(header, events());
+    expect(view.baselineProfile).toEqual(original);
+    expect(view.steps['2']!.candidates[0]!.profile).toEqual(step2);
+    expect(view.steps['2']!.candidates[0]!.configs).toHaveLength(2);
+    // A new attempt of the candidate is another kernel: the profile goes with the old one.
+    const again = reduceAll(header, [...events(), ev({ type: 'candidate', stepId: '2', candidate: 1, attempt: 2, code: 'c', diff: '', tuneParams: {}, restrictions: [] })]);
+    expect(again.steps['2']!.candidates[0]!.profile).toBeUndefined();
+  });
+
+  it('puts them in the HTML report with where the lines come from, and why not from Nsight Compute', () => {
+    const entry = { id: 's1', kernelName: 'saxpy', filePath: 'saxpy.cu', createdAt: header.startedAt, updatedAt: header.startedAt, device: { name: 'GPU' }, status: 'running', steps: [], originalCode: 'code', threadId: 's1', report: buildReport(header, events(), reduceAll(header, events())) } satisfies HistoryEntry;
+    const data = sessionReportData(entry)!;
+    expect(data.baselineProfile).toEqual({ config: { block_size_x: 256 }, source: "the driver's metrics: Nsight Compute is not installed. Nsight Compute (ncu) is not installed: looked on PATH", summary: ['saxpy: 40 registers per thread'] });
+    expect(data.steps[1]!.profile).toEqual({ config: { block_size_x: 128 }, source: 'Nsight Compute 2025.3.1, one launch', summary: ['saxpy: memory-bound, DRAM throughput 91% of peak'] });
+    expect(data.steps[0]!.profile).toBeUndefined();
+  });
+});

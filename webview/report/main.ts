@@ -4,7 +4,7 @@
  * The chart and the CUDA highlighting are the panel's, so the report and the panel look and read alike. Tables sort by
  * any column, in place.
  */
-import type { ReportConfig, ReportData, ReportStep } from '../../src/report/model';
+import type { ReportConfig, ReportData, ReportProfile, ReportStep } from '../../src/report/model';
 import { mountPerformanceChart } from '../chart';
 import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
@@ -170,8 +170,13 @@ function configTable(step: ReportStep, data: ReportData): HTMLElement {
   return h('div', { class: 'table-holder' }, table);
 }
 
+function profile(title: string, p: ReportProfile, id?: string): HTMLElement {
+  return h('div', { class: 'profile', id }, h('h3', {}, `${title} at `, h('code', {}, formatParams(p.config))), h('p', { class: 'muted' }, p.source), h('ul', {}, ...p.summary.map((l) => h('li', {}, l))));
+}
+
 function steps(data: ReportData): HTMLElement {
   const section = h('section', { id: 'steps' }, h('h2', {}, data.kind === 'tune' ? 'Configurations' : 'Steps'));
+  if (data.baselineProfile) section.append(profile('Profile of the original kernel', data.baselineProfile, 'baseline-profile'));
   data.steps.forEach((step, i) => {
     const body: Child[] = [];
     if (step.reason) body.push(h('p', { class: 'muted' }, step.reason));
@@ -185,6 +190,7 @@ function steps(data: ReportData): HTMLElement {
     const skipped = count((s) => s === 'exceeds_device_limits');
     const outcome = [`${failed} failed`, ...(skipped > 0 ? [`${skipped} skipped (over the device's limits)`] : [])].join(', ');
     if (step.configs.length > 0) body.push(h('h3', {}, `Configurations (${step.configs.length}: ${outcome}); click a column to sort`), configTable(step, data));
+    if (step.profile) body.push(profile('Profile of the best configuration', step.profile));
     const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
     const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status)), ...body);
     details.open = step.status === 'accepted' || step.status === 'search' || data.steps.length === 1;
