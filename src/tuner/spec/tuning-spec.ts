@@ -112,11 +112,14 @@ export interface TuningJob {
   work: LaunchWork;
 }
 
-/** Parses the spec's kernel and builds its test and options; `file` (absolute) replaces the file the spec names. */
-export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: { file?: string } = {}): Promise<TuningJob> {
+/**
+ * Parses the spec's kernel and builds its test and options; `file` (absolute) replaces the file the spec names, and
+ * `source` its text on disk (an editor's unsaved buffer).
+ */
+export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: { file?: string; source?: string } = {}): Promise<TuningJob> {
   const file = overrides.file ?? spec.file;
   if (!file) throw new TuningSpecError('the spec names no kernel file ("file:"), so give the .cu file');
-  const source = readUserFile(file, 'the kernel file');
+  const source = overrides.source ?? readUserFile(file, 'the kernel file');
   // The project's own build flags for this file, where its workspace has a compile_commands.json.
   const build = buildFlagsFor(file);
   const kernel = await TunableKernel.create(source, {
