@@ -10,7 +10,7 @@
 //   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--update-screenshots]
 // --update-screenshots: the UI test also writes the README's screenshots (media/screenshots/).
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -107,7 +107,7 @@ async function startCodeServer(name, env) {
 function workspace(name) {
   const ws = join(work, name);
   mkdirSync(ws, { recursive: true });
-  copyFileSync(join(root, 'test', 'extension', 'workspace', 'saxpy.cu'), join(ws, 'saxpy.cu'));
+  cpSync(join(root, 'test', 'extension', 'workspace'), ws, { recursive: true });
   return ws;
 }
 

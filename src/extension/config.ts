@@ -70,6 +70,31 @@ export function requiresApiKey(provider: 'ollama' | 'openai', baseUrl: string): 
   }
 }
 
+/**
+ * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. All that a session of the tuner alone ("Tune
+ * parameters") reads of the settings: its spec says the rest, and it asks no model.
+ */
+export function readGpuSettings(get: SettingGetter): { device: number; gpus: GpuSelection; problems: SettingProblem[] } {
+  const problems: SettingProblem[] = [];
+  const key = (name: string) => `${SECTION}.${name}`;
+  const deviceSetting = get('device') ?? 0;
+  let device = 0;
+  if (typeof deviceSetting === 'number' && Number.isInteger(deviceSetting) && deviceSetting >= 0 && deviceSetting <= 64) device = deviceSetting;
+  else problems.push({ setting: key('device'), message: `must be an integer from 0 to 64 (is ${JSON.stringify(deviceSetting)})` });
+  const v = get('gpus') ?? '';
+  if (typeof v !== 'string') {
+    problems.push({ setting: key('gpus'), message: `must be a string such as all, 0,2 or 2 (is ${JSON.stringify(v)})` });
+    return { device, gpus: singleGpu(device), problems };
+  }
+  if (v.trim() === '') return { device, gpus: singleGpu(device), problems };
+  try {
+    return { device, gpus: parseGpuSelection(v, key('gpus')), problems };
+  } catch (e) {
+    problems.push({ setting: key('gpus'), message: (e as Error).message.replace(`${key('gpus')} `, '') });
+    return { device, gpus: singleGpu(device), problems };
+  }
+}
+
 export function readEngineConfig(get: SettingGetter, apiKey: string | undefined): ConfigResult {
   const problems: SettingProblem[] = [];
   const key = (name: string) => `${SECTION}.${name}`;
@@ -106,20 +131,8 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     return v as string[];
   };
 
-  const gpusSetting = (device: number): GpuSelection => {
-    const v = get('gpus') ?? '';
-    if (typeof v !== 'string') {
-      problem('gpus', `must be a string such as all, 0,2 or 2 (is ${JSON.stringify(v)})`);
-      return singleGpu(device);
-    }
-    if (v.trim() === '') return singleGpu(device);
-    try {
-      return parseGpuSelection(v, key('gpus'));
-    } catch (e) {
-      problem('gpus', (e as Error).message.replace(`${key('gpus')} `, ''));
-      return singleGpu(device);
-    }
-  };
+  const gpuSettings = readGpuSettings(get);
+  problems.push(...gpuSettings.problems);
 
   const provider = oneOf('llm.provider', ['ollama', 'openai'] as const, 'ollama');
   const modelSetting = get('llm.model');
@@ -168,14 +181,14 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     candidatesPerStep: number('candidatesPerStep', 1, 1, 8, true),
     approvePlan: bool('approvePlan', false),
     retries: number('retries', 3, 0, 10, true),
-    device: number('device', 0, 0, 64, true),
+    device: gpuSettings.device,
     iterations: number('iterations', 32, 1, 1000, true),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
     launchTimeoutS: number('launchTimeout', 0, 0, 3600, false),
     compilerOptions: strings('compilerOptions', []),
     includePaths: strings('includePaths', []),
   };
-  const config: EngineConfig = { ...settings, gpus: gpusSetting(settings.device) };
+  const config: EngineConfig = { ...settings, gpus: gpuSettings.gpus };
   const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
   if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };
   return { ok: true, config, endpoint: `${provider === 'ollama' ? 'Ollama' : 'OpenAI-compatible server'} at ${baseUrl}` };

@@ -1,7 +1,7 @@
 /**
  * Entry point of the VS Code extension. Activation is cheap: it registers commands, the CodeLens providers, the
  * history view and the panel serializer. The engine (LangChain, LangGraph, the GPU client) lives in a second bundle,
- * dist/engine-runtime.js, loaded on the first "Tune this kernel".
+ * dist/engine-runtime.js, loaded on the first "Tune this kernel" or "Tune parameters" (the tuner alone, over a spec).
  *
  * Test hook (test-only): when the environment variable KERNEL_TUNER_TEST_BACKEND names a JavaScript module when the
  * extension activates, sessions run on the TuningBackend that module creates instead of the GPU. It is logged loudly
@@ -13,18 +13,20 @@ import * as vscode from 'vscode';
 import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/store/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
-import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
+import { readEngineConfig, readGpuSettings, redactConfig, SECTION, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
 import { htmlReportCommands } from './html-report';
 import { InlineDiffController } from './inline-diff';
-import { isCudaDocument, KernelIndex, type KernelTarget } from './kernels';
+import { isCudaDocument, KernelIndex, type KernelTarget, type ParametersTarget } from './kernels';
 import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
 import { reduceAll, stepCode } from '../engine/session/session-view';
 import { SessionManager, type StartRequest } from './sessions';
+import { specsBeside, specsForKernel } from '../tuner/spec/spec-files';
+import type { GpuSelection } from '../tuner/run/gpu-selection';
 
 export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';
 const API_KEY_SECRET = 'kernelTuner.openai.apiKey';
@@ -165,13 +167,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   }
 
   /**
-   * The LLM answers (unless a replay needs none) and the GPU opens, checked side by side; undefined when either fails, after the progress has closed
-   * and every failure was told in one message.
+   * The GPU opens and, for a session that asks a model (`model`), the LLM answers, checked side by side; undefined when
+   * either fails, after the progress has closed and every failure was told in one message.
    */
-  async function preflight(config: EngineConfig, endpoint: string, needsModel = true): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
+  async function preflight(gpus: GpuSelection, model?: { config: EngineConfig; endpoint: string }): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
     const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
     const checked = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: needsModel ? `Kernel Tuner: checking ${endpoint} and the GPU…` : 'Kernel Tuner: opening the GPU…' },
+      { location: vscode.ProgressLocation.Notification, title: model ? `Kernel Tuner: checking ${model.endpoint} and the GPU…` : 'Kernel Tuner: opening the GPU…' },
       async (): Promise<{ engine: EngineRuntime; backend: BackendLease } | { failures: EngineFailure[] }> => {
         let engine: EngineRuntime;
         try {
@@ -180,8 +182,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
           return { failures: [{ kind: 'other', message: `the engine could not be loaded: ${error instanceof Error ? error.message : String(error)}` }] };
         }
         const [llm, gpu] = await Promise.allSettled([
-          needsModel ? engine.checkLlm(config) : Promise.resolve(),
-          engine.openBackend({ gpus: config.gpus, ...(testBackendModule && { testBackendModule }) }),
+          model ? engine.checkLlm(model.config) : Promise.resolve(),
+          engine.openBackend({ gpus, ...(testBackendModule && { testBackendModule }) }),
         ]);
         if (llm.status === 'fulfilled' && gpu.status === 'fulfilled') return { engine, backend: gpu.value };
         if (gpu.status === 'fulfilled') await gpu.value.dispose().catch(() => undefined);
@@ -242,29 +244,36 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   /** What a session builds on: an interrupted one to continue, a stored one to branch or to replay. */
   type StoredStart = { resume: HistoryEntry } | { branch: NonNullable<StartRequest['branch']> } | { replay: HistoryEntry };
 
-  async function tune(arg: unknown, stored?: StoredStart): Promise<void> {
-    const base = stored && ('resume' in stored ? stored.resume : 'branch' in stored ? stored.branch.parent : stored.replay);
+  /**
+   * Whether a new session must wait: one runs already (timings taken while another session uses the GPU would be
+   * worthless), or the document holds an open proposal besides its own lines (nothing to tune there until it is decided).
+   * Says which, with the way out.
+   */
+  async function mustWait(document: vscode.Uri | undefined): Promise<boolean> {
     const running = sessions.current();
     if (running) {
-      // One session at a time: timings taken while another session uses the GPU would be worthless.
       const choice = await vscode.window.showWarningMessage('A tuning session is already running; timings of two sessions on one GPU would disturb each other.', 'Show it', 'Cancel it');
       if (choice === 'Show it') await vscode.commands.executeCommand('kernelTuner.showPanel', running);
       if (choice === 'Cancel it') sessions.cancel(running);
-      return;
+      return true;
     }
-    // A document with an open proposal holds the proposal's lines besides its own: nothing to tune there until it is decided.
-    const underReview = base ? (base.fileUri ? vscode.Uri.parse(base.fileUri) : vscode.Uri.file(base.filePath)) : targetUri(arg);
-    if (underReview && inlineDiff.hasReview(underReview)) {
-      void vscode.window.showWarningMessage(`${relative(underReview)} has a proposal to review: accept or reject it (the lenses at the top) before tuning again.`);
-      return;
+    if (document && inlineDiff.hasReview(document)) {
+      void vscode.window.showWarningMessage(`${relative(document)} has a proposal to review: accept or reject it (the lenses at the top) before tuning again.`);
+      return true;
     }
+    return false;
+  }
+
+  async function tune(arg: unknown, stored?: StoredStart): Promise<void> {
+    const base = stored && ('resume' in stored ? stored.resume : 'branch' in stored ? stored.branch.parent : stored.replay);
+    if (await mustWait(base ? (base.fileUri ? vscode.Uri.parse(base.fileUri) : vscode.Uri.file(base.filePath)) : targetUri(arg))) return;
     const target = base ? { document: await openEntryDocument(base), kernelName: base.kernelName } : await resolveTarget(arg);
     if (!target) return;
     const settings = await engineConfig();
     if (!settings) return;
     const { config, endpoint } = settings;
     // A replay asks no model: only the GPU has to be there.
-    const ready = await preflight(config, endpoint, !(stored && 'replay' in stored));
+    const ready = await preflight(config.gpus, stored && 'replay' in stored ? undefined : { config, endpoint });
     if (!ready) return;
     const doing = !stored ? 'tuning' : 'resume' in stored ? 'resuming' : 'branch' in stored ? `branching ${stored.branch.parent.id} at step ${stored.branch.stepId}:` : `replaying ${stored.replay.id}:`;
     log.info(`${doing} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
@@ -277,6 +286,69 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       await ready.backend.dispose().catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * "Tune parameters": the tuner alone over the kernel's tuning spec (the lens's, the one beside the file that names the
+   * kernel, or one the user picks), as a session of one step. It asks no model, so the LLM's pre-flight does not apply.
+   */
+  async function tuneParameters(arg: unknown): Promise<void> {
+    if (await mustWait(targetUri(arg))) return;
+    const target = await resolveTarget(arg);
+    if (!target) return;
+    if (target.document.uri.scheme !== 'file') {
+      void vscode.window.showErrorMessage('Save the kernel as a file first: its tuning spec names the file it tunes (`file:`).');
+      return;
+    }
+    const lensSpec = (arg as Partial<ParametersTarget> | undefined)?.specPath;
+    const specPath = typeof lensSpec === 'string' ? lensSpec : await pickSpec(target.document, target.kernelName);
+    if (!specPath) return;
+    const { gpus, problems } = readGpuSettings(settingsGetter());
+    if (problems.length > 0) {
+      const choice = await vscode.window.showErrorMessage(`Setting ${problems[0]!.setting} ${problems[0]!.message}.`, 'Open settings');
+      if (choice) await openSettings(problems[0]!.setting);
+      return;
+    }
+    const ready = await preflight(gpus);
+    if (!ready) return;
+    log.info(`tuning the parameters of ${target.kernelName} in ${relative(target.document.uri)} with ${relative(vscode.Uri.file(specPath))} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
+    try {
+      const started = await sessions.startTuning({ document: target.document, kernelName: target.kernelName, specPath, runtime: ready.engine, backend: ready.backend });
+      last = started;
+      await panels.show(started.sessionId, target.kernelName, true);
+    } catch (error) {
+      await ready.backend.dispose().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The kernel's spec: the one beside its file that names it, one of several picked, or one chosen in a file dialog. */
+  async function pickSpec(document: vscode.TextDocument, kernelName: string): Promise<string | undefined> {
+    const parsed = await kernels.kernels(document);
+    const kernel = parsed.kernels.find((k) => k.name === kernelName);
+    const found = kernel ? specsForKernel(specsBeside(document.uri.fsPath), kernel, parsed.kernels.length) : [];
+    if (found.length === 1) return found[0]!.path;
+    if (found.length > 1) {
+      const pick = await vscode.window.showQuickPick(
+        found.map((f) => ({ label: relative(vscode.Uri.file(f.path)), description: f.parameters.join(', '), path: f.path })),
+        { title: `Tune the parameters of ${kernelName} with which spec?` },
+      );
+      return pick?.path;
+    }
+    const picked = await vscode.window.showOpenDialog({
+      title: `No tuning spec beside ${relative(document.uri)} names ${kernelName}: pick its spec (its inputs, tunable parameters and restrictions)`,
+      defaultUri: vscode.Uri.file(dirname(document.uri.fsPath)),
+      canSelectMany: false,
+      filters: { 'Tuning spec (YAML or JSON)': ['yaml', 'yml', 'json'] },
+    });
+    return picked?.[0]?.fsPath;
+  }
+
+  /** A session of the tuner alone: no model to resume with, no steps of a model to branch from or replay. */
+  function refusedForTunerSession(entry: HistoryEntry, action: string): boolean {
+    if (!(isSessionReport(entry.report) && entry.report.header.strategy === 'tuner')) return false;
+    void vscode.window.showInformationMessage(`A "Tune parameters" session cannot be ${action}: it asked no model. Run "Tune parameters" on the kernel again.`);
+    return true;
   }
 
   async function openEntryDocument(entry: HistoryEntry): Promise<vscode.TextDocument> {
@@ -317,7 +389,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
    */
   async function branchFrom(arg: unknown, stepArg: unknown, howArg?: unknown): Promise<void> {
     const entry = await entryFor(arg);
-    if (!entry) return;
+    if (!entry || refusedForTunerSession(entry, 'branched')) return;
     const events = isSessionReport(entry.report) ? entry.report.events : [];
     const started = startedStepsOf(events);
     const node = arg as HistoryNode | undefined;
@@ -396,6 +468,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     historyView,
     panels,
     command('kernelTuner.tuneKernel', (arg) => tune(arg)),
+    command('kernelTuner.tuneParameters', (arg) => tuneParameters(arg)),
     command('kernelTuner.cancel', (arg) => {
       const id = typeof arg === 'string' ? arg : sessions.current();
       if (!id || !sessions.cancel(id)) void vscode.window.showInformationMessage('No tuning session is running.');
@@ -444,7 +517,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.history.resume', async (arg) => {
       const entry = await entryFor(arg);
-      if (!entry) return;
+      if (!entry || refusedForTunerSession(entry, 'resumed')) return;
       if (entry.status !== 'interrupted') return void vscode.window.showInformationMessage(`This session is ${entry.status}; only an interrupted session can be resumed.`);
       if (!isSessionReport(entry.report)) return void vscode.window.showWarningMessage('This session was stored without its report and cannot be resumed.');
       await tune(undefined, { resume: entry });
@@ -453,7 +526,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     command('kernelTuner.branch.continue', (arg) => continueBranch(arg)),
     command('kernelTuner.history.replay', async (arg) => {
       const entry = arg === undefined ? await pickReplayable() : await entryFor(arg);
-      if (!entry) return;
+      if (!entry || refusedForTunerSession(entry, 'replayed')) return;
       if (!isReplayable(entry)) return void vscode.window.showWarningMessage('This session was stored without its model exchanges (before they were recorded): it cannot be replayed.');
       await tune(undefined, { replay: entry });
     }),

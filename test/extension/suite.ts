@@ -505,6 +505,92 @@ describe('time travel', () => {
   }, 90_000);
 });
 
+describe('Tune parameters: the tuner alone', () => {
+  let params: vscode.TextDocument;
+  let PARAMS: string;
+  let tunedId: string;
+  let tunedCode: string;
+
+  before(async () => {
+    const root = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;
+    PARAMS = readFileSync(join(root, 'test', 'extension', 'workspace', 'params.cu'), 'utf8');
+    params = await vscode.workspace.openTextDocument(workspaceUri('params.cu'));
+    await vscode.window.showTextDocument(params, { preview: false });
+  });
+
+  it('shows a "Tune parameters" lens beside "Tune kernel" where a spec beside the file names the kernel', async () => {
+    const lenses = await until('the Tune parameters lens', async () => {
+      const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', params.uri);
+      return found.some((l) => l.command?.command === 'kernelTuner.tuneParameters') ? found : undefined;
+    });
+    const lens = lenses.find((l) => l.command?.command === 'kernelTuner.tuneParameters')!;
+    assertEqual(lens.command!.title, '$(settings) Tune parameters', 'lens title');
+    assertEqual((lens.command!.arguments![0] as { specPath: string }).specPath, workspaceUri('params.tune.yaml').fsPath, 'the spec it found');
+    assert(lenses.some((l) => l.command?.command === 'kernelTuner.tuneKernel'), 'the "Tune kernel" lens beside it');
+    const saxpyLenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
+    assert(!saxpyLenses.some((l) => l.command?.command === 'kernelTuner.tuneParameters'), 'no such lens where no spec names the kernel');
+  });
+
+  it('runs the search from the lens with no model (its pre-flight does not apply), as a session of one step', async () => {
+    const config = vscode.workspace.getConfiguration('kernelTuner');
+    // A model no server answers: an LLM session would stop at its pre-flight check.
+    await config.update('llm.baseUrl', 'http://127.0.0.1:9/v1', vscode.ConfigurationTarget.Workspace);
+    const backends = (globalThis as { kernelTunerTestBackends?: FakeBackend[] }).kernelTunerTestBackends;
+    assert(backends, 'the test backend module was loaded in this host');
+    const lens = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', params.uri)).find((l) => l.command?.command === 'kernelTuner.tuneParameters')!;
+    await vscode.commands.executeCommand(lens.command!.command, ...lens.command!.arguments!);
+    const started = api.lastSession();
+    assert(started && started.sessionId !== sessionId, 'the command started a session');
+    tunedId = started.sessionId;
+    await started.finished;
+    const entry = await api.history.get(tunedId);
+    const report = entry?.report;
+    assert(entry && isSessionReport(report), 'the session is in the history, with its report');
+    assertEqual(entry.status, 'completed', 'history status');
+    assertEqual(entry.steps.map((s) => [s.title, s.status]), [['Tune parameters', 'accepted']], 'one step');
+    assertEqual([report.header.strategy, entry.run, entry.llmExchanges?.length ?? 0], ['tuner', undefined, 0], 'no model, no settings of one');
+    assert(entry.speedup !== undefined && Math.abs(entry.speedup - 0.75 / 0.6) < 1e-6, `256 → 512 threads: 0.75/0.6 faster, got ${entry.speedup}`);
+    const types = report.events.map((e) => e.type);
+    assertEqual(types.filter((t) => t === 'configs.evaluated').length, 3, 'every configuration in the log');
+    for (const type of ['session.started', 'tests.ready', 'profile', 'baseline', 'step.accepted', 'session.finished'] as const) assert(types.includes(type), `the log has ${type}`);
+    assert(!types.some((t) => t.startsWith('llm.')), 'no model was asked');
+    const log = backends.at(-1)!.log;
+    assert(log.findIndex((e) => e.kind === 'profile') > log.findLastIndex((e) => e.kind === 'time'), 'the best configuration was profiled after every timing');
+    assert(api.panels.hasPanel(tunedId), 'the session has a panel');
+    await until('the panel to draw every event', () => api.panels.renderedEvents(tunedId) === report.events.length, 30_000);
+    tunedCode = entry.finalCode!;
+    assert(tunedCode.includes('#define block_size_x 512') && !tunedCode.includes('#define block_size_x 256'), 'the final file holds the best value in its own #define');
+    assert(tunedCode.includes('saxpy_params<<<(n + 511) / 512, 512>>>(x, y, a, n);'), 'the host launch rewritten for it');
+    await config.update('llm.baseUrl', undefined, vscode.ConfigurationTarget.Workspace);
+  }, 90_000);
+
+  it('proposes the best values in the file; Accept writes them', async () => {
+    const pending = await until('the proposal in params.cu', () => api.inlineDiff.pending(params.uri).length > 0 && api.inlineDiff.pending(params.uri));
+    assertEqual(pending.map((p) => p.kind), ['values', 'code'], 'the chosen value, and the launch');
+    assertEqual(pending[0]!.label, 'chosen values: block_size_x = 512', 'the chosen value');
+    assertEqual([pending[1]!.oldText.trim(), pending[1]!.newText.trim()], ['saxpy_params<<<(n + 255) / 256, 256>>>(x, y, a, n);', 'saxpy_params<<<(n + 511) / 512, 512>>>(x, y, a, n);'], 'the launch');
+    assertEqual(api.inlineDiff.textWithoutProposal(params), PARAMS, 'the document without the proposal');
+    await vscode.window.showTextDocument(params);
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', params.uri), 'Accept All applied');
+    assertEqual(params.getText(), tunedCode, 'the document after Accept All');
+    await params.save();
+    assertEqual(readFileSync(params.uri.fsPath, 'utf8'), tunedCode, 'the file on disk');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(params.getText(), PARAMS, 'the document after an undo');
+    await params.save();
+  });
+
+  it('Reject leaves the file byte for byte', async () => {
+    await vscode.commands.executeCommand('kernelTuner.history.applyAgain', tunedId);
+    await until('the proposal again', () => api.inlineDiff.pending(params.uri).length > 0);
+    assert(params.getText() !== PARAMS, 'the proposal is in the document');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', params.uri), 'Reject All');
+    assertEqual(params.getText(), PARAMS, 'the document after Reject All');
+    await params.save();
+    assertEqual(readFileSync(params.uri.fsPath, 'utf8'), PARAMS, 'the file on disk, byte for byte');
+  });
+});
+
 export function run(): Promise<void> {
   return runAsExtensionTests('extension tests (first window)');
 }

@@ -141,5 +141,10 @@ describe('the specs beside a kernel file', () => {
     expect(specsForKernel(specs, { name: 'a', qualifiedName: 'a' }, 2).map((s) => s.kernel)).toEqual(['a']);
     expect(specsForKernel(specs, { name: 'b', qualifiedName: 'b' }, 1).map((s) => s.kernel)).toEqual([undefined, 'b']);
     expect(specsBeside(join(dir, 'saxpy.cu')).map((s) => s.path.slice(dir.length + 1))).toEqual(['bad.tune.yaml', 'other.tune.yaml', 'saxpy.tune.yaml']);
+    // Asked about another file of the folder first, a spec is still found for its own.
+    writeFileSync(join(folder, 'second.cu'), '__global__ void c() {}\n');
+    writeFileSync(join(folder, 'c.yaml'), 'file: second.cu\ntuneParams: { t: [1] }\n');
+    expect(specsBeside(join(folder, 'k.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['a.yaml', 'any.yml', 'b.json']);
+    expect(specsBeside(join(folder, 'second.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['c.yaml']);
   });
 });

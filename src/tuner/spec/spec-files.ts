@@ -1,9 +1,9 @@
 // The tuning specs beside a kernel file, found by convention (how the editor's "Tune parameters" knows a kernel's spec
 // without asking): a YAML or JSON spec in the file's folder whose `file:` is that file, naming the kernel (`kernel:`)
-// or none (then it is the file's only kernel). Read cheaply, for code lenses: a file is parsed only when it mentions
-// the kernel file's name, and kept until it changes; the spec is validated in full when it runs.
+// or none (then it is the file's only kernel). Read cheaply, for code lenses: a file is parsed only when it has
+// `tuneParams`, and what it says is kept until it changes; the spec is validated in full when it runs.
 import { readdirSync, readFileSync, statSync } from 'node:fs';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { dirname, extname, join, resolve } from 'node:path';
 import { parse as parseYaml } from 'yaml';
 
 export interface SpecBeside {
@@ -22,7 +22,7 @@ const MAX_SPEC_BYTES = 256 * 1024;
 const read = new Map<string, { mtimeMs: number; size: number; spec: { file: string; kernel?: string; parameters: string[] } | null }>();
 
 /** What a spec file says about its kernel, or null when it is no spec that names a kernel file. */
-function readSpec(path: string, mentioning: string): { file: string; kernel?: string; parameters: string[] } | null {
+function readSpec(path: string): { file: string; kernel?: string; parameters: string[] } | null {
   let stat;
   try {
     stat = statSync(path);
@@ -35,7 +35,7 @@ function readSpec(path: string, mentioning: string): { file: string; kernel?: st
   let spec: { file: string; kernel?: string; parameters: string[] } | null = null;
   try {
     const text = readFileSync(path, 'utf8');
-    if (text.includes(mentioning)) {
+    if (text.includes('tuneParams')) {
       const raw = parseYaml(text) as { file?: unknown; kernel?: unknown; tuneParams?: unknown } | null;
       if (raw && typeof raw === 'object' && typeof raw.file === 'string' && raw.tuneParams && typeof raw.tuneParams === 'object') {
         spec = { file: resolve(dirname(path), raw.file), ...(typeof raw.kernel === 'string' && { kernel: raw.kernel }), parameters: Object.keys(raw.tuneParams) };
@@ -63,7 +63,7 @@ export function specsBeside(kernelFile: string): SpecBeside[] {
     .sort()
     .flatMap((n) => {
       const path = join(dir, n);
-      const spec = readSpec(path, basename(file));
+      const spec = readSpec(path);
       return spec && spec.file === file && spec.parameters.length > 0 ? [{ path, ...(spec.kernel !== undefined && { kernel: spec.kernel }), parameters: spec.parameters }] : [];
     });
 }
