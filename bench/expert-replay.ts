@@ -16,7 +16,7 @@ import type { EventOf, TuningEvent } from '../src/engine/progress/events';
 import { HistoryEntrySchema } from '../src/engine/store/history-store';
 import type { LlmExchange } from '../src/engine/llm/exchange';
 import { ReplayChatModel } from '../src/engine/llm/replay';
-import { GPU_HEADING, PROFILE_HEADING } from '../src/engine/prompts';
+import { GPU_HEADING, measuredLines, PROFILE_HEADING } from '../src/engine/prompts';
 import { transformerOptionsFrom } from '../src/engine/session/session-options';
 import { LLMKernelTransformer } from '../src/engine/session/transformer';
 import type { TuningBackend } from '../src/tuner/run/backend';
@@ -121,7 +121,7 @@ export async function run(backend: TuningBackend, cublasAt: (n: number) => Cubla
     console.error('(a step rejected on this GPU, e.g. not 1 % faster than the one before, changes what the graph asks next: the recording holds no answer for that)');
     process.exit(1);
   }
-  const measuredLines = measuredPartsOfRequests(events);
+  const requests = measuredPartsOfRequests(events);
   const n = recordedSize(entry.llmExchanges ?? []);
   const baselineMs = finished.tracker.baselineTimeMs!;
   const finalMs = finished.tracker.finalTimeMs!;
@@ -146,7 +146,7 @@ export async function run(backend: TuningBackend, cublasAt: (n: number) => Cubla
     fractionOfCublas: cublas.medianMs / finalMs,
     goal: { fractionOfCublas: GOAL, met: cublas.medianMs / finalMs >= GOAL },
     profiles: events.filter((e): e is EventOf<'profile'> => e.type === 'profile').map((e) => ({ step: e.stepId ?? 'original', source: e.profile.source, config: e.profile.config, summary: e.profile.summary, ...(e.profile.unavailable && { unavailable: e.profile.unavailable }) })),
-    requests: measuredLines,
+    requests,
   };
 
   console.log(`\nexpert session of examples/matmul_naive replayed on ${device.name} (${device.arch}), ${n} x ${n} fp32`);
@@ -157,11 +157,11 @@ export async function run(backend: TuningBackend, cublasAt: (n: number) => Cubla
   console.log(`  final: ${report.speedupOverOriginal.toFixed(2)}x the original, ${(100 * report.fractionOfCublas).toFixed(1)} % of cuBLAS (goal ${100 * GOAL} %: ${report.goal.met ? 'met' : 'NOT met'})`);
 
   console.log('\nwhat the requests that plan or rewrite told the model about this GPU and the kernel:');
-  for (const r of measuredLines) console.log(`  ${r.purpose}:\n${r.lines.map((l) => `    ${l}`).join('\n')}`);
+  for (const r of requests) console.log(`  ${r.purpose}:\n${r.lines.map((l) => `    ${l}`).join('\n')}`);
 
   const file = writeBenchJson('expert-replay', report);
   if (file) console.log(`\nwrote ${file}`);
-  const lacking = measuredLines.filter((r) => !r.lines.some((l) => l.startsWith(GPU_HEADING)) || !r.lines.some((l) => l.startsWith(PROFILE_HEADING)));
+  const lacking = requests.filter((r) => !r.lines.some((l) => l.startsWith(GPU_HEADING)) || !r.lines.some((l) => l.startsWith(PROFILE_HEADING)));
   if (lacking.length > 0) {
     console.error(`these requests lack the GPU or the profile: ${lacking.map((r) => r.purpose).join(', ')}`);
     process.exit(1);
@@ -173,12 +173,7 @@ function measuredPartsOfRequests(events: readonly TuningEvent[]): { purpose: str
   return events.flatMap((e) => {
     if (e.type !== 'llm.exchange' || !/^(plan|step \d+)$/.test(e.exchange.purpose)) return [];
     const text = e.exchange.messages.at(-1)?.content;
-    if (typeof text !== 'string') return [];
-    const lines = text.split('\n');
-    const start = lines.findIndex((l) => l.startsWith(GPU_HEADING));
-    let end = start;
-    while (end >= 0 && end + 1 < lines.length && (lines[end + 1]!.startsWith('- ') || lines[end + 1] === '' || lines[end + 1]!.startsWith(PROFILE_HEADING))) end++;
-    return [{ purpose: e.exchange.purpose, lines: start < 0 ? [] : lines.slice(start, end + 1).filter((l) => l !== '') }];
+    return typeof text === 'string' ? [{ purpose: e.exchange.purpose, lines: measuredLines(text) }] : [];
   });
 }
 

@@ -147,22 +147,27 @@ export function measuredBlock(m: Measured): string {
   return lines.join('\n');
 }
 
+/** Each line of the text with whether it belongs to a measured part (a heading of MEASURED_HEADINGS, or a `- ` line after one). */
+function linesByPart(text: string): { line: string; heading?: string; measured: boolean }[] {
+  let inMeasured = false;
+  return text.split('\n').map((line) => {
+    const heading = MEASURED_HEADINGS.find((h) => line.startsWith(h));
+    inMeasured = heading !== undefined || (inMeasured && line.startsWith('- '));
+    return { line, ...(heading && { heading }), measured: inMeasured };
+  });
+}
+
 /**
  * The text with every measured part (see GPU_HEADING) reduced to its heading: what a replay compares, so that the
  * recording of a session on one GPU serves a replay on another.
  */
 export function withoutMeasurements(text: string): string {
-  const out: string[] = [];
-  let inMeasured = false;
-  for (const line of text.split('\n')) {
-    const heading = MEASURED_HEADINGS.find((h) => line.startsWith(h));
-    if (heading) {
-      out.push(`${heading}: (measured)`);
-      inMeasured = true;
-    } else if (!(inMeasured && line.startsWith('- '))) {
-      out.push(line);
-      inMeasured = false;
-    }
-  }
-  return out.join('\n');
+  return linesByPart(text)
+    .flatMap((l) => (l.heading ? [`${l.heading}: (measured)`] : l.measured ? [] : [l.line]))
+    .join('\n');
+}
+
+/** The lines of the text's measured parts, headings included: what a request told the model of the GPU and the kernel. */
+export function measuredLines(text: string): string[] {
+  return linesByPart(text).flatMap((l) => (l.measured ? [l.line] : []));
 }

@@ -131,9 +131,6 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     return v as string[];
   };
 
-  const gpuSettings = readGpuSettings(get);
-  problems.push(...gpuSettings.problems);
-
   const provider = oneOf('llm.provider', ['ollama', 'openai'] as const, 'ollama');
   const modelSetting = get('llm.model');
   const model = typeof modelSetting === 'string' ? modelSetting.trim() : '';
@@ -169,6 +166,14 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     strategy = { kind, steps: known };
   }
 
+  let gpus: GpuSelection = singleGpu(0);
+  /** kernelTuner.device and .gpus, read in their place among the settings (so are their problems). */
+  const device = (): number => {
+    const read = readGpuSettings(get);
+    problems.push(...read.problems);
+    gpus = read.gpus;
+    return read.device;
+  };
   const settings: Omit<EngineConfig, 'gpus'> = {
     llm:
       provider === 'openai'
@@ -181,14 +186,14 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     candidatesPerStep: number('candidatesPerStep', 1, 1, 8, true),
     approvePlan: bool('approvePlan', false),
     retries: number('retries', 3, 0, 10, true),
-    device: gpuSettings.device,
+    device: device(),
     iterations: number('iterations', 32, 1, 1000, true),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
     launchTimeoutS: number('launchTimeout', 0, 0, 3600, false),
     compilerOptions: strings('compilerOptions', []),
     includePaths: strings('includePaths', []),
   };
-  const config: EngineConfig = { ...settings, gpus: gpuSettings.gpus };
+  const config: EngineConfig = { ...settings, gpus };
   const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
   if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };
   return { ok: true, config, endpoint: `${provider === 'ollama' ? 'Ollama' : 'OpenAI-compatible server'} at ${baseUrl}` };

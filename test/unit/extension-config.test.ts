@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readEngineConfig, redactConfig, requiresApiKey } from '../../src/extension/config';
+import { readEngineConfig, readGpuSettings, redactConfig, requiresApiKey } from '../../src/extension/config';
 
 const settings = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -86,5 +86,13 @@ describe('settings → engine config', () => {
     const bad = readEngineConfig(settings({ 'llm.model': 'm', strategy: 'explicit', 'explicit.steps': ['warp_magic'] }), undefined);
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.problems[0]).toMatchObject({ setting: 'kernelTuner.explicit.steps', message: expect.stringContaining('warp_magic') });
+  });
+});
+
+describe('settings of a session of the tuner alone ("Tune parameters")', () => {
+  it('are the GPUs only: no model needs to be set', () => {
+    expect(readGpuSettings(settings({}))).toEqual({ device: 0, gpus: { kind: 'list', ordinals: [0] }, problems: [] });
+    expect(readGpuSettings(settings({ device: 1, gpus: '0,2' }))).toEqual({ device: 1, gpus: { kind: 'list', ordinals: [0, 2] }, problems: [] });
+    expect(readGpuSettings(settings({ device: -1, gpus: 3 })).problems.map((p) => p.setting)).toEqual(['kernelTuner.device', 'kernelTuner.gpus']);
   });
 });
