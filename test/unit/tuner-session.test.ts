@@ -96,7 +96,7 @@ describe('a session of the tuner alone', () => {
     const { of } = await run({ backend: new FakeBackend({ model: { timeMs: timeMs('256') } }) });
     expect(of('step.rejected')[0]!.reason).toMatchObject({ kind: 'insufficient_gain', oldTimeMs: 0.6, newTimeMs: 0.6, thresholdPct: 0 });
     expect(of('session.finished')[0]).toMatchObject({ finalCode: KERNEL, bestParams: { block_size_x: 256 }, launchSites: [] });
-    expect(of('warning').map((w) => w.message)).toEqual([expect.stringContaining('cannot be measured')]);
+    expect(of('warning')).toEqual([]);
   });
 
   it('times the file\'s values on their own when the spec does not search them', async () => {

@@ -13,7 +13,7 @@ import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../.
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from '../context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from '../errors';
-import { emit, summarizeConfig } from '../progress/events';
+import { emit, summarizeConfig, type TuningEventBody } from '../progress/events';
 import type { GridDivisors } from './finalize';
 import { fileInfo } from './kernel-view';
 import type { TestRef, TuningStateValue } from '../state';
@@ -42,10 +42,17 @@ export interface CandidateRun {
  */
 export const PROFILE_TIMEOUT_MS = 60_000;
 
-/** Announces a kernel's profile (the original's without a step), or why profiling it failed; returns the profile. */
+/** The event of a kernel's profile (the original's without a step), or the warning of why profiling it failed. */
+export function profileEvent(result: Pick<TuneResult, 'profile' | 'profileError'>, progress?: { stepId: string; candidate: number }): TuningEventBody | undefined {
+  if (result.profile) return { type: 'profile', ...progress, profile: result.profile };
+  if (result.profileError === undefined) return undefined;
+  return { type: 'warning', message: `profiling ${progress ? `step ${progress.stepId}'s best configuration` : 'the original kernel'} failed: ${result.profileError.split('\n', 1)[0]}` };
+}
+
+/** Announces a kernel's profile, or why profiling it failed (see profileEvent); returns the profile. */
 export function reportProfile(result: Pick<TuneResult, 'profile' | 'profileError'>, config: LangGraphRunnableConfig, progress?: { stepId: string; candidate: number }): ConfigProfile | undefined {
-  if (result.profile) emit(config, { type: 'profile', ...progress, profile: result.profile });
-  else if (result.profileError) emit(config, { type: 'warning', message: `profiling ${progress ? `step ${progress.stepId}'s best configuration` : 'the original kernel'} failed: ${result.profileError.split('\n', 1)[0]}` });
+  const event = profileEvent(result, progress);
+  if (event) emit(config, event);
   return result.profile;
 }
 

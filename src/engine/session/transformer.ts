@@ -13,7 +13,6 @@ import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type LangGraphRunnableConfig, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import { type DeviceDescription, type TuningBackend } from '../../tuner/run/backend';
-import type { DeviceSpeedLimits } from '../../tuner/run/speed-of-light';
 import { backendsOf } from '../../tuner/run/gpu-backend';
 import { checkOneModel, type GpuSelection } from '../../tuner/run/gpu-selection';
 import { TunableKernel, type KernelTest } from '../../tuner/tunable-kernel';
@@ -27,7 +26,7 @@ import type { StructuredOutputType } from '../llm/structured';
 import type { RetryPolicy } from '../llm/retry';
 import type { BranchOptions } from './session-settings';
 import { copyLineage, EditedKernelError, findBranchPoint, measureEditedKernel } from './branch';
-import { eventsWhile, streamSession, type SessionEnd } from './session';
+import { endedBy, eventsWhile, limitsEvent, streamSession, type SessionEnd } from './session';
 import { createSessionGraph } from './graph';
 import { finishedEvent } from './graph/nodes/finish';
 import type { TestRef, TuningStateUpdate, TuningStateValue } from '../state';
@@ -170,7 +169,7 @@ export class LLMKernelTransformer {
     try {
       ({ backends } = await backendsOf(o));
     } catch (e) {
-      return yield* failed(e, o.signal);
+      return yield* endedBy(e, o.signal);
     }
     try {
       const kernel = await TunableKernel.create(this.kernelCode, {
@@ -223,7 +222,7 @@ export class LLMKernelTransformer {
       }
       return yield* streamSession(graph, started ? null : this.initialState(kernel), config);
     } catch (e) {
-      return yield* failed(e, o.signal);
+      return yield* endedBy(e, o.signal);
     } finally {
       if (!o.backend) await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
     }
@@ -340,23 +339,4 @@ export class LLMKernelTransformer {
       startedSteps: [],
     };
   }
-}
-
-/** The device.limits event, or a warning when they could not be measured (the session goes on without them). */
-async function limitsEvent(measure: () => Promise<DeviceSpeedLimits>): Promise<TuningEvent> {
-  try {
-    return makeEvent({ type: 'device.limits', limits: await measure() });
-  } catch (e) {
-    return makeEvent({ type: 'warning', message: `the device's bandwidth and FLOP/s limits could not be measured, so no speed-of-light figures: ${(e as Error).message.split('\n', 1)[0]}` });
-  }
-}
-
-async function* failed(thrown: unknown, signal: AbortSignal | undefined): AsyncGenerator<TuningEvent, SessionEnd> {
-  if (isAbortError(thrown, signal)) {
-    yield makeEvent({ type: 'session.cancelled' });
-    return { status: 'cancelled' };
-  }
-  const error = thrown instanceof Error ? thrown : new Error(String(thrown));
-  yield makeEvent({ type: 'session.failed', error: { name: error.name, message: error.message } });
-  return { status: 'failed', error };
 }

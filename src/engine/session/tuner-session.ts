@@ -13,16 +13,14 @@
 import { basename } from 'node:path';
 import { backendList, type TuningBackend } from '../../tuner/run/backend';
 import { checkOneModel } from '../../tuner/run/gpu-selection';
-import type { DeviceSpeedLimits } from '../../tuner/run/speed-of-light';
 import { loadTuningSpec, tuningJob, type TuningJob } from '../../tuner/spec/tuning-spec';
 import type { TuneOptions } from '../../tuner/tunable-kernel';
 import { configKey, outcomeOf, type Config, type TuneResult } from '../../tuner/types';
 import { finalizeKernel } from '../candidate/finalize';
-import { PROFILE_TIMEOUT_MS, reportProfile } from '../candidate/run-tests';
+import { PROFILE_TIMEOUT_MS, profileEvent } from '../candidate/run-tests';
 import { improvementPct, PerformanceTracker } from '../candidate/tracker';
-import { isAbortError } from '../llm/errors';
 import { makeEvent, summarizeConfig, type TuningEvent, type TuningEventBody } from '../progress/events';
-import { eventsWhile, type SessionEnd } from './session';
+import { endedBy, eventsWhile, limitsEvent, type SessionEnd } from './session';
 import { trackerSummary } from './graph/nodes/finish';
 
 export interface TunerSessionOptions {
@@ -39,11 +37,6 @@ export interface TunerSessionOptions {
 
 /** The one step of a session of the tuner alone. */
 export const TUNER_STEP = { id: '1', title: 'Tune parameters' } as const;
-
-/** The header's `model` of such a session: what ran instead of a model. */
-export function tunerSessionModel(strategy: string): string {
-  return `the tuner alone (${strategy}), no model`;
-}
 
 /**
  * The session as events, ending in `session.finished`, `session.failed` or `session.cancelled` (never throws); returns
@@ -63,28 +56,12 @@ export async function* tunerSession(o: TunerSessionOptions): AsyncGenerator<Tuni
       kernel: { name: job.kernel.name, signature: job.kernel.signature.signatureText },
       device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability, ...(backends.length > 1 && { gpus: backends.length }) },
     });
-    const limits = await speedLimitsOf(backends[0]!);
-    if ('limits' in limits) yield makeEvent({ type: 'device.limits', limits: limits.limits });
-    else yield makeEvent({ type: 'warning', message: limits.warning });
+    const first = backends[0]!;
+    if (first.speedLimits) yield await limitsEvent(first.speedLimits.bind(first));
     yield* search(job, o, backends);
     return { status: 'finished' };
   } catch (thrown) {
-    if (isAbortError(thrown, o.signal)) {
-      yield makeEvent({ type: 'session.cancelled' });
-      return { status: 'cancelled' };
-    }
-    const error = thrown instanceof Error ? thrown : new Error(String(thrown));
-    yield makeEvent({ type: 'session.failed', error: { name: error.name, message: error.message } });
-    return { status: 'failed', error };
-  }
-}
-
-async function speedLimitsOf(backend: TuningBackend): Promise<{ limits: DeviceSpeedLimits } | { warning: string }> {
-  if (!backend.speedLimits) return { warning: "this device's bandwidth and FLOP/s limits cannot be measured, so no speed-of-light figures" };
-  try {
-    return { limits: await backend.speedLimits() };
-  } catch (e) {
-    return { warning: `the device's bandwidth and FLOP/s limits could not be measured, so no speed-of-light figures: ${(e as Error).message.split('\n', 1)[0]}` };
+    return yield* endedBy(thrown, o.signal);
   }
 }
 
@@ -123,15 +100,14 @@ async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonl
     const failed = result.results.find((r) => r.error)?.error?.message.split('\n', 1)[0];
     throw new Error(`no configuration of ${kernel.name} ran correctly${failed ? `: ${failed}` : ''} (every result is in the panel's table)`);
   }
-  const progress = { stepId: step.id, candidate: 0 };
-  const events: TuningEvent[] = [];
-  reportProfile(result, { writer: (e: unknown) => events.push(e as TuningEvent) }, progress);
-  yield* events;
+  const profiled = profileEvent(result, { stepId: step.id, candidate: 0 });
+  if (profiled) yield makeEvent(profiled);
 
-  const baseline = yield* baselineOf(job, result, options);
+  const baseline = await baselineOf(job, result, options);
   const improved = baseline !== undefined && best.timeMs < baseline.timeMs;
   const tracker = new PerformanceTracker(baseline?.timeMs);
   if (baseline) yield makeEvent({ type: 'baseline', timeMs: baseline.timeMs, params: baseline.params, testId: basename(o.specPath) });
+  // Without a baseline (a separate reference kernel whose time the search did not take) the best stands on its own.
   if (!baseline || improved) {
     const oldTimeMs = baseline?.timeMs ?? best.timeMs;
     tracker.addStep({ description: step.title, code: o.code, oldTimeMs, newTimeMs: best.timeMs, tunableParams: tuneParams, restrictions: job.restrictions, bestParams: best.config });
@@ -150,7 +126,7 @@ async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonl
  * The baseline: the reference configuration's time as the search measured it, else (outside the space) measured now as
  * every configuration is; a separate reference kernel's own time; undefined where nothing timed it.
  */
-async function* baselineOf(job: TuningJob, result: TuneResult, options: TuneOptions): AsyncGenerator<TuningEvent, { timeMs: number; params: Config } | undefined> {
+async function baselineOf(job: TuningJob, result: TuneResult, options: TuneOptions): Promise<{ timeMs: number; params: Config } | undefined> {
   const reference = result.reference;
   if (!reference) return undefined;
   if (job.spec.reference) return reference.timeMs === undefined ? undefined : { timeMs: reference.timeMs, params: reference.config };
