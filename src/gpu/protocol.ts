@@ -17,6 +17,11 @@ export type WireArg =
   | { kind: 'buffer'; buffer: HandleId }
   | { kind: 'scalar'; dtype: NativeDType; value: number | bigint };
 
+/** What is reset before each timed launch of a benchmark, outside its events (see NativeReset). */
+export type WireReset =
+  | { kind: 'fill'; buffer: HandleId; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }
+  | { kind: 'copy'; dst: HandleId; src: HandleId; bytes: number };
+
 export interface WireLaunch {
   kernel: HandleId;
   grid: Dim3;
@@ -46,7 +51,7 @@ export interface WorkerMethods {
   memCopy: [{ dst: HandleId; src: HandleId; bytes: number }, void];
   memCopyBenchmark: [{ dst: HandleId; src: HandleId; bytes: number; warmup: number; iterations: number }, { samplesMs: number[] }];
   launch: [WireLaunch, void];
-  benchmark: [WireLaunch & { warmup: number; iterations: number; flushL2: boolean }, { samplesMs: number[] }];
+  benchmark: [WireLaunch & { warmup: number; iterations: number; flushL2: boolean; resets?: WireReset[] }, { samplesMs: number[] }];
 }
 
 export type MethodName = keyof WorkerMethods;

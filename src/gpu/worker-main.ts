@@ -12,7 +12,7 @@ import { readFileSync } from 'node:fs';
 import { CudaUnavailableError, KernelFaultError, argumentError, fromNativeError, poisonsContext, serializeError, type GpuError } from './errors';
 import { dtypeBytes } from './dtype';
 import { loadNativeAddon } from './native';
-import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeStatus } from './native-types';
+import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeReset, NativeStatus } from './native-types';
 import {
   isParentMessage,
   type HandleId,
@@ -282,7 +282,16 @@ class WorkerState {
         flushPtr = this.flush.ptr;
         flushBytes = this.flush.bytes;
       }
-      return { samplesMs: this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes }) };
+      const resets = (p.resets ?? []).map((r, i): NativeReset => {
+        if (r.kind === 'copy') {
+          const { dst, src } = this.copyRanges(r);
+          return { kind: 'copy', dst: dst.ptr, src: src.ptr, bytes: r.bytes };
+        }
+        const b = this.buffer(r.buffer, `resets[${i}].buffer`);
+        this.checkRange(b, 0, r.elementBytes * r.count, `resets[${i}].count`);
+        return { kind: 'fill', ptr: b.ptr, elementBytes: r.elementBytes, pattern: r.pattern, count: r.count };
+      });
+      return { samplesMs: this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes, resets }) };
     },
   };
 
