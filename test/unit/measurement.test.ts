@@ -177,7 +177,7 @@ describe('kernels that keep state between launches', () => {
   it('records the verified launches of an accepted configuration, reproducibly from the seed', async () => {
     const seeds = new Set<number>();
     for (const earlyStop of [false, 100] as const) {
-      const { honest, pattern } = await tuneWith((l) => work, { earlyStop });
+      const { honest, pattern } = await tuneWith(() => work, { earlyStop });
       for (const r of [pattern, honest]) {
         const v = r.verified!;
         seeds.add(v.seed);

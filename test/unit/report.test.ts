@@ -119,7 +119,7 @@ describe('tune --report', () => {
       const table = page.locator('table.configs');
       const header = await table.locator('thead th').allInnerTexts();
       expect(header.at(-1)).toMatch(/^verified/);
-      const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent)));
+      const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)));
       expect(rows.map((r) => [r[0], r.at(-2)?.split(':')[0], r.at(-1)])).toEqual([
         ['256', 'best', 'input sets 1–2, timed launch 1 and the last of 3'],
         ['128', 'inconsistent timing', 'input sets 1–2, timed launches 1, 3 and the last of 4'],

@@ -89,7 +89,7 @@ class GpuCompiledKernel implements CompiledKernel {
   }
 }
 
-class GpuBuiltKernel implements BuiltKernel {
+export class GpuBuiltKernel implements BuiltKernel {
   constructor(
     readonly module: Module,
     readonly kernel: Kernel,
@@ -106,7 +106,7 @@ class GpuBuiltKernel implements BuiltKernel {
   }
 }
 
-class GpuPreparedTest implements PreparedTest {
+export class GpuPreparedTest implements PreparedTest {
   sets: InputSet[] = [];
   generation = -1;
   constructor(
