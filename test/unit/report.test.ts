@@ -9,7 +9,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { reportDataOf, renderReportHtml } from '../../src/report/html';
 import { reportFromTune, type ReportData } from '../../src/report/model';
 import { computeStats } from '../../src/gpu/stats';
-import type { ConfigResult } from '../../src/tuner/types';
+import type { ConfigResult, ParamValue } from '../../src/tuner/types';
 import { hasChromium, launchChromium } from '../support/chromium-page';
 
 const root = join(__dirname, '..', '..');
@@ -28,6 +28,23 @@ function tuneReport(...extra: string[]): { html: string; data: ReportData; stdou
 function stable(data: ReportData): unknown {
   const seed = String(data.reproduce.seed);
   return JSON.parse(JSON.stringify({ ...data, generatedAt: '(time)' }).replaceAll(root, '<repo>').replaceAll(scratch, '<scratch>').replaceAll(seed, '0'));
+}
+
+/** The report of a search with these results (the first is the best) and nothing else known. */
+function reportOf(kernel: string, results: ConfigResult[], tuneParams: Record<string, ParamValue[]> = {}): ReportData {
+  return reportFromTune({
+    kernel,
+    result: { best: results[0], results, strategy: 'brute_force', evaluations: results.length, elapsedMs: 1, stopReason: 'completed', seed: 1 },
+    paramNames: Object.keys(tuneParams),
+    tuneParams,
+    restrictions: [],
+    mode: 'test',
+    device: null,
+    limits: null,
+    compilerOptions: [],
+    work: null,
+    reproduce: { command: 'x', notes: [] },
+  });
 }
 
 describe('tune --report', () => {
@@ -69,19 +86,7 @@ describe('tune --report', () => {
   });
 
   it('keeps text of the data inert', () => {
-    const hostile = reportFromTune({
-      kernel: '</script><script>alert(1)</script>',
-      result: { best: undefined, results: [], strategy: 'brute_force', evaluations: 0, elapsedMs: 0, stopReason: 'completed', seed: 1 },
-      paramNames: [],
-      tuneParams: {},
-      restrictions: [],
-      mode: 'test',
-      device: null,
-      limits: null,
-      compilerOptions: [],
-      work: null,
-      reproduce: { command: 'x', notes: [] },
-    });
+    const hostile = reportOf('</script><script>alert(1)</script>', []);
     const page = renderReportHtml(hostile, 'void 0');
     expect(page.match(/<script/g)).toHaveLength(2);
     expect(reportDataOf(page).kernel).toBe('</script><script>alert(1)</script>');
@@ -99,19 +104,7 @@ describe('tune --report', () => {
     });
     const best = result(256, 'ok', [0.047, 0.048, 0.047], { inputSets: 2, timedLaunches: [1, 3], of: 3, seed: 9 });
     const flagged = result(128, 'inconsistent_timing', [0.047, 0.002, 0.047, 0.002], { inputSets: 2, timedLaunches: [1, 3, 4], of: 4, seed: 10 });
-    const data = reportFromTune({
-      kernel: 'vector_add',
-      result: { best, results: [best, flagged], strategy: 'brute_force', evaluations: 2, elapsedMs: 1, stopReason: 'completed', seed: 1 },
-      paramNames: ['block_size_x'],
-      tuneParams: { block_size_x: [128, 256] },
-      restrictions: [],
-      mode: 'test',
-      device: null,
-      limits: null,
-      compilerOptions: [],
-      work: null,
-      reproduce: { command: 'x', notes: [] },
-    });
+    const data = reportOf('vector_add', [best, flagged], { block_size_x: [128, 256] });
     const browser = await launchChromium();
     try {
       const page = await browser.newPage();

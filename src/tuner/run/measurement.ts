@@ -79,7 +79,7 @@ export function verificationPlan(seed: number, iterations: number, probe: boolea
 }
 
 /** Whether the early-stop probe runs first: a bar to stop above, and more launches than the probe has. */
-export function probes(options: Pick<SeriesOptions, 'iterations' | 'stopAboveMs'>): boolean {
+function probes(options: Pick<SeriesOptions, 'iterations' | 'stopAboveMs'>): boolean {
   return options.stopAboveMs !== undefined && options.iterations > PROBE_LAUNCHES;
 }
 
