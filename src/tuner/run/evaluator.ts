@@ -1,7 +1,8 @@
 // Evaluating one configuration: geometry → compile → load → check every input set → the timed series, verified, on a
 // module loaded afresh (the protocol: measurement.ts) → result. Every failure becomes a result with its kind (compile
-// error, launch error, fault, timeout, wrong result, inconsistent timing) and the search goes on. Compiles of configurations announced through prefetch() run ahead, several at once, while the GPUs time the
-// current ones (NVRTC in the GPU workers' thread pools, or nvcc subprocesses).
+// error, launch error, fault, timeout, wrong result, inconsistent timing) and the search goes on. Compiles of
+// configurations announced through prefetch() run ahead, several at once, while the GPUs time the current ones (NVRTC
+// in the GPU workers' thread pools, or nvcc subprocesses).
 //
 // With several GPUs (all of one model) the evaluator has one device per GPU, each with the test data prepared on it:
 // the same inputs from the same seeds, and the oracle's outputs computed there by the oracle itself, so a configuration

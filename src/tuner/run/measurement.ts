@@ -11,8 +11,9 @@
 //     (pure outputs poisoned, in/out ones restored) outside its events, so an output holds only what the launch just
 //     before wrote. The outputs are compared after the last timed launch, after RANDOM_VERIFIED_LAUNCHES others drawn
 //     from a seed of the OS's cryptographic source (recorded with the result: verificationPlan reproduces them), and
-//     after the early-stop probe. A comparison splits the series there, after the verified launch: up to its end, a
-//     verified launch is preceded by exactly what precedes any other, so a kernel cannot tell it is being checked.
+//     after the early-stop probe. A comparison splits the series there, after the verified launch: what precedes a
+//     launch (a reset, and a pause where the launch before it was verified) does not depend on whether it will be
+//     verified, so a kernel cannot tell that it is being checked.
 //  4. The samples must agree (timingDisagreement): a fastest launch under half the median, or a median under half
 //     that of the verified launches, is what launches that skip their work look like; such a result is flagged
 //     'inconsistent_timing' and is never a best configuration.
@@ -130,7 +131,7 @@ export function timingDisagreement(samplesMs: readonly number[], verifiedLaunche
   }
   const verified = median(verifiedLaunches.map((i) => samplesMs[i - 1]!));
   if (mid < DISAGREEMENT_RATIO * verified) {
-    return `its timed launches disagree: their median ${ms(mid)} is under half the ${ms(verified)} of the launches whose outputs were verified (${verifiedLaunches.join(', ')}): the unverified ones skipped work`;
+    return `its timed launches disagree: their median ${ms(mid)} is under half the ${ms(verified)} of the launches whose outputs were verified (${verifiedLaunches.join(', ')}), as when the others skip work`;
   }
   return undefined;
 }
