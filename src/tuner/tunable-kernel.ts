@@ -23,7 +23,10 @@ import { typeAliases } from './source/type-aliases';
 import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
-/** A configuration produced wrong outputs; the message says which, how many, how wrong and where. */
+/**
+ * A configuration produced wrong outputs (the message says which, how many, how wrong and where), or its timed launches
+ * disagreed as launches that skip their work do (the message says how).
+ */
 export class FailedTestsError extends Error {
   override readonly name = 'FailedTestsError';
   constructor(
@@ -266,8 +269,8 @@ export class TunableKernel {
   }
 
   /**
-   * Runs one configuration on the test and returns its result; throws FailedTestsError when the outputs are wrong,
-   * CompileError / LaunchError / KernelFaultError / KernelTimeoutError for the other failures.
+   * Runs one configuration on the test and returns its result; throws FailedTestsError when the outputs are wrong or
+   * its timed launches disagree, CompileError / LaunchError / KernelFaultError / KernelTimeoutError for the other failures.
    */
   async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
     if (!test.hasExpectedOutputs && !options.oracle && !options.referenceConfig) {
@@ -559,6 +562,7 @@ function throwForFailure(r: ConfigResult): void {
     case 'ok':
       return;
     case 'wrong_result':
+    case 'inconsistent_timing':
       throw new FailedTestsError(message, r);
     case 'compile_error':
       throw new CompileError(message, { code: 'NVRTC_ERROR_COMPILATION', explanation: 'The kernel does not compile with these parameters.', log: r.error?.log ?? '' });

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCacheText } from '../../src/tuner/cache/format';
 import { DISAGREEMENT_RATIO, PROBE_LAUNCHES, RANDOM_VERIFIED_LAUNCHES, describeVerification, timingDisagreement, verificationPlan } from '../../src/tuner/run/measurement';
-import { KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
+import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
 import type { ConfigResult, TuneResult } from '../../src/tuner/types';
 import { FakeBackend, type FakeBehaviour, type FakeLaunch } from '../support/fake-backend';
 import { rng } from '../support/seeded';
@@ -156,6 +156,16 @@ describe('kernels that keep state between launches', () => {
     expect(pattern.stats?.samplesMs).toHaveLength(ITERATIONS);
     expect(pattern.verified?.timedLaunches.at(-1)).toBe(ITERATIONS);
     expect(result.best?.key).toBe(honest.key);
+  });
+
+  it('test() of a configuration whose timed launches disagree throws FailedTestsError, saying so', async () => {
+    const kernel = await TunableKernel.create(SOURCE, { fileName: 'vector_add.cu' });
+    // One timed launch (the timed module's fifth launch) far faster than the others, its outputs right all the same.
+    const backend = new FakeBackend({ model: { timeMs: () => HONEST_MS, behaviour: (v) => (v.defines.block_size_x === '128' ? (l) => (l.launchOfModule === 5 ? { works: true, timeMs: IDLE_MS } : work) : undefined) } });
+    const error = await kernel.test(test, { block_size_x: 128 }, { backend, referenceConfig: { block_size_x: 256 } }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(FailedTestsError);
+    expect((error as FailedTestsError).result.status).toBe('inconsistent_timing');
+    expect((error as Error).message).toMatch(/^its timed launches disagree: launch 4 took 0\.002 ms, under half the median 0\.047 ms/);
   });
 
   it('honest kernels are accepted with their time: one that builds a lookup table on its first launch, one that reads its outputs', async () => {
