@@ -158,6 +158,29 @@ describe('kernels that keep state between launches', () => {
     expect(result.best?.key).toBe(honest.key);
   });
 
+  it('a series disturbed from outside (another process on the GPU) is timed again, and accepted when the second agrees', async () => {
+    // Most launches of the first timed series run three times slower, as while another process shares the GPU; the
+    // kernel itself is honest, so the series on the next fresh module agrees.
+    const timedModules: unknown[] = [];
+    const disturbedFirstSeries: FakeBehaviour = (l) => {
+      if (l.launchOfModule === 1) timedModules.push(l.memory);
+      const firstTimedModule = timedModules.length === 2 && timedModules[1] === l.memory;
+      return firstTimedModule && l.launchOfModule > WARMUP + 4 ? { works: true, timeMs: 3 * HONEST_MS } : work;
+    };
+    const { pattern, result } = await tuneWith(disturbedFirstSeries);
+    expect(timedModules).toHaveLength(3); // the checks' module, the first timed series', the second's
+    expect(pattern.status).toBe('ok');
+    expect(pattern.timeMs).toBe(HONEST_MS);
+    expect(pattern.note).toMatch(/^timed again: in the first series the timed launches disagree: .*; the second agreed/);
+    expect(result.best).toBeDefined();
+  });
+
+  it('a kernel that skips work disagrees in both timed series and is flagged, saying so', async () => {
+    const { pattern } = await tuneWith((l) => ({ works: true, timeMs: l.launchOfModule % 2 === 0 ? IDLE_MS : HONEST_MS }));
+    expect(pattern.status).toBe('inconsistent_timing');
+    expect(pattern.error?.message).toMatch(/, in 2 timed series each on a fresh module; not eligible as best/);
+  });
+
   it('test() of a configuration whose timed launches disagree throws FailedTestsError, saying so', async () => {
     const kernel = await TunableKernel.create(SOURCE, { fileName: 'vector_add.cu' });
     // One timed launch (the timed module's fifth launch) far faster than the others, its outputs right all the same.

@@ -16,7 +16,10 @@
 //     verified, so a kernel cannot tell that it is being checked.
 //  4. The samples must agree (timingDisagreement): a fastest launch under half the median, or a median under half
 //     that of the verified launches, is what launches that skip their work look like; such a result is flagged
-//     'inconsistent_timing' and is never a best configuration.
+//     'inconsistent_timing' and is never a best configuration. Timing samples also disagree for reasons outside the
+//     kernel (another process on the GPU, a clock change during the series): a series that disagrees is timed once more
+//     on a fresh module, and only a second disagreement flags the configuration (a kernel that skips work disagrees on
+//     every fresh module).
 import { randomBytes } from 'node:crypto';
 import { median } from '../../gpu/stats';
 import { Random } from '../space/random';
@@ -26,6 +29,8 @@ import type { BuiltKernel, CheckFailure, CompiledKernel, DeviceRunOptions, Launc
 export const PROBE_LAUNCHES = 3;
 /** Timed launches verified besides the last one (and the probe's last), chosen at random for every configuration. */
 export const RANDOM_VERIFIED_LAUNCHES = 3;
+/** Timed series of a configuration at most: a second one when the first disagrees (see the top of this file). */
+export const TIMED_SERIES_ATTEMPTS = 2;
 /** Timed launches disagree when the fastest, or the median against the verified launches, is under this fraction. */
 export const DISAGREEMENT_RATIO = 0.5;
 
