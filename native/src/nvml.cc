@@ -114,17 +114,18 @@ double NvmlSampler::readEnergyMj() {
 }
 
 NvmlSample NvmlSampler::sample(double tMs) const {
-  auto read = [](nvmlReturn_t r, unsigned int v) { return r == NVML_SUCCESS ? static_cast<double>(v) : -1.0; };
-  unsigned int power = 0;
-  unsigned int sm = 0;
-  unsigned int mem = 0;
-  unsigned int temperature = 0;
+  // The getter runs first, then its output is read: as two arguments of one call, the order of the two is unspecified
+  // (GCC copies the value before the call writes it).
+  auto read = [](auto&& getter) {
+    unsigned int v = 0;
+    return getter(&v) == NVML_SUCCESS ? static_cast<double>(v) : -1.0;
+  };
   NvmlSample s{tMs, -1, -1, -1, -1};
-  s.powerMw = read(api_.nvmlDeviceGetPowerUsage(device_, &power), power);
-  s.smClockMhz = read(api_.nvmlDeviceGetClockInfo(device_, NVML_CLOCK_SM, &sm), sm);
-  s.memClockMhz = read(api_.nvmlDeviceGetClockInfo(device_, NVML_CLOCK_MEM, &mem), mem);
+  s.powerMw = read([&](unsigned int* v) { return api_.nvmlDeviceGetPowerUsage(device_, v); });
+  s.smClockMhz = read([&](unsigned int* v) { return api_.nvmlDeviceGetClockInfo(device_, NVML_CLOCK_SM, v); });
+  s.memClockMhz = read([&](unsigned int* v) { return api_.nvmlDeviceGetClockInfo(device_, NVML_CLOCK_MEM, v); });
   if (api_.nvmlDeviceGetTemperature != nullptr) {
-    s.temperatureC = read(api_.nvmlDeviceGetTemperature(device_, NVML_TEMPERATURE_GPU, &temperature), temperature);
+    s.temperatureC = read([&](unsigned int* v) { return api_.nvmlDeviceGetTemperature(device_, NVML_TEMPERATURE_GPU, v); });
   }
   return s;
 }
@@ -171,7 +172,10 @@ Napi::Value NvmlSnapshot(const Napi::CallbackInfo& info) {
   Napi::Object unsupported = Napi::Object::New(env);
   char name[96] = {};
   if (api.nvmlDeviceGetName(device, name, sizeof name) == NVML_SUCCESS) out.Set("name", Napi::String::New(env, name));
-  auto u32 = [](nvmlReturn_t r, unsigned int v, unsigned long long* out) {
+  // A 32-bit getter's reading widened into `out` after the getter ran (see NvmlSampler::sample on argument order).
+  auto u32 = [](unsigned long long* out, auto&& getter) {
+    unsigned int v = 0;
+    const nvmlReturn_t r = getter(&v);
     *out = v;
     return r;
   };
@@ -179,25 +183,20 @@ Napi::Value NvmlSnapshot(const Napi::CallbackInfo& info) {
     return api.nvmlDeviceGetTotalEnergyConsumption(device, v);
   });
   setReading(out, unsupported, api, "powerMw", [&](unsigned long long* v) {
-    unsigned int x = 0;
-    return u32(api.nvmlDeviceGetPowerUsage(device, &x), x, v);
+    return u32(v, [&](unsigned int* x) { return api.nvmlDeviceGetPowerUsage(device, x); });
   });
   setReading(out, unsupported, api, "powerLimitMw", [&](unsigned long long* v) {
-    unsigned int x = 0;
-    return u32(api.nvmlDeviceGetEnforcedPowerLimit(device, &x), x, v);
+    return u32(v, [&](unsigned int* x) { return api.nvmlDeviceGetEnforcedPowerLimit(device, x); });
   });
   setReading(out, unsupported, api, "smClockMhz", [&](unsigned long long* v) {
-    unsigned int x = 0;
-    return u32(api.nvmlDeviceGetClockInfo(device, NVML_CLOCK_SM, &x), x, v);
+    return u32(v, [&](unsigned int* x) { return api.nvmlDeviceGetClockInfo(device, NVML_CLOCK_SM, x); });
   });
   setReading(out, unsupported, api, "memClockMhz", [&](unsigned long long* v) {
-    unsigned int x = 0;
-    return u32(api.nvmlDeviceGetClockInfo(device, NVML_CLOCK_MEM, &x), x, v);
+    return u32(v, [&](unsigned int* x) { return api.nvmlDeviceGetClockInfo(device, NVML_CLOCK_MEM, x); });
   });
   if (api.nvmlDeviceGetTemperature != nullptr) {
     setReading(out, unsupported, api, "temperatureC", [&](unsigned long long* v) {
-      unsigned int x = 0;
-      return u32(api.nvmlDeviceGetTemperature(device, NVML_TEMPERATURE_GPU, &x), x, v);
+      return u32(v, [&](unsigned int* x) { return api.nvmlDeviceGetTemperature(device, NVML_TEMPERATURE_GPU, x); });
     });
   } else {
     unsupported.Set("temperatureC", Napi::String::New(env, "FUNCTION_NOT_FOUND"));

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeEvent, makeEvent, type TuningEvent } from '../engine/progress/events';
 import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/store/history-store';
+import { lockSession, type SessionLock } from '../engine/store/session-lock';
 import type { LlmExchange } from '../engine/llm/exchange';
 import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents } from '../engine/session/session-log';
 import { modelSettings, sessionSettings, type EngineConfig } from './config';
@@ -154,6 +155,17 @@ export class SessionManager implements vscode.Disposable {
    * registered, not when it ends.
    */
   async start(request: StartRequest): Promise<{ sessionId: string; finished: Promise<void> }> {
+    // A resumed session continues in its own thread: one process at a time (a terminal's `auto --resume` too).
+    const lock = request.resume ? lockSession(path.dirname(request.checkpointDir), request.resume.id, `VS Code (extension host, process ${process.pid})`) : undefined;
+    try {
+      return await this.startHolding(request, lock);
+    } catch (error) {
+      lock?.release();
+      throw error;
+    }
+  }
+
+  private async startHolding(request: StartRequest, lock: SessionLock | undefined): Promise<{ sessionId: string; finished: Promise<void> }> {
     const { document, kernelName, config, runtime, backend, resume, branch, replay } = request;
     // A branch or a replay is a new session built on a stored one; a resume continues the stored one itself.
     const source = resume ?? branch?.parent ?? replay;
@@ -224,6 +236,7 @@ export class SessionManager implements vscode.Disposable {
         },
         backend,
       ),
+      lock,
     );
   }
 
@@ -274,14 +287,24 @@ export class SessionManager implements vscode.Disposable {
     };
   }
 
-  /** Stores the new entry, registers the session, and runs it to its end (the backend is given back then). */
-  private async launch(sessionId: string, session: LiveSession, entry: HistoryEntry, backend: BackendLease, start: () => SessionRun): Promise<{ sessionId: string; finished: Promise<void> }> {
+  /** Stores the new entry, registers the session, and runs it to its end (the backend and the lock are given back then). */
+  private async launch(
+    sessionId: string,
+    session: LiveSession,
+    entry: HistoryEntry,
+    backend: BackendLease,
+    start: () => SessionRun,
+    lock?: SessionLock,
+  ): Promise<{ sessionId: string; finished: Promise<void> }> {
     this.live.set(sessionId, session);
     await this.store.save(entry);
     this.liveChanged.fire({ sessionId, live: true, header: session.header });
     this.updateStatusBar();
     session.run = start();
-    session.finished = this.consume(sessionId, session, session.run).finally(() => backend.dispose().catch(() => undefined));
+    session.finished = this.consume(sessionId, session, session.run).finally(() => {
+      lock?.release();
+      return backend.dispose().catch(() => undefined);
+    });
     return { sessionId, finished: session.finished };
   }
 

@@ -10,6 +10,7 @@
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { ConfigProfile } from '../../tuner/run/profile';
 import { profileSourceText } from '../../tuner/run/profile';
+import { describeVerification } from '../../tuner/run/measurement';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
 import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
@@ -36,6 +37,8 @@ export interface ConfigSummary {
   timeMs?: number;
   /** The first line of the failure message. */
   error?: string;
+  /** Which launches had their outputs verified: "input sets 1–2, timed launches 7, 19, 28 and the last of 32". */
+  verified?: string;
 }
 
 /** Why a candidate of a step was not accepted. */
@@ -229,6 +232,7 @@ export function summarizeConfig(result: ConfigResult): ConfigSummary {
     status: result.status,
     ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
     ...(error !== undefined && { error }),
+    ...(result.verified && { verified: describeVerification(result.verified) }),
   };
 }
 
