@@ -61,18 +61,23 @@ export function buildReport(header: SessionHeader, events: TuningEvent[], view: 
 export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
   if (!isSessionReport(entry.report)) return undefined;
   const { header, events } = entry.report;
+  const tunerAlone = header.strategy === 'tuner';
   return reportFromSession({
     header,
     events,
     ...(entry.run && { compilerOptions: entry.run.compilerOptions }),
     reproduce: {
-      command: `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
+      command: tunerAlone
+        ? `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune parameters" (${header.model})`
+        : `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
       file: header.fileName,
       session: header.sessionId,
-      notes: [
-        "A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds.",
-        ...(isReplayable(entry) ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
-      ],
+      notes: tunerAlone
+        ? ['`llm-kernel-tuner tune SPEC` runs the same search from the command line; this report\'s numbers are this session\'s, whose events the JSON export holds.']
+        : [
+            "A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds.",
+            ...(isReplayable(entry) ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
+          ],
     },
   });
 }

@@ -7,6 +7,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import type { EventOf, TuningEvent } from '../../src/engine/progress/events';
 import { tunerSession, type TunerSessionOptions } from '../../src/engine/session/tuner-session';
 import { reduceAll } from '../../src/engine/session/session-view';
+import { buildReport, sessionReportData } from '../../src/extension/report';
 import { specsBeside, specsForKernel } from '../../src/tuner/spec/spec-files';
 import { H100_LIMITS } from '../support/engine-harness';
 import { FakeBackend, type FakeVariant } from '../support/fake-backend';
@@ -90,6 +91,13 @@ describe('a session of the tuner alone', () => {
     expect(view.steps['1']).toMatchObject({ title: 'Tune parameters', status: 'accepted' });
     expect(view.steps['1']!.candidates[0]!.profile?.config).toEqual({ block_size_x: 512 });
     expect(backend.log.filter((e) => e.kind === 'profile')).toHaveLength(1);
+    // Its HTML report: one step with its profile, and how to run it again.
+    const header = { sessionId: 't1', kernelName: 'saxpy', fileName: 'saxpy.cu', startedAt: events[0]!.at, model: 'the tuner alone over saxpy.tune.yaml, no model', strategy: 'tuner' as const };
+    const data = sessionReportData({ id: 't1', kernelName: 'saxpy', filePath: 'saxpy.cu', createdAt: header.startedAt, updatedAt: header.startedAt, device: { name: 'GPU' }, status: 'completed', steps: [], originalCode: KERNEL, threadId: 't1', report: buildReport(header, events, view) })!;
+    expect(data.mode).toMatch(/^the tuner alone over saxpy\.tune\.yaml, no model, completed/);
+    expect(data.steps.map((s) => [s.title, s.status, s.profile?.config])).toEqual([['Tune parameters', 'accepted', { block_size_x: 512 }]]);
+    expect(data.summary).toMatchObject({ baselineTimeMs: 1, bestTimeMs: 0.6, bestConfig: { block_size_x: 512 } });
+    expect(data.reproduce.command).toBe('VS Code: open saxpy.cu, put the cursor in saxpy and run "Kernel Tuner: Tune parameters" (the tuner alone over saxpy.tune.yaml, no model)');
   });
 
   it('proposes nothing when the file\'s values are already the fastest', async () => {
