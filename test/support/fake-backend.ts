@@ -5,7 +5,9 @@
  *
  * Contract:
  * - `compile()` compiles with the real nvcc when `compile: 'nvcc'` (so a compile error is nvcc's CompileError with its
- *   real log and diagnostics) and otherwise accepts any source. Compiles are cached per source + defines for the whole
+ *   real log and diagnostics, and a kernel's registers and shared memory are ptxas's) and otherwise accepts any source
+ *   (a kernel of 32 registers and no shared memory). A kernel's metrics are the occupancy calculator's for them
+ *   (calculatedKernelMetrics, the GPU layer's formula for a device without a driver). Compiles are cached per source + defines for the whole
  *   test file, so repeated sessions do not pay for nvcc again. `load()` takes a kernel compiled by any FakeBackend (as
  *   GPUs of one model share compiled kernels).
  * - `check()` and `time()` ask the test's model about the variant being run (its source without the injected defines,
@@ -22,7 +24,10 @@ import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { computeStats } from '../../src/gpu/stats';
+import { calculatedKernelMetrics } from '../../src/gpu/kernel-metrics';
 import { NvccCompiler } from '../../src/gpu/nvcc';
+import type { KernelResources } from '../../src/gpu/types';
+import type { DriverMetrics } from '../../src/tuner/types';
 import {
   programOf,
   type BuildRequest,
@@ -87,21 +92,30 @@ export const FAKE_DEVICE: DeviceDescription = {
   compilers: ['nvcc'],
 };
 
-const compiles = new Map<string, Promise<string>>();
+const compiles = new Map<string, Promise<{ log: string; resources?: KernelResources }>>();
 const nvcc = new NvccCompiler({ defaultArch: 'sm_90' });
+/** What a kernel the fake does not compile uses. */
+const UNCOMPILED_RESOURCES: KernelResources = { registers: 32, sharedBytes: 0, localBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0, constantBytes: 0, barriers: 1 };
 
 class FakeCompiled implements CompiledKernel {
   readonly compileMs = 1;
   constructor(
     readonly request: BuildRequest,
     readonly log: string,
+    readonly resources: KernelResources = UNCOMPILED_RESOURCES,
   ) {}
 }
 
 class FakeKernel implements BuiltKernel {
-  readonly resources = { registers: 32, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
   readonly loadMs = 0;
-  constructor(readonly request: BuildRequest) {}
+  constructor(readonly compiled: FakeCompiled) {}
+  get request(): BuildRequest {
+    return this.compiled.request;
+  }
+  async metrics(launch: Launch): Promise<DriverMetrics> {
+    const threadsPerBlock = launch.block[0] * launch.block[1] * launch.block[2];
+    return { ...calculatedKernelMetrics(this.compiled.resources, FAKE_DEVICE.computeCapability, { threadsPerBlock, dynamicSharedBytes: launch.sharedMemBytes }), max_threads_per_block: 1024 };
+  }
   async release(): Promise<void> {}
 }
 
@@ -158,19 +172,20 @@ export class FakeBackend implements TuningBackend {
     if (!compiled) {
       compiled = nvcc
         .compile(programOf(request), signal ? { signal } : {})
-        .then((p) => p.log);
+        .then((p) => ({ log: p.log, ...(p.resources?.[request.nameExpression] && { resources: p.resources[request.nameExpression] }) }));
       compiles.set(key, compiled);
       // A failed compile is cached too (the same source fails the same way), but not an aborted one.
       compiled.catch((e: unknown) => {
         if (!(e instanceof CompileError)) compiles.delete(key);
       });
     }
-    return new FakeCompiled(request, await compiled);
+    const { log, resources } = await compiled;
+    return new FakeCompiled(request, log, resources);
   }
 
   async load(kernel: CompiledKernel): Promise<BuiltKernel> {
     if (!(kernel instanceof FakeCompiled)) throw new TypeError('a kernel compiled by another kind of backend was passed to FakeBackend');
-    return new FakeKernel(kernel.request);
+    return new FakeKernel(kernel);
   }
 
   async prepare(data: TestData): Promise<PreparedTest> {

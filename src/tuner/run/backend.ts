@@ -1,12 +1,14 @@
 // What the tuner needs from a GPU, as one interface: the real implementation drives the GPU worker (gpu-backend.ts);
 // CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
 // decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
+import { withDefineClashHint } from '../../gpu/define-clash';
+import { CompileError, DeviceLimitError } from '../../gpu/errors';
 import type { ProgramInit } from '../../gpu/program';
 import type { CompilerBackend } from '../../gpu/types';
 import type { Dim3 } from '../types';
 import type { DeviceLimits } from '../space/geometry';
 import type { ResolvedTest } from '../spec/input-spec';
-import type { SampleStats, ResourceUsage } from '../types';
+import type { DriverMetrics, SampleStats } from '../types';
 import type { DeviceSpeedLimits } from './speed-of-light';
 
 export interface DeviceDescription extends DeviceLimits {
@@ -63,6 +65,31 @@ export function programOf(request: BuildRequest): ProgramInit {
 }
 
 /**
+ * Compiles a variant on a backend. A CompileError comes back with a hint naming the tunable parameters that clash with
+ * a header, only where compiling again with them renamed makes the errors go away (gpu/define-clash.ts); a static
+ * shared memory over the device's limit (DeviceLimitError) and every other error as they are.
+ */
+export async function compileExplained(backend: TuningBackend, request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel> {
+  try {
+    return await backend.compile(request, signal);
+  } catch (e) {
+    if (!(e instanceof CompileError) || e instanceof DeviceLimitError) throw e;
+    throw await withDefineClashHint(e, programOf(request), (renamed) =>
+      backend.compile(
+        {
+          ...request,
+          source: renamed.source,
+          nameExpression: renamed.nameExpressions[0] ?? request.nameExpression,
+          defines: Object.fromEntries(Object.entries(renamed.defines ?? {}).map(([k, v]) => [k, String(v)])),
+          ...(renamed.headers && { headers: renamed.headers }),
+        },
+        signal,
+      ),
+    );
+  }
+}
+
+/**
  * A compiled kernel variant, not yet on any device: it loads on every backend of the same device model (the same
  * compute capability, so the same binary), which is how several GPUs share the compiles run ahead of them.
  */
@@ -74,8 +101,9 @@ export interface CompiledKernel {
 
 /** A kernel loaded on a device, ready to launch. */
 export interface BuiltKernel {
-  readonly resources: ResourceUsage & { maxThreadsPerBlock: number };
   readonly loadMs: number;
+  /** Its registers, local and shared memory, and its theoretical occupancy launched with `launch` (asked of the driver where there is one). */
+  metrics(launch: Launch, options?: { signal?: AbortSignal }): Promise<DriverMetrics>;
   release(): Promise<void>;
 }
 

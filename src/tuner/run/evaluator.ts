@@ -9,9 +9,8 @@
 // worker loads on every GPU of the model, so whichever GPU takes a configuration finds it compiled ahead.
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
-import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
-import { withCollisionHint } from '../compile/compile-sources';
+import { CompileError, DeviceLimitError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
+import { compileExplained, type BuildRequest, type BuiltKernel, type CheckOutcome, type CompiledKernel, type DeviceDescription, type KernelProgram, type Launch, type OutputMismatch, type PreparedTest, type TuningBackend } from './backend';
 import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from '../space/geometry';
 import { configKey, type Config, type ConfigResult, type FailureKind, type GpuId, type Reproduction } from '../types';
 
@@ -117,7 +116,7 @@ export class Evaluator {
       result.gpu = this.gpus[worker]!;
       kernel = await this.run(() => on.backend.load(compiled));
       timings.loadMs = kernel.loadMs;
-      result.resources = { registers: kernel.resources.registers, sharedBytes: kernel.resources.sharedBytes, localBytes: kernel.resources.localBytes };
+      result.driver = await this.run(() => kernel!.metrics(launch, signal ? { signal } : {}));
 
       const launchTimeoutMs = await this.options.launchTimeoutMs();
       const run = { timeoutMs: launchTimeoutMs, ...(signal && { signal }) };
@@ -196,7 +195,7 @@ export class Evaluator {
   private startCompile(request: BuildRequest): void {
     const backend = this.devices[this.nextCompiler++ % this.devices.length]!.backend;
     const key = buildKey(request);
-    const entry = { promise: backend.compile(request), settled: false };
+    const entry = { promise: compileExplained(backend, request), settled: false };
     this.compilesRunning++;
     entry.promise
       .catch(() => undefined) // observed when evaluated; a compile run ahead may never be
@@ -218,12 +217,14 @@ export class Evaluator {
   /** The compiled kernel of a request: run ahead, or compiled now by the GPU that needs it. */
   private async compiled(request: BuildRequest, backend: TuningBackend, signal?: AbortSignal): Promise<CompiledKernel> {
     const key = buildKey(request);
-    const promise = this.compiles.get(key)?.promise ?? backend.compile(request, signal);
+    const promise = this.compiles.get(key)?.promise ?? compileExplained(backend, request, signal);
     this.compiles.delete(key);
     try {
       return await promise;
     } catch (e) {
-      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', withCollisionHint(e, request.defines).message, e.log);
+      // A static shared memory over the device's limit is the device's limit, as a block of 2048 threads is.
+      if (e instanceof DeviceLimitError) throw new EvaluationFailure('exceeds_device_limits', e.message, e.log);
+      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', e.message, e.log);
       throw e;
     }
   }

@@ -61,7 +61,7 @@ import {
 } from './helper-kernels';
 import { resolveGpuSelection, singleGpu, type GpuSelection } from './gpu-selection';
 import type { BufferInit } from '../spec/input-spec';
-import type { SampleStats } from '../types';
+import type { DriverMetrics, SampleStats } from '../types';
 import {
   DEFAULT_TOLERANCE,
   InvalidTestDataError,
@@ -99,9 +99,9 @@ class GpuBuiltKernel implements BuiltKernel {
     readonly loadMs: number,
   ) {}
 
-  get resources() {
-    const a = this.kernel.attributes;
-    return { registers: a.registers, sharedBytes: a.staticSharedBytes, localBytes: a.localBytes, maxThreadsPerBlock: a.maxThreadsPerBlock };
+  async metrics(launch: Launch, options: { signal?: AbortSignal } = {}): Promise<DriverMetrics> {
+    const metrics = await this.kernel.metrics({ block: launch.block, sharedMemBytes: launch.sharedMemBytes }, options);
+    return { ...metrics, max_threads_per_block: this.kernel.attributes.maxThreadsPerBlock };
   }
 
   release(): Promise<void> {
