@@ -122,6 +122,44 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
     expect(requestText(server.requests[0]!.body)).toContain(SAXPY.trim());
   }, 120_000);
 
+  it('follows a higher-is-better objective: steps are judged by the gain in GFLOP/s, the threshold applies to it', async () => {
+    server = await serve('autonomous-session');
+    const backend = new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'nvcc' });
+    const transformer = new LLMKernelTransformer(SAXPY, {
+      llm: openaiModel(server),
+      backend,
+      tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
+      // The model's analysis gives flops: 2*n, so a launch's GFLOP/s is its flops over its time.
+      metrics: { GFLOPS: 'flops / (time / 1e3) / 1e9' },
+      objective: 'GFLOPS',
+      objectiveHigherIsBetter: true,
+    });
+    const run = await collect(transformer);
+    expect(server.mismatches).toEqual([]);
+    expect(run.end).toEqual({ status: 'finished' });
+    expect(run.of('session.started')[0]!.objective).toEqual({ name: 'GFLOPS', higherIsBetter: true });
+    const flops = 2 * 1048576;
+    const gflops = (ms: number) => flops / (ms / 1e3) / 1e9;
+    // Step 2 is 0.5% faster: 0.5025% more GFLOP/s, under the 1% threshold.
+    const small = run.of('step.rejected').find((e) => e.stepId === '2')!;
+    expect(small.reason).toMatchObject({ kind: 'insufficient_gain', thresholdPct: 1, objective: { name: 'GFLOPS', higherIsBetter: true, oldValue: expect.closeTo(gflops(1.048576), 9) } });
+    if (small.reason.kind === 'insufficient_gain') {
+      expect(small.reason.improvementPct).toBeCloseTo((100 * 0.5) / 99.5, 6);
+      expect(small.reason.objective!.newValue).toBeGreaterThan(small.reason.objective!.oldValue);
+    }
+    // Step 3 is 40% faster: 66.7% more GFLOP/s, accepted as the gain in the objective.
+    const accepted = run.of('step.accepted')[0]!;
+    expect(accepted).toMatchObject({ stepId: '3', oldTimeMs: 1.048576, bestParams: { block_size_x: 512 } });
+    expect(accepted.improvementPct).toBeCloseTo(100 / 1.5, 6);
+    expect(accepted.objective).toEqual({ name: 'GFLOPS', higherIsBetter: true, oldValue: expect.closeTo(gflops(1.048576), 9), newValue: expect.closeTo(gflops(0.6291456), 9) });
+    // Every configuration carried its metrics and driver metrics to the panel.
+    const evaluated = run.of('configs.evaluated').filter((e) => e.stepId === '3').map((e) => e.result);
+    for (const c of evaluated) {
+      expect(c.metrics!['GFLOPS']).toBeCloseTo(gflops(c.timeMs!), 9);
+      expect(c.driver).toMatchObject({ num_regs: expect.any(Number), occupancy_source: 'calculator' });
+    }
+  }, 120_000);
+
   it('runs the GPU test\'s matmul script (kernels compiled by nvcc, results and times from the fake backend)', async () => {
     server = await serve('gpu-matmul-session');
     const source = readFileSync(join(__dirname, '..', 'fixtures', 'kernels', 'matmul_naive.cu'), 'utf8');

@@ -8,7 +8,7 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
 import { SearchSpaceError } from '../../tuner/space/search-space';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
-import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
+import { objectiveValue, outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from '../context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from '../errors';
@@ -29,8 +29,16 @@ export interface CandidateKernel {
 
 export interface CandidateRun {
   timeMs: number;
+  /** The objective's value of the best configuration (its time when the objective is time). */
+  objectiveValue: number;
   bestParams: Config;
   result: TuneResult;
+}
+
+/** The original kernel on the first test: its time and its objective's value. */
+export interface OriginalRun {
+  timeMs: number;
+  objectiveValue: number;
 }
 
 export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
@@ -40,6 +48,22 @@ export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
     return test;
   }
   return KernelTest.fromSpec(ref.spec);
+}
+
+/**
+ * What a tuning run on the first test optimises and measures besides the time: the session's objective, metrics and
+ * energy, with the work of a launch on that test for metrics over flops and bytes (where the tests know it).
+ */
+function objectiveOptions(ctx: EngineContext, state: TuningStateValue): TuneOptions {
+  const { objective, metrics, energy } = ctx.settings;
+  const work = state.tests[0]?.work;
+  return {
+    objective: objective.name,
+    objectiveHigherIsBetter: objective.higherIsBetter,
+    ...(metrics && { metrics }),
+    ...(energy && { energy }),
+    ...(work && { work: { bytes: work.bytes, ...(work.flops !== undefined && { flops: work.flops }) } }),
+  };
 }
 
 function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
@@ -63,23 +87,35 @@ function throwIfAborted(config: LangGraphRunnableConfig): void {
   config.signal?.throwIfAborted();
 }
 
+/** The original kernel's time on a test (what sizes a generated test), at the baseline launch parameters. */
+export async function timeOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
+  return (await runOriginal(state, test, config, {})).timeMs;
+}
+
+/** The original kernel's time and the objective's value on a test: the baseline every step is judged against. */
+export function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<OriginalRun> {
+  return runOriginal(state, test, config, objectiveOptions(engineContext(config), state));
+}
+
 /**
- * The original kernel's time on a test, at the baseline launch parameters. A kernel that does not compile or does not
+ * Runs the original kernel on a test at the baseline launch parameters. A kernel that does not compile or does not
  * reproduce its own results cannot be the oracle: UnusableKernelError (no model can fix that by changing the test).
  */
-export async function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
+async function runOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig, measure: TuneOptions): Promise<OriginalRun> {
   const ctx = engineContext(config);
   const kernel = await TunableKernel.create(state.originalCode, fileInfo(state));
   const unusable = (log: string) =>
     new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}`);
   // It is its own oracle here, so a compile error comes from building the oracle (thrown) or the configuration (a result).
   const result = await ctx
-    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
+    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...measure, ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
     .catch((e: unknown) => {
       throw e instanceof CompileError ? unusable(e.log) : e;
     });
   throwIfAborted(config);
-  if (result.best?.timeMs !== undefined) return result.best.timeMs;
+  const best = result.best;
+  const value = best && objectiveValue(best, result.objective);
+  if (best?.timeMs !== undefined && value !== undefined) return { timeMs: best.timeMs, objectiveValue: value };
   const failure = failureOf(result);
   if (failure instanceof CompileError) throw unusable(failure.log);
   if (failure instanceof FailedTestsError) {
@@ -113,6 +149,7 @@ export async function runCandidate(
   return ctx.exclusive(async () => {
     const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {
       ...options,
+      ...objectiveOptions(ctx, state),
       timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
       onResult: (r, p) => {
         done++;
@@ -122,10 +159,11 @@ export async function runCandidate(
     });
     throwIfAborted(config);
     const best = result.best;
-    if (best?.timeMs === undefined) throw failureOf(result);
+    const value = best && objectiveValue(best, result.objective);
+    if (best?.timeMs === undefined || value === undefined) throw failureOf(result);
     for (const test of others) await kernel.test(test, best.config, options);
     throwIfAborted(config);
-    return { timeMs: best.timeMs, bestParams: best.config, result };
+    return { timeMs: best.timeMs, objectiveValue: value, bestParams: best.config, result };
   });
 }
 

@@ -9,7 +9,7 @@
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
-import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../../tuner/types';
+import { formatMeasured, type Config, type ConfigResult, type ConfigStatus, type Dim3, type DriverMetrics, type EnergyReadings, type Objective, type ParamValue } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
 
 export const EVENTS_VERSION = 1;
@@ -26,7 +26,7 @@ export interface PlanStepView {
   status: StepStatus;
 }
 
-/** One evaluated configuration, summarised. */
+/** One evaluated configuration, summarised: what the panel's table, its chart's tooltips and the report show. */
 export interface ConfigSummary {
   key: string;
   config: Config;
@@ -34,12 +34,28 @@ export interface ConfigSummary {
   timeMs?: number;
   /** The first line of the failure message. */
   error?: string;
+  driver?: DriverMetrics;
+  energy?: EnergyReadings;
+  /** Why there is no energy where it was asked for. */
+  energyUnavailable?: string;
+  metrics?: Record<string, number>;
+}
+
+/**
+ * The objective's values before and after a step, where the session optimises something other than time (the times
+ * are in the event either way; improvementPct is the objective's).
+ */
+export interface ObjectiveChange {
+  name: string;
+  higherIsBetter: boolean;
+  oldValue: number;
+  newValue: number;
 }
 
 /** Why a candidate of a step was not accepted. */
 export type RejectionReason =
   | { kind: 'wrong_result'; summary: string }
-  | { kind: 'insufficient_gain'; oldTimeMs: number; newTimeMs: number; improvementPct: number; thresholdPct: number }
+  | { kind: 'insufficient_gain'; oldTimeMs: number; newTimeMs: number; improvementPct: number; thresholdPct: number; objective?: ObjectiveChange }
   | { kind: 'compile_error'; message: string; log: string; attempts: number }
   | { kind: 'failed'; error: string; message: string; attempts: number };
 
@@ -109,7 +125,15 @@ interface Base {
 }
 
 export type TuningEventBody =
-  | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number } }
+  | {
+      type: 'session.started';
+      threadId: string;
+      resumed: boolean;
+      kernel: { name: string; signature: string };
+      device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
+      /** What every tuning run optimises and every step must improve, when it is not the time. */
+      objective?: Objective;
+    }
   /**
    * This session is a branch of `parentThreadId`: it starts again from step `stepId`, from the kernel that step started
    * from, or (`edited`) from the user's version of it, which the next events check and time as the pseudo-step
@@ -171,7 +195,7 @@ export type TuningEventBody =
       bestTimeMs: number | null;
       result: ConfigSummary;
     }
-  | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config }
+  | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange }
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
   | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number }
@@ -222,6 +246,10 @@ export function summarizeConfig(result: ConfigResult): ConfigSummary {
     status: result.status,
     ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
     ...(error !== undefined && { error }),
+    ...(result.driver && { driver: result.driver }),
+    ...(result.energy && { energy: result.energy }),
+    ...(result.energyUnavailable !== undefined && { energyUnavailable: result.energyUnavailable }),
+    ...(result.metrics && { metrics: result.metrics }),
   };
 }
 
@@ -230,12 +258,19 @@ export type EventLevel = 'debug' | 'info' | 'warning' | 'error';
 const ms = (value: number | null) => (value === null ? 'n/a' : `${Number(value.toPrecision(4))} ms`);
 const pct = (value: number) => `${value.toFixed(1)}%`;
 
+/** "1.2 ms -> 1.1 ms", or "energy 1.61 J -> 1.6 J (5.6 ms -> 5.7 ms)" where the objective is not the time. */
+export function describeChange(change: { oldTimeMs: number; newTimeMs: number; objective?: ObjectiveChange }): string {
+  const times = `${ms(change.oldTimeMs)} -> ${ms(change.newTimeMs)}`;
+  const o = change.objective;
+  return o ? `${o.name} ${formatMeasured(o.name, o.oldValue)} -> ${formatMeasured(o.name, o.newValue)} (${times})` : times;
+}
+
 export function describeRejection(reason: RejectionReason): string {
   switch (reason.kind) {
     case 'wrong_result':
       return `wrong result: ${reason.summary}`;
     case 'insufficient_gain':
-      return `${ms(reason.oldTimeMs)} -> ${ms(reason.newTimeMs)} is ${pct(reason.improvementPct)}, below the threshold of ${pct(reason.thresholdPct)}`;
+      return `${describeChange(reason)} is ${pct(reason.improvementPct)}, below the threshold of ${pct(reason.thresholdPct)}`;
     case 'compile_error':
       return `did not compile after ${reason.attempts} attempt(s): ${reason.message.split('\n', 1)[0]}`;
     case 'failed':
@@ -279,7 +314,7 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
         `step ${event.stepId}: ${event.done}/${event.total} configurations (${event.failures} failed), best ${ms(event.bestTimeMs)}; ${event.result.key}: ${event.result.status}${event.result.timeMs === undefined ? '' : ` ${ms(event.result.timeMs)}`}`,
       );
     case 'step.accepted':
-      return info(`step ${event.stepId} accepted: ${ms(event.oldTimeMs)} -> ${ms(event.newTimeMs)} (${pct(event.improvementPct)}) with ${JSON.stringify(event.bestParams)}`);
+      return info(`step ${event.stepId} accepted: ${describeChange(event)} (${pct(event.improvementPct)}) with ${JSON.stringify(event.bestParams)}`);
     case 'step.rejected':
       return info(`step ${event.stepId} rejected: ${describeRejection(event.reason)}`);
     case 'replanning':
