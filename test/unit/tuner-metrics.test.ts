@@ -13,6 +13,7 @@ import { CacheFile, throughCache } from '../../src/tuner/cache/cache-file';
 import { replay } from '../../src/tuner/cache/replay';
 import { MetricsError, ResultMetrics } from '../../src/tuner/run/metrics';
 import { resolveStrategy } from '../../src/tuner/strategies';
+import { reportDataOf } from '../../src/report/html';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
 import { bestOf, objectiveOf, objectiveValue, type ConfigResult, type Objective } from '../../src/tuner/types';
 import { SYNTHETIC_MATMUL, syntheticMatmulSpace } from '../fixtures/caches/synthetic-matmul';
@@ -199,6 +200,19 @@ describe('tune --simulate with an objective, end to end', () => {
     expect(first).toMatch(new RegExp(`^ *${energy.best.key.split(',').join(' +')} +ok `));
     expect(text.stdout).toMatch(new RegExp(`best: .* ms, energy ${Number(energy.best.energy.nvml_energy.toPrecision(4))} J \\(the objective, lowest\\)`));
     expect(text.stderr.trimEnd().split('\n').at(-1)).toMatch(/; best \d\.\d+ J \(\d\.\d+ ms\)$/);
+  });
+
+  it('writes the objective, the best by it and every configuration\'s metrics into the HTML report', () => {
+    const file = join(dir, 'report.html');
+    const r = spawnSync(process.execPath, [join(root, 'dist', 'cli.js'), 'tune', spec, '--simulate', FIXTURE, '--objective', 'energy', '--report', file, '-q'], { encoding: 'utf8', timeout: 60_000 });
+    expect(r.status, r.stderr).toBe(0);
+    const data = reportDataOf(readFileSync(file, 'utf8'));
+    expect(data.objective).toEqual({ name: 'energy', higherIsBetter: false });
+    const step = data.steps[0]!;
+    const leanest = step.configs.filter((c) => c.status === 'ok').reduce((a, b) => (b.energy!.nvml_energy < a.energy!.nvml_energy ? b : a));
+    expect(step.best?.key).toBe(leanest.key);
+    expect(data.summary.bestConfig).toEqual(leanest.config);
+    expect(leanest).toMatchObject({ driver: { num_regs: expect.any(Number), occupancy: expect.any(Number) }, energy: { nvml_power: expect.any(Number) }, metrics: { 'GFLOP/s': expect.any(Number), 'GFLOPS/W': expect.any(Number) } });
   });
 
   it('--objective METRIC --higher-is-better maximises a metric of the spec and shows it as a column', () => {
