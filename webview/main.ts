@@ -10,7 +10,8 @@ import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
-import { describeChange, type ConfigSummary, type TuningEvent } from '../src/engine/progress/events';
+import type { ConfigSummary, TuningEvent } from '../src/engine/progress/events';
+import { describeChange } from '../src/engine/progress/describe-change';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
 import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
@@ -364,6 +365,8 @@ function renderDiff(diff: string): HTMLElement {
 function renderConfigs(candidate: CandidateView, bestKey: string | undefined): HTMLElement {
   const names = [...new Set(candidate.configs.flatMap((c) => Object.keys(c.config)))];
   const metrics = metricColumns(candidate.configs);
+  // Which launches had their outputs verified; sessions recorded before that was recorded have none.
+  const verified = candidate.configs.some((c) => c.verified);
   const sorted = sortConfigs(candidate.configs, state.ui.sort);
   const header = (label: string, column: string, title = 'Sort') => {
     const active = state.ui.sort.column === column;
@@ -384,12 +387,13 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
       h('td', { class: 'num' }, c.timeMs === undefined ? '' : formatTime(c.timeMs)),
       ...metrics.map((m) => h('td', { class: 'num' }, m.text(c))),
       h('td', {}, c.key === bestKey ? 'best' : c.status === 'ok' ? 'ok' : c.status.replace(/_/g, ' '), c.error ? h('span', { class: 'muted', title: c.error }, ` – ${c.error}`) : ''),
+      verified && h('td', { class: 'muted' }, c.verified ?? ''),
     ),
   );
   return h(
     'table',
     { class: 'grid configs' },
-    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'))),
+    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
     h('tbody', {}, ...rows),
   );
 }

@@ -31,7 +31,7 @@ import { kernelMetrics, type KernelMetrics } from './kernel-metrics';
 import { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-config';
 import type { NativeStatus } from './native-types';
 import { Program, archForComputeCapability, type ProgramInit } from './program';
-import type { HandleId, WireArg, WireLaunch } from './protocol';
+import type { HandleId, WireArg, WireLaunch, WireReset } from './protocol';
 import { checkRandomSpec, type NormalizedRandomSpec, type RandomSpec } from './random';
 import { computeStats, type TimingStats } from './stats';
 import type { Occupancy } from './occupancy';
@@ -64,6 +64,11 @@ export interface BenchmarkOptions extends RequestOptions {
   /** Overwrite a buffer larger than L2 before each timed launch (outside the events), so every launch starts cold. */
   flushL2?: boolean;
   /**
+   * Buffers reset before each timed launch, outside its events: filled with a value (a dtype's scalar, as `fill`) or
+   * copied from another buffer of the same dtype and length. What a timed launch leaves in them is then its own work.
+   */
+  resetBeforeEach?: readonly BufferReset[];
+  /**
    * Also measure energy and power with NVML (read only): after the timed launches the kernel runs back to back for
    * `windowMs` (default 1000, at least 100: NVML's energy counter moves every 20-100 ms) while NVML is read. The
    * timings come from the timed launches alone.
@@ -81,6 +86,8 @@ export interface BlockShape {
   block: Dim3Init;
   sharedMemBytes?: number;
 }
+
+export type BufferReset = { buffer: DeviceBuffer; fill: number | bigint } | { buffer: DeviceBuffer; copyFrom: DeviceBuffer };
 
 abstract class RemoteHandle {
   private bound: { generation: number; id: HandleId } | null = null;
@@ -475,9 +482,10 @@ export class Gpu {
     const flushL2 = options.flushL2 === undefined ? false : checkBoolean('flushL2', options.flushL2);
     const energy = energyWindow(options.energy);
     const build = this.prepareLaunch(kernel, config, args);
+    const resets = this.prepareResets(options.resetBeforeEach ?? []);
     const result = await this.worker.request(
       'benchmark',
-      async (generation: number) => ({ ...(await build(generation)), warmup, iterations, flushL2, ...(energy && { energy }) }),
+      async (generation: number) => ({ ...(await build(generation)), warmup, iterations, flushL2, resets: await resets(generation), ...(energy && { energy }) }),
       options,
     );
     const stats: BenchmarkResult = computeStats(result.samplesMs);
@@ -490,9 +498,7 @@ export class Gpu {
    * same byte length), timed like `benchmark`: the yardstick of the device's memory bandwidth.
    */
   async benchmarkCopy(destination: DeviceBuffer, source: DeviceBuffer, options: { warmup?: number; iterations?: number } & RequestOptions = {}): Promise<TimingStats> {
-    for (const [name, b] of [['destination', destination], ['source', source]] as const) {
-      if (!(b instanceof DeviceBuffer) || b.gpu !== this || b.freed) throw argumentError(name, 'a DeviceBuffer of this Gpu that is not freed', b);
-    }
+    for (const [name, b] of [['destination', destination], ['source', source]] as const) this.usableBuffer(b, name);
     if (destination === source || destination.byteLength !== source.byteLength) throw argumentError('source', `another DeviceBuffer of ${destination.byteLength} bytes`, source);
     const warmup = options.warmup === undefined ? 3 : checkNonNegativeInteger('warmup', options.warmup);
     const iterations = options.iterations === undefined ? 20 : checkPositiveInteger('iterations', options.iterations);
@@ -508,6 +514,34 @@ export class Gpu {
   /** Stops the worker. Handles of this Gpu cannot be used afterwards. */
   dispose(): Promise<void> {
     return this.worker.dispose();
+  }
+
+  private usableBuffer(b: unknown, name: string): DeviceBuffer {
+    if (!(b instanceof DeviceBuffer) || b.gpu !== this || b.freed) throw argumentError(name, 'a DeviceBuffer of this Gpu that is not freed', b);
+    return b;
+  }
+
+  private prepareResets(resets: readonly BufferReset[]): (generation: number) => Promise<WireReset[]> {
+    if (!Array.isArray(resets)) throw argumentError('resetBeforeEach', 'an array of { buffer, fill } and { buffer, copyFrom }', resets);
+    const checked = resets.map((r, i) => {
+      const buffer = this.usableBuffer(r?.buffer, `resetBeforeEach[${i}].buffer`);
+      if ('copyFrom' in r) {
+        const source = this.usableBuffer(r.copyFrom, `resetBeforeEach[${i}].copyFrom`);
+        if (source === buffer || source.dtype !== buffer.dtype || source.length !== buffer.length)
+          throw argumentError(`resetBeforeEach[${i}].copyFrom`, `another DeviceBuffer<${buffer.dtype}>[${buffer.length}]`, `DeviceBuffer<${source.dtype}>[${source.length}]`);
+        return { kind: 'copy' as const, buffer, source };
+      }
+      const pattern = scalarBitPattern(buffer.dtype, checkScalarValue(buffer.dtype, r.fill as never, `resetBeforeEach[${i}].fill`));
+      return { kind: 'fill' as const, buffer, pattern };
+    });
+    return (generation) =>
+      Promise.all(
+        checked.map(async (r): Promise<WireReset> =>
+          r.kind === 'copy'
+            ? { kind: 'copy', dst: await r.buffer[BIND](generation), src: await r.source[BIND](generation), bytes: r.buffer.byteLength }
+            : { kind: 'fill', buffer: await r.buffer[BIND](generation), elementBytes: dtypeBytes(r.buffer.dtype) as 1 | 2 | 4 | 8, pattern: r.pattern, count: r.buffer.length },
+        ),
+      );
   }
 
   private prepareLaunch(

@@ -157,7 +157,14 @@ export interface NativeBenchmarkOptions {
   /** Device pointer + byte size of a scratch buffer larger than L2, written (cuMemsetD8Async) before each timed launch, outside the events. 0n = no flush. */
   flushPtr: bigint;
   flushBytes: number;
+  /** Enqueued before each timed launch, outside its events (before the L2 flush): the outputs reset to their start. */
+  resets?: NativeReset[];
 }
+
+/** A reset of a timed launch's output: filled with a bit pattern (as memFill), or copied from its initial content. */
+export type NativeReset =
+  | { kind: 'fill'; ptr: bigint; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }
+  | { kind: 'copy'; dst: bigint; src: bigint; bytes: number };
 
 /**
  * Errors thrown by the addon are JavaScript Errors with these extra properties.
@@ -241,7 +248,7 @@ export interface NativeAddon {
    */
   launch(launch: NativeLaunch): void;
   /** Warm-up + timed launches; returns each timed launch's milliseconds (cuEventElapsedTime), in order.
-   *  warmup 0..1e6, iterations 1..1e6; flushPtr/flushBytes must lie in one live allocation. */
+   *  warmup 0..1e6, iterations 1..1e6; flushPtr/flushBytes and every reset's ranges must lie in live allocations. */
   benchmark(launch: NativeLaunch, options: NativeBenchmarkOptions): number[];
   /**
    * `launches` back-to-back launches (no events, no flush) while a thread polls NVML every `pollMs` (1..100) for the

@@ -19,6 +19,11 @@ export type WireArg =
   | { kind: 'buffer'; buffer: HandleId }
   | { kind: 'scalar'; dtype: NativeDType; value: number | bigint };
 
+/** What is reset before each timed launch of a benchmark, outside its events (see NativeReset). */
+export type WireReset =
+  | { kind: 'fill'; buffer: HandleId; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }
+  | { kind: 'copy'; dst: HandleId; src: HandleId; bytes: number };
+
 export interface WireLaunch {
   kernel: HandleId;
   grid: Dim3;
@@ -52,7 +57,7 @@ export interface WorkerMethods {
   launch: [WireLaunch, void];
   /** With `energy`, the kernel then runs back to back for `windowMs` while NVML is read (see energy.ts). */
   benchmark: [
-    WireLaunch & { warmup: number; iterations: number; flushL2: boolean; energy?: { windowMs: number } },
+    WireLaunch & { warmup: number; iterations: number; flushL2: boolean; resets?: WireReset[]; energy?: { windowMs: number } },
     { samplesMs: number[]; energy?: EnergyResult },
   ];
 }

@@ -14,7 +14,7 @@ import { CudaUnavailableError, KernelFaultError, argumentError, fromNativeError,
 import { dtypeBytes } from './dtype';
 import { ENERGY_POLL_MS, SAMPLE_EVERY_POLLS, launchesForWindow, summarizeEnergyRun, type EnergyResult } from './energy';
 import { loadNativeAddon } from './native';
-import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeStatus } from './native-types';
+import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeReset, NativeStatus } from './native-types';
 import {
   isParentMessage,
   type HandleId,
@@ -292,7 +292,16 @@ class WorkerState {
         flushPtr = this.flush.ptr;
         flushBytes = this.flush.bytes;
       }
-      const samplesMs = this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes });
+      const resets = (p.resets ?? []).map((r, i): NativeReset => {
+        if (r.kind === 'copy') {
+          const { dst, src } = this.copyRanges(r);
+          return { kind: 'copy', dst: dst.ptr, src: src.ptr, bytes: r.bytes };
+        }
+        const b = this.buffer(r.buffer, `resets[${i}].buffer`);
+        this.checkRange(b, 0, r.elementBytes * r.count, `resets[${i}].count`);
+        return { kind: 'fill', ptr: b.ptr, elementBytes: r.elementBytes, pattern: r.pattern, count: r.count };
+      });
+      const samplesMs = this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes, resets });
       return p.energy ? { samplesMs, energy: this.measureEnergy(launch, median(samplesMs), p.energy.windowMs) } : { samplesMs };
     },
     occupancy: (p) => {

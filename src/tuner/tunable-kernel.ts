@@ -6,6 +6,7 @@ import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
+import { median } from '../gpu/stats';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
 import { compileExplained, type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
 import { CacheFile, throughCache } from './cache/cache-file';
@@ -458,8 +459,7 @@ export class TunableKernel {
 
   /** The reference kernel's median time on the test (a few launches) on one GPU: what the launch time limit scales with. */
   private async timeReference(on: { backend: TuningBackend; test: PreparedTest; oracle: BuiltKernel }, launch: Launch, timeoutMs: number): Promise<number> {
-    const timed = await on.backend.time(on.oracle, launch, on.test, { warmup: 1, iterations: REFERENCE_LAUNCHES, flushL2: false, timeoutMs: timeoutMs * (REFERENCE_LAUNCHES + 2) });
-    return timed.stats.medianMs;
+    return median(await on.backend.timedLaunches(on.oracle, launch, on.test, 0, { warmup: 1, count: REFERENCE_LAUNCHES, flushL2: false, timeoutMs }));
   }
 }
 

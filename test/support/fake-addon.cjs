@@ -11,6 +11,7 @@
 //   anything else           does nothing, unless its program was compiled with -Dfake_behaviour=N: 1 faults and 2
 //                           hangs as the kernels above, 3 sleeps 3 s per launch, 0 does nothing (a tunable parameter
 //                           named fake_behaviour scripts what each configuration does)
+// benchmark applies its resets (fills and copies) before every timed launch, as the addon does.
 // Compile: "// fake-delay-ms: N" in the source delays the answer by N ms; a line containing "#error" fails with an
 // NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4.
 // Occupancy: every fake kernel uses 32 registers and no static shared memory, so the fake driver's answer is the CUDA
@@ -53,6 +54,20 @@ function mem(ptr, call) {
   const m = memory.get(ptr);
   if (!m) throw nativeError('INVALID_ARGUMENT', call, `${ptr} is not a live allocation`);
   return m;
+}
+function fill(ptr, elementBytes, pattern, count) {
+  const m = mem(ptr, 'cuMemsetD32');
+  const view = new DataView(m.buffer, m.byteOffset, m.byteLength);
+  for (let i = 0; i < count; i++) {
+    const at = i * elementBytes;
+    if (elementBytes === 1) view.setUint8(at, Number(pattern));
+    else if (elementBytes === 2) view.setUint16(at, Number(pattern), true);
+    else if (elementBytes === 4) view.setUint32(at, Number(pattern), true);
+    else view.setBigUint64(at, pattern, true);
+  }
+}
+function copy(dst, src, bytes) {
+  mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
 }
 function deviceCount() {
   return Number(process.env.LKT_FAKE_DEVICE_COUNT ?? 1);
@@ -250,19 +265,11 @@ module.exports = {
   },
   memFill: (ptr, elementBytes, pattern, count) => {
     needContext('cuMemsetD32');
-    const m = mem(ptr, 'cuMemsetD32');
-    const view = new DataView(m.buffer, m.byteOffset, m.byteLength);
-    for (let i = 0; i < count; i++) {
-      const at = i * elementBytes;
-      if (elementBytes === 1) view.setUint8(at, Number(pattern));
-      else if (elementBytes === 2) view.setUint16(at, Number(pattern), true);
-      else if (elementBytes === 4) view.setUint32(at, Number(pattern), true);
-      else view.setBigUint64(at, pattern, true);
-    }
+    fill(ptr, elementBytes, pattern, count);
   },
   memCopy: (dst, src, bytes) => {
     needContext('cuMemcpyDtoD');
-    mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+    copy(dst, src, bytes);
   },
 
   memCopyBenchmark: (dst, src, bytes, options) => {
@@ -309,6 +316,10 @@ module.exports = {
     if (options.flushBytes > 0) mem(options.flushPtr, 'cuMemsetD8Async');
     for (let i = 0; i < options.warmup; i++) runKernel(launch);
     return Array.from({ length: options.iterations }, (_, i) => {
+      for (const r of options.resets ?? []) {
+        if (r.kind === 'fill') fill(r.ptr, r.elementBytes, r.pattern, r.count);
+        else copy(r.dst, r.src, r.bytes);
+      }
       runKernel(launch);
       return 1 + (i % 4) * 0.01;
     });

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NATIVE_ADDON_ENV, loadNativeAddon, nativeAddonPath } from '../../src/gpu/native';
-import type { NativeAddon, NativeCompileRequest, NativeLaunch } from '../../src/gpu/native-types';
+import type { NativeAddon, NativeCompileRequest, NativeLaunch, NativeReset } from '../../src/gpu/native-types';
 
 const root = path.resolve(__dirname, '..', '..');
 const addonFile = path.join(root, 'dist', 'native', 'kernel_tuner_native.node');
@@ -290,6 +290,17 @@ describe('argument checks (before any CUDA call)', () => {
       'benchmark: expected options.iterations to be an integer from 1 to 1000000, received 0');
     await invalid(() => addon.benchmark(launch, { warmup: 0, iterations: 1, flushPtr: 1n, flushBytes: 0 }),
       'benchmark: expected options.flushBytes to be a positive integer when flushPtr is set, received 0');
+    const resets = (r: unknown) => addon.benchmark(launch, { warmup: 0, iterations: 1, flushPtr: 0n, flushBytes: 0, resets: r as NativeReset[] });
+    await invalid(() => resets({ kind: 'fill' }), 'benchmark: expected options.resets to be an array of fills and copies, received an object');
+    await invalid(() => resets([{ kind: 'zero', ptr: 1n }]), 'benchmark: expected options.resets[0].kind to be "fill" or "copy", received "zero"');
+    await invalid(() => resets([{ kind: 'fill', ptr: 4n, elementBytes: 3, pattern: 0n, count: 1 }]),
+      'benchmark: expected options.resets[0].elementBytes to be 1, 2, 4 or 8, received 3');
+    await invalid(() => resets([{ kind: 'fill', ptr: 4n, elementBytes: 1, pattern: 0x100n, count: 1 }]),
+      'benchmark: expected options.resets[0].pattern to be a bigint that fits 1 byte(s), received 256n');
+    await invalid(() => resets([{ kind: 'fill', ptr: 4n, elementBytes: 4, pattern: 0n, count: 0 }]),
+      'benchmark: expected options.resets[0].count to be an integer of at least 1, received 0');
+    await invalid(() => resets([{ kind: 'fill', ptr: 2n, elementBytes: 4, pattern: 0n, count: 1 }]), /^benchmark: options.resets\[0\].ptr 0x2 is not aligned to 4 bytes/);
+    await invalid(() => resets([{ kind: 'copy', dst: 16n, src: 8n, bytes: 16 }]), 'benchmark: options.resets[0]: the source and destination ranges overlap', 'RangeError');
     await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: 0, iterations: 1001 }),
       'memCopyBenchmark: expected options.iterations to be an integer from 1 to 1000, received 1001');
     await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: -1, iterations: 1 }),

@@ -143,6 +143,8 @@ function configColumns(step: ReportStep, data: ReportData): Column[] {
   // Registers, memory, occupancy, energy and the metrics: sorted low to high on a first click, as the time is.
   for (const m of metricColumns(step.configs)) columns.push({ label: m.label, sort: m.id, numeric: true, cell: (c) => m.text(c) });
   columns.push({ label: 'result', sort: 'status', numeric: false, cell: (c, best) => (best ? 'best' : c.status === 'ok' ? 'ok' : `${c.status.replace(/_/g, ' ')}${c.error ? `: ${c.error}` : ''}`) });
+  // Recordings from before verified launches were recorded have none to show.
+  if (step.configs.some((c) => c.verified)) columns.push({ label: 'verified', sort: 'status', numeric: false, cell: (c) => c.verified ?? '' });
   return columns;
 }
 

@@ -8,9 +8,11 @@
  * of this vocabulary: a consumer that sees a newer `v` than it knows can still show `describeEvent`'s text.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { describeVerification } from '../../tuner/run/measurement';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
-import { formatMeasured, type Config, type ConfigResult, type ConfigStatus, type Dim3, type DriverMetrics, type EnergyReadings, type Objective, type ParamValue } from '../../tuner/types';
+import type { Config, ConfigResult, ConfigStatus, Dim3, DriverMetrics, EnergyReadings, Objective, ParamValue } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
+import { describeChange } from './describe-change';
 
 export const EVENTS_VERSION = 1;
 
@@ -34,6 +36,8 @@ export interface ConfigSummary {
   timeMs?: number;
   /** The first line of the failure message. */
   error?: string;
+  /** Which launches had their outputs verified: "input sets 1–2, timed launches 7, 19, 28 and the last of 32". */
+  verified?: string;
   driver?: DriverMetrics;
   energy?: EnergyReadings;
   /** Why there is no energy where it was asked for. */
@@ -246,6 +250,7 @@ export function summarizeConfig(result: ConfigResult): ConfigSummary {
     status: result.status,
     ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
     ...(error !== undefined && { error }),
+    ...(result.verified && { verified: describeVerification(result.verified) }),
     ...(result.driver && { driver: result.driver }),
     ...(result.energy && { energy: result.energy }),
     ...(result.energyUnavailable !== undefined && { energyUnavailable: result.energyUnavailable }),
@@ -257,13 +262,6 @@ export type EventLevel = 'debug' | 'info' | 'warning' | 'error';
 
 const ms = (value: number | null) => (value === null ? 'n/a' : `${Number(value.toPrecision(4))} ms`);
 const pct = (value: number) => `${value.toFixed(1)}%`;
-
-/** "1.2 ms -> 1.1 ms", or "energy 1.61 J -> 1.6 J (5.6 ms -> 5.7 ms)" where the objective is not the time. */
-export function describeChange(change: { oldTimeMs: number; newTimeMs: number; objective?: ObjectiveChange }): string {
-  const times = `${ms(change.oldTimeMs)} -> ${ms(change.newTimeMs)}`;
-  const o = change.objective;
-  return o ? `${o.name} ${formatMeasured(o.name, o.oldValue)} -> ${formatMeasured(o.name, o.newValue)} (${times})` : times;
-}
 
 export function describeRejection(reason: RejectionReason): string {
   switch (reason.kind) {

@@ -3,7 +3,8 @@
  * steps, speed-up) and the webview (everything it renders) use the same function, so a report reopened from history
  * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
  */
-import { describeChange, type ConfigSummary, type EventOf, type LaunchGeometryView, type ObjectiveChange, type PlanStepView, type RejectionReason, type StepStatus, type TrackerSummary, type TuningEvent } from '../progress/events';
+import { describeChange } from '../progress/describe-change';
+import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
 import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue } from '../../tuner/types';

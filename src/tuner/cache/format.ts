@@ -41,6 +41,7 @@ export const KT_ERROR_OF: Record<Exclude<FailureKind, 'stopped_early'>, KernelTu
   fault: 'RuntimeFailedConfig',
   timeout: 'RuntimeFailedConfig',
   wrong_result: 'RuntimeFailedConfig',
+  inconsistent_timing: 'RuntimeFailedConfig',
 };
 
 // For entries Kernel Tuner wrote (no lkt_status): what its strings mean there. It writes InvalidConfig only for a block
@@ -52,7 +53,7 @@ const STATUS_OF_KT_ERROR: Record<KernelTunerError, FailureKind> = {
 };
 
 const STATUSES: readonly ConfigStatus[] = [
-  'ok', 'compile_error', 'launch_error', 'fault', 'timeout', 'wrong_result', 'restricted', 'exceeds_device_limits', 'stopped_early',
+  'ok', 'compile_error', 'launch_error', 'fault', 'timeout', 'wrong_result', 'restricted', 'exceeds_device_limits', 'stopped_early', 'inconsistent_timing',
 ];
 
 export interface CacheHeader {
@@ -193,6 +194,10 @@ export function toEntry(result: ConfigResult, paramNames: readonly string[]): En
   if (result.error) entry['lkt_error'] = result.error;
   if (result.note !== undefined) entry['lkt_note'] = result.note;
   if (result.energyUnavailable !== undefined) entry['lkt_energy_unavailable'] = result.energyUnavailable;
+  if (result.verified) {
+    const v = result.verified;
+    entry['lkt_verified'] = { input_sets: v.inputSets, timed_launches: v.timedLaunches, of: v.of, seed: v.seed };
+  }
   if (result.geometry || result.reproduce) {
     const r = result.reproduce;
     entry['lkt_reproduce'] = {
@@ -259,6 +264,10 @@ export function fromEntry(entry: Entry, config: Config, key: string): ConfigResu
   if (Array.isArray(metricNames)) {
     const metrics = Object.fromEntries(metricNames.flatMap((name) => (typeof name === 'string' && isNumber(entry[name]) ? [[name, entry[name]]] : [])));
     if (Object.keys(metrics).length > 0) result.metrics = metrics;
+  }
+  const verified = entry['lkt_verified'] as Record<string, unknown> | undefined;
+  if (verified && isNumber(verified['input_sets']) && isNumber(verified['of']) && isNumber(verified['seed']) && Array.isArray(verified['timed_launches']) && verified['timed_launches'].every(isNumber)) {
+    result.verified = { inputSets: verified['input_sets'], timedLaunches: verified['timed_launches'], of: verified['of'], seed: verified['seed'] };
   }
   const rep = entry['lkt_reproduce'] as Record<string, unknown> | undefined;
   if (rep) {
