@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
+import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS } from '../gpu/energy';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { median } from '../gpu/stats';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
@@ -301,6 +302,7 @@ export class TunableKernel {
     // Checked before any GPU work: a metric or an objective with a typo fails here.
     const metrics = ResultMetrics.create(options, Object.keys(tuneParams));
     const { objective } = metrics;
+    const energy = options.energy || metrics.usesEnergy ? energyWindow(options.energy) : undefined;
     const cleanups: (() => Promise<unknown> | void)[] = [];
     try {
       const backends = await backendsFor(options, cleanups);
@@ -347,6 +349,7 @@ export class TunableKernel {
         earlyStopFactor: options.earlyStop === false || objective.name !== 'time' ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
         compileConcurrency: options.compileConcurrency ?? defaultCompileConcurrency(oracle.candidateProgram.compiler, devices.length),
+        ...(energy && { energy }),
       });
       cleanups.push(() => evaluator.dispose());
 
@@ -501,6 +504,15 @@ export function defaultCompileConcurrency(compiler: 'nvrtc' | 'nvcc', gpus: numb
  */
 export function scaledLaunchTimeoutMs(referenceMs: number): number {
   return Math.max(1000, Math.ceil(100 * referenceMs));
+}
+
+/** The energy window of TuneOptions.energy: the GPU layer's default (a second, as Kernel Tuner's), at least its minimum. */
+function energyWindow(energy: TuneOptions['energy']): { windowMs: number } {
+  const windowMs = typeof energy === 'object' ? (energy.windowMs ?? ENERGY_WINDOW_MS) : ENERGY_WINDOW_MS;
+  if (!(Number.isInteger(windowMs) && windowMs >= MIN_ENERGY_WINDOW_MS)) {
+    throw new RangeError(`energy.windowMs must be an integer of at least ${MIN_ENERGY_WINDOW_MS} ms (NVML's energy counter moves every 20-100 ms), got ${windowMs}`);
+  }
+  return { windowMs };
 }
 
 /** The first valid configuration with the values the file itself gives the tunable parameters (`#define BLOCK 256`). */

@@ -19,6 +19,8 @@
  *   module, the module's memory, the input set's address and checksum, what the outputs hold before it), whether it
  *   works and how long it takes. Without one (and always for the oracle, which is never judged: it defines the
  *   expected outputs) every launch works and takes `model.timeMs(variant)`.
+ * - `energy()` reads the model's power for the variant as NVML would (`model.powerW`, the energy of a launch its power
+ *   times the configuration's time); without `powerW` the fake device has no NVML and says so.
  * - `timeDelayMs` makes each `timedLaunches()` take that long (for cancelling mid-step); aborting its signal ends it at
  *   once with the GPU layer's AbortError, as a killed worker does. `log` records every compile and every
  *   `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
@@ -29,6 +31,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { calculatedKernelMetrics } from '../../src/gpu/kernel-metrics';
 import { NvccCompiler } from '../../src/gpu/nvcc';
+import type { EnergyResult } from '../../src/gpu/energy';
 import type { KernelResources } from '../../src/gpu/types';
 import type { DriverMetrics } from '../../src/tuner/types';
 import {
@@ -37,6 +40,7 @@ import {
   type BuiltKernel,
   type CompiledKernel,
   type DeviceDescription,
+  type EnergyOptions,
   type Launch,
   type OutputComparison,
   type PreparedTest,
@@ -81,6 +85,11 @@ export interface FakeModel {
   correct?(variant: FakeVariant): true | string;
   /** How each launch of this variant behaves (default: it works, in timeMs). */
   behaviour?(variant: FakeVariant): FakeBehaviour | undefined;
+  /**
+   * The power (W) the device draws while this variant runs back to back: what its NVML reads. Without it the fake
+   * device has no NVML, and `energy()` says so as the real backend says why it has none.
+   */
+  powerW?(variant: FakeVariant): number;
 }
 
 export interface FakeBackendOptions {
@@ -171,12 +180,16 @@ class FakePrepared implements PreparedTest {
 }
 
 export interface FakeLogEntry {
-  kind: 'compile' | 'time';
+  kind: 'compile' | 'time' | 'energy';
   source: string;
   compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
-  /** timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch, the module. */
+  /**
+   * timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch,
+   * the module; energy(): the configuration's time, the window and the limit of one launch, the module.
+   */
   timeMs?: number;
+  windowMs?: number;
   iterations?: number;
   warmup?: number;
   timeoutMs?: number;
@@ -259,6 +272,26 @@ export class FakeBackend implements TuningBackend {
       test.outputs[inputSet] = { kind: 'reset' };
       return this.run(k, launch, test, inputSet);
     });
+  }
+
+  async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, _inputSet: number, options: EnergyOptions): Promise<EnergyResult> {
+    const k = kernel as FakeKernel;
+    const test = prepared as FakePrepared;
+    this.log.push({ kind: 'energy', source: k.request.source, defines: k.request.defines, timeMs: options.timeMs, windowMs: options.windowMs, timeoutMs: options.timeoutMs, module: k.module });
+    const variant = this.variant(k, launch, test);
+    const powerW = this.options.model.powerW?.(variant);
+    if (powerW === undefined) return { available: false, reason: 'the test double has no NVML (its model gives no power)' };
+    return {
+      available: true,
+      nvml_power: powerW,
+      nvml_energy: (powerW * options.timeMs) / 1000,
+      core_freq: 1980,
+      mem_freq: 2619,
+      temperature: 40 + powerW / 20,
+      powerSource: 'energy counter',
+      windowMs: options.windowMs,
+      launches: Math.max(1, Math.ceil(options.windowMs / options.timeMs)),
+    };
   }
 
   async compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {

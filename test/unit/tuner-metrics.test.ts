@@ -284,3 +284,66 @@ describe.skipIf(!findNvcc())("every configuration's driver metrics, in its resul
     expect(entry.lkt_metrics).toEqual(['GBps', 'per_register']);
   });
 });
+
+describe('energy through the tuner (the test double reads its model\'s power as NVML would)', () => {
+  const VECTOR_ADD = '__global__ void vector_add(float* c, const float* a, const float* b, int n) { int i = blockIdx.x * block_size_x + threadIdx.x; if (i < n) c[i] = a[i] + b[i]; }\n';
+  const test = KernelTest.fromSpec({
+    problemSize: 'n',
+    arguments: {
+      c: { dtype: 'float32', length: 'n', output: true },
+      a: { dtype: 'float32', length: 'n', random: { kind: 'uniform' } },
+      b: { dtype: 'float32', length: 'n', random: { kind: 'uniform' } },
+      n: { dtype: 'int32', value: 1 << 20 },
+    },
+  });
+  // Larger blocks are faster and draw more power: 1024 is the fastest, 256 uses the least energy (1.2 ms x 200 W).
+  const timeMs = (block: number) => ({ 128: 2, 256: 1.2, 512: 1, 1024: 0.9 })[block]!;
+  const powerW = (block: number) => ({ 128: 150, 256: 200, 512: 300, 1024: 400 })[block]!;
+  const block = (v: { defines: Record<string, string> }) => Number(v.defines.block_size_x);
+  const tuneParams = { block_size_x: [128, 256, 512, 1024] };
+
+  it('measures every configuration timed in full after its series, with the window in its time limit, and picks the least energy', async () => {
+    const backend = new FakeBackend({ model: { timeMs: (v) => timeMs(block(v)), powerW: (v) => powerW(block(v)) } });
+    const kernel = await TunableKernel.create(VECTOR_ADD);
+    const byTime = await kernel.tune(test, tuneParams, [], { backend, energy: { windowMs: 500 }, launchTimeoutMs: 50 });
+    expect(byTime.best?.config).toEqual({ block_size_x: 1024 });
+    const measured = backend.log.filter((e) => e.kind === 'energy');
+    // In space order each is faster than the one before: none stops early, every one is measured, with the launch limit
+    // beside the window (the GPU backend gives the request both).
+    expect(measured.map((e) => [Number(e.defines.block_size_x), e.windowMs, e.timeoutMs])).toEqual([128, 256, 512, 1024].map((b) => [b, 500, 50]));
+    for (const r of byTime.results) {
+      expect(r.energy).toEqual({ nvml_energy: (powerW(r.config.block_size_x as number) * r.timeMs!) / 1000, nvml_power: powerW(r.config.block_size_x as number), core_freq: 1980, mem_freq: 2619, temperature: expect.any(Number) });
+      expect(r.metrics!['edp']).toBeCloseTo(r.energy!.nvml_energy * (r.timeMs! / 1000), 12);
+    }
+    // Every energy measurement runs on a module loaded for it, not on one that was timed or checked.
+    const timedModules = new Set(backend.log.filter((e) => e.kind === 'time').map((e) => e.module));
+    expect(measured.every((e) => !timedModules.has(e.module))).toBe(true);
+
+    const byEnergy = await kernel.tune(test, tuneParams, [], { backend: new FakeBackend({ model: { timeMs: (v) => timeMs(block(v)), powerW: (v) => powerW(block(v)) } }), objective: 'energy' });
+    expect(byEnergy.best?.config).toEqual({ block_size_x: 256 });
+    // Energy is implied by the objective; early stop is off for it (a slower configuration may use less energy).
+    expect(byEnergy.results.every((r) => r.status === 'ok' && r.energy !== undefined)).toBe(true);
+  });
+
+  it('stops timing early only for the time objective, and measures no energy of a configuration it stopped', async () => {
+    const backend = new FakeBackend({ model: { timeMs: (v) => timeMs(block(v)), powerW: (v) => powerW(block(v)) } });
+    const kernel = await TunableKernel.create(VECTOR_ADD);
+    const result = await kernel.tune(test, { block_size_x: [1024, 128] }, [], { backend, energy: true, iterations: 8 });
+    const slow = result.results.find((r) => r.config.block_size_x === 128)!;
+    expect(slow.status).toBe('stopped_early');
+    expect(slow.energy).toBeUndefined();
+    expect(backend.log.filter((e) => e.kind === 'energy').map((e) => [e.defines.block_size_x, e.windowMs])).toEqual([['1024', 1000]]);
+  });
+
+  it('says why there is no energy where the device has no NVML, and refuses an energy objective with that reason', async () => {
+    const kernel = await TunableKernel.create(VECTOR_ADD);
+    const noNvml = () => new FakeBackend({ model: { timeMs: (v) => timeMs(block(v)) } });
+    const result = await kernel.tune(test, tuneParams, [], { backend: noNvml(), energy: true });
+    expect(result.best?.config).toEqual({ block_size_x: 1024 });
+    expect(result.results.every((r) => r.energy === undefined && r.energyUnavailable === 'the test double has no NVML (its model gives no power)')).toBe(true);
+    await expect(kernel.tune(test, tuneParams, [], { backend: noNvml(), objective: 'edp' })).rejects.toThrow(
+      /the objective 'edp' needs NVML's energy readings, and configuration "\d+" has none: the test double has no NVML/,
+    );
+    await expect(kernel.tune(test, tuneParams, [], { backend: noNvml(), energy: { windowMs: 50 } })).rejects.toThrow(/energy.windowMs must be an integer of at least 100 ms/);
+  });
+});

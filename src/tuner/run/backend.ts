@@ -2,6 +2,7 @@
 // CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
 // decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
 import { withDefineClashHint } from '../../gpu/define-clash';
+import type { EnergyResult } from '../../gpu/energy';
 import { CompileError, DeviceLimitError } from '../../gpu/errors';
 import type { ProgramInit } from '../../gpu/program';
 import type { CompilerBackend } from '../../gpu/types';
@@ -185,6 +186,13 @@ export interface DeviceRunOptions {
   signal?: AbortSignal;
 }
 
+export interface EnergyOptions extends DeviceRunOptions {
+  /** How long the kernel runs back to back while NVML is read (ms). */
+  windowMs: number;
+  /** The configuration's time (its median timed launch): nvml_energy is the mean power times it. */
+  timeMs: number;
+}
+
 export interface TimedLaunchOptions extends DeviceRunOptions {
   /** Untimed launches first. */
   warmup: number;
@@ -223,6 +231,12 @@ export interface TuningBackend {
   timedLaunches(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]>;
   /** Compares an input set's outputs with the expected ones and its inputs with their fingerprints (restoring any changed). */
   compareOutputs(test: PreparedTest, inputSet: number): Promise<OutputComparison>;
+  /**
+   * Energy and power while the kernel runs back to back on an input set for `windowMs`, read with NVML (read only:
+   * nothing on the GPU is ever set), and the energy of one launch of `timeMs` (the mean power times it, as Kernel
+   * Tuner's NVMLObserver computes nvml_energy); or why there are none. A backend without it measures no energy.
+   */
+  energy?(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: EnergyOptions): Promise<EnergyResult>;
   /** The device's bandwidth and FP32 limits, measured on it (speed-of-light.ts); absent where nothing can be measured. */
   speedLimits?(): Promise<DeviceSpeedLimits>;
   dispose(): Promise<void>;
