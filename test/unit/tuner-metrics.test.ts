@@ -15,7 +15,7 @@ import { MetricsError, ResultMetrics } from '../../src/tuner/run/metrics';
 import { resolveStrategy } from '../../src/tuner/strategies';
 import { reportDataOf } from '../../src/report/html';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
-import { bestOf, objectiveOf, objectiveValue, type ConfigResult, type Objective } from '../../src/tuner/types';
+import { bestOf, objectiveOf, objectiveValue, type ConfigResult, type Objective, type TuneResult } from '../../src/tuner/types';
 import { SYNTHETIC_MATMUL, syntheticMatmulSpace } from '../fixtures/caches/synthetic-matmul';
 import { FakeBackend } from '../support/fake-backend';
 
@@ -345,5 +345,41 @@ describe('energy through the tuner (the test double reads its model\'s power as 
       /the objective 'edp' needs NVML's energy readings, and configuration "\d+" has none: the test double has no NVML/,
     );
     await expect(kernel.tune(test, tuneParams, [], { backend: noNvml(), energy: { windowMs: 50 } })).rejects.toThrow(/energy.windowMs must be an integer of at least 100 ms/);
+  });
+});
+
+describe('tune --energy through the GPU backend and its worker (the native addon is the test double test/support/fake-addon.cjs)', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lkt-energy-cli-'));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  // The vector add example over 4096 elements (the fake device keeps its memory in JavaScript; its GPU draws 200 W).
+  const spec = join(dir, 'vector_add.yaml');
+  const exampleDir = join(root, 'examples', 'vector_add');
+  writeFileSync(spec, readFileSync(join(exampleDir, 'tune.yaml'), 'utf8').replace('file: vector_add.cu', `file: ${join(exampleDir, 'vector_add.cu')}`).replace('value: 67108864', 'value: 4096'));
+  const fakeGpu = { ...process.env, LKT_GPU_ADDON_MODULE: join(root, 'test', 'support', 'fake-addon.cjs'), TMPDIR: dir };
+  const tune = (env: NodeJS.ProcessEnv, ...args: string[]) =>
+    spawnSync(process.execPath, [join(root, 'dist', 'cli.js'), 'tune', spec, '--iterations', '3', '--no-report', ...args], { cwd: root, encoding: 'utf8', timeout: 120_000, env });
+
+  it("records NVML's energy and power and the driver's metrics of every configuration, and shows them in the table", () => {
+    const json = tune(fakeGpu, '--energy', '--json', '-q');
+    expect(json.status, json.stderr).toBe(0);
+    const out = JSON.parse(json.stdout) as TuneResult;
+    const ran = out.results.filter((r) => r.status === 'ok');
+    expect(ran.length).toBeGreaterThan(0);
+    for (const r of ran) {
+      expect(r.energy).toMatchObject({ nvml_power: expect.closeTo(200, 6), nvml_energy: expect.closeTo((200 * r.timeMs!) / 1000, 9) });
+      expect(r.driver).toMatchObject({ num_regs: 32, local_mem_bytes: 0, occupancy_source: 'driver', occupancy: expect.any(Number) });
+    }
+    const text = tune(fakeGpu, '--energy');
+    expect(text.stdout.split('\n')[0]).toMatch(/^block_size_x +status +median ms +min ms +max ms +regs +occupancy +energy mJ +power W$/);
+  });
+
+  it('says why there is no energy where NVML is missing, and refuses an energy objective with that reason', () => {
+    const noNvml = { ...fakeGpu, LKT_FAKE_NO_NVML: '1' };
+    const r = tune(noNvml, '--energy', '-q');
+    expect(r.status).toBe(0);
+    expect(r.stdout).toMatch(/^energy: not measured: .*NVML/m);
+    const objective = tune(noNvml, '--objective', 'energy', '-q');
+    expect(objective.status).toBe(1);
+    expect(objective.stderr).toMatch(/the objective 'energy' needs NVML's energy readings, and configuration "\d+" has none: .*NVML/);
   });
 });
