@@ -14,6 +14,7 @@ import { replay } from '../../src/tuner/cache/replay';
 import { MetricsError, ResultMetrics } from '../../src/tuner/run/metrics';
 import { resolveStrategy } from '../../src/tuner/strategies';
 import { reportDataOf } from '../../src/report/html';
+import { loadTuningSpec, tuningJob } from '../../src/tuner/spec/tuning-spec';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
 import { bestOf, objectiveOf, objectiveValue, type ConfigResult, type Objective, type TuneResult } from '../../src/tuner/types';
 import { SYNTHETIC_MATMUL, syntheticMatmulSpace } from '../fixtures/caches/synthetic-matmul';
@@ -158,6 +159,37 @@ describe('objectives over a cache with energy recorded (the synthetic matmul: NV
     const result = await search(name, { objective: 'energy' }, 120);
     const seen = result.results.filter((r) => r.status === 'ok');
     expect(result.best?.key).toBe(seen.reduce((a, b) => (b.energy!.nvml_energy < a.energy!.nvml_energy ? b : a)).key);
+  });
+});
+
+describe("the README's spec of metrics and an objective", () => {
+  it('is a valid spec: its metrics compute, the later from the earlier, and its objective is maximised', async () => {
+    const readme = readFileSync(join(root, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('### What each configuration costs'));
+    const yamlBlock = /```yaml\n([\s\S]*?)```/.exec(section)![1]!;
+    const dir = mkdtempSync(join(tmpdir(), 'lkt-readme-metrics-'));
+    try {
+      const exampleDir = join(root, 'examples', 'vector_add');
+      const base = readFileSync(join(exampleDir, 'tune.yaml'), 'utf8').replace('file: vector_add.cu', `file: ${join(exampleDir, 'vector_add.cu')}`);
+      const specPath = join(dir, 'spec.yaml');
+      writeFileSync(specPath, `${base}\nflops: n\n${yamlBlock}`);
+      const job = await tuningJob(loadTuningSpec(specPath));
+      expect(job.options).toMatchObject({ energy: true, objective: 'GFLOPs', objectiveHigherIsBetter: true, work: { flops: 67108864 } });
+      const metrics = ResultMetrics.create(job.options, Object.keys(job.tuneParams));
+      const r = metrics.apply({ ...ran(2, { energy: { nvml_energy: 0.5, nvml_power: 250 } }), config: { block_size_x: 256 }, key: '256' });
+      expect(r.metrics!['GFLOPs']).toBeCloseTo(67108864 / 2e-3 / 1e9, 9);
+      expect(r.metrics!['GFLOPs_per_register']).toBeCloseTo(r.metrics!['GFLOPs']! / 40, 9);
+
+      // Kernel Tuner's way of asking for energy, and an observer we do not have.
+      writeFileSync(specPath, `${base}\nobservers: [nvml]\n`);
+      expect((await tuningJob(loadTuningSpec(specPath))).options.energy).toBe(true);
+      writeFileSync(specPath, `${base}\nobservers: [register]\n`);
+      expect(() => loadTuningSpec(specPath)).toThrow(/observers\.0: the only observer is nvml \(energy and power\); registers and occupancy are always recorded/);
+      writeFileSync(specPath, `${base}\nmetrics: { GFLOPs: "flops / time" }\n`);
+      await expect(tuningJob(loadTuningSpec(specPath))).rejects.toThrow(/the tuning spec's metric 'GFLOPs': it uses flops, which is not known: give the spec's `flops:`/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
