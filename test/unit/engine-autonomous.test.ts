@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer } from '../../src/engine/session/transformer';
+import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/session/transformer';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import { collect, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { FakeBackend } from '../support/fake-backend';
@@ -22,16 +22,22 @@ afterEach(async () => {
 
 const nvccAvailable = await NvccCompiler.available();
 
+/** The scripted autonomous session over the fake backend (compiling with the real nvcc), with these options besides. */
+async function autonomousSession(options: Partial<LLMKernelTransformerOptions> = {}) {
+  server = await serve('autonomous-session');
+  const backend = new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'nvcc' });
+  const transformer = new LLMKernelTransformer(SAXPY, {
+    llm: openaiModel(server),
+    backend,
+    tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
+    ...options,
+  });
+  return { backend, server, run: await collect(transformer) };
+}
+
 describe.skipIf(!nvccAvailable)('autonomous session', () => {
   it('rejects a wrong step and a too-small gain, accepts the faster one, and finishes when the replan is done', async () => {
-    server = await serve('autonomous-session');
-    const backend = new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'nvcc' });
-    const transformer = new LLMKernelTransformer(SAXPY, {
-      llm: openaiModel(server),
-      backend,
-      tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
-    });
-    const run = await collect(transformer);
+    const { backend, server, run } = await autonomousSession();
     expect(server.mismatches).toEqual([]);
     expect(server.remaining()).toBe(0);
     expect(run.end).toEqual({ status: 'finished' });
@@ -123,18 +129,12 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
   }, 120_000);
 
   it('follows a higher-is-better objective: steps are judged by the gain in GFLOP/s, the threshold applies to it', async () => {
-    server = await serve('autonomous-session');
-    const backend = new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'nvcc' });
-    const transformer = new LLMKernelTransformer(SAXPY, {
-      llm: openaiModel(server),
-      backend,
-      tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
+    const { server, run } = await autonomousSession({
       // The model's analysis gives flops: 2*n, so a launch's GFLOP/s is its flops over its time.
       metrics: { GFLOPS: 'flops / (time / 1e3) / 1e9' },
       objective: 'GFLOPS',
       objectiveHigherIsBetter: true,
     });
-    const run = await collect(transformer);
     expect(server.mismatches).toEqual([]);
     expect(run.end).toEqual({ status: 'finished' });
     expect(run.of('session.started')[0]!.objective).toEqual({ name: 'GFLOPS', higherIsBetter: true });

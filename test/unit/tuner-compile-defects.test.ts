@@ -2,6 +2,8 @@
 // with nvcc; the GPU layer's own checks are gpu-compile-defects.test.ts): static shared memory over the device's limit
 // is a configuration over the device's limits with the numbers, not a compile error; the hint that a tunable parameter
 // clashes with a header appears where renaming it makes the errors go away, and never for a plain syntax error.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CompileError } from '../../src/gpu/errors';
 import { findNvcc } from '../../src/gpu/toolkit';
@@ -13,23 +15,15 @@ const test = KernelTest.fromSpec({
   arguments: { out: { dtype: 'float32', length: 'n', output: true }, n: { dtype: 'int32', value: 1 << 16 } },
 });
 
+const STAGE_SHARED = join(__dirname, '..', 'fixtures', 'kernels', 'stage_shared.cu');
+
 const backend = () => new FakeBackend({ model: { timeMs: (v) => 1 + Number(v.defines.block_size_x) / 1000 }, compile: 'nvcc' });
 
 describe.skipIf(!findNvcc())('compile defects as the tuner reports them (real nvcc)', () => {
   it("static shared memory over the device's limit: exceeds_device_limits with the bytes used and allowed; the others run", async () => {
     // 64 floats per thread of the block: 16 KiB at 64 threads, 32 KiB at 128, 64 KiB at 256 (over the 48 KiB of a static array).
-    const kernel = await TunableKernel.create(
-      `__global__ void stage(float* out, int n) {
-  __shared__ float buffer[block_size_x * 64];
-  buffer[threadIdx.x] = threadIdx.x;
-  __syncthreads();
-  int i = blockIdx.x * block_size_x + threadIdx.x;
-  if (i < n) out[i] = buffer[(threadIdx.x + 1) % block_size_x];
-}
-`,
-      { fileName: 'stage.cu' },
-    );
-    const result = await kernel.tune(test, { block_size_x: [64, 128, 256] }, [], { backend: backend() });
+    const kernel = await TunableKernel.create(readFileSync(STAGE_SHARED, 'utf8'), { fileName: 'stage_shared.cu' });
+    const result = await kernel.tune(test, { block_size_x: [64, 128, 256], floats_per_thread: [64] }, [], { backend: backend() });
     const byBlock = Object.fromEntries(result.results.map((r) => [r.config.block_size_x, r]));
     expect(byBlock[64]!.status).toBe('ok');
     expect(byBlock[128]!.status).toBe('ok');

@@ -269,21 +269,11 @@ describe.skipIf(!findNvcc())("every configuration's driver metrics, in its resul
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("records registers, local and shared memory and occupancy, under Kernel Tuner's names in the cache, with the spec's metrics", async () => {
-    const kernel = await TunableKernel.create(
-      `__global__ void stage(float* out, int n) {
-  __shared__ float buffer[block_size_x * 32];
-  buffer[threadIdx.x] = threadIdx.x;
-  __syncthreads();
-  int i = blockIdx.x * block_size_x + threadIdx.x;
-  if (i < n) out[i] = buffer[(threadIdx.x + 1) % block_size_x];
-}
-`,
-      { fileName: 'stage.cu' },
-    );
+    const kernel = await TunableKernel.create(readFileSync(join(root, 'test', 'fixtures', 'kernels', 'stage_shared.cu'), 'utf8'), { fileName: 'stage_shared.cu' });
     const test = KernelTest.fromSpec({ problemSize: 'n', arguments: { out: { dtype: 'float32', length: 'n', output: true }, n: { dtype: 'int32', value: 1 << 16 } } });
     const backend = new FakeBackend({ model: { timeMs: (v) => 256 / Number(v.defines.block_size_x) }, compile: 'nvcc' });
     const cache = join(dir, 'stage.json');
-    const result = await kernel.tune(test, { block_size_x: [64, 256] }, [], {
+    const result = await kernel.tune(test, { block_size_x: [64, 256], floats_per_thread: [32] }, [], {
       backend,
       cache,
       work: { bytes: 4 << 16 },
@@ -292,7 +282,7 @@ describe.skipIf(!findNvcc())("every configuration's driver metrics, in its resul
       objectiveHigherIsBetter: true,
     });
     expect(result.objective).toEqual({ name: 'GBps', higherIsBetter: true });
-    expect(result.best?.config).toEqual({ block_size_x: 256 });
+    expect(result.best?.config).toEqual({ block_size_x: 256, floats_per_thread: 32 });
     for (const r of result.results) {
       const block = r.config.block_size_x as number;
       const staticBytes = block * 32 * 4;
@@ -311,7 +301,7 @@ describe.skipIf(!findNvcc())("every configuration's driver metrics, in its resul
       });
       expect(r.metrics!['per_register']).toBeCloseTo(r.metrics!['GBps']! / r.driver!.num_regs, 9);
     }
-    const entry = JSON.parse(readFileSync(cache, 'utf8')).cache['256'];
+    const entry = JSON.parse(readFileSync(cache, 'utf8')).cache['256,32'];
     expect(entry).toMatchObject({ num_regs: result.best!.driver!.num_regs, static_shared_mem_bytes: 32768, occupancy: result.best!.driver!.occupancy, GBps: result.best!.metrics!['GBps'] });
     expect(entry.lkt_metrics).toEqual(['GBps', 'per_register']);
   });
