@@ -57,6 +57,10 @@ describe('metrics', () => {
     expect(r.note).toBe("metric 'spill_ratio' not computed: division by zero in \"time / local_mem_bytes\"");
     const failed: ConfigResult = { config: {}, key: 'x', status: 'compile_error', error: { message: 'no' } };
     expect(metrics.apply(failed)).toBe(failed);
+    // A cached result comes back with this run's metrics only, and its note says the problem once.
+    const cached = metrics.apply({ ...r, metrics: { from_another_run: 1 } });
+    expect(cached.metrics).toBeUndefined();
+    expect(cached.note).toBe(r.note);
   });
 
   it('refuses, before anything runs, a metric over an unknown name (with the likely one), over flops the spec does not give, or named like a parameter', () => {

@@ -94,19 +94,16 @@ export class ResultMetrics {
     return new ResultMetrics(definitions, work, objective, objectiveNeedsEnergy, objectiveNeedsEnergy || definitions.some((d) => d.usesEnergy));
   }
 
-  /** The metric names in the order they are computed (the derived ones first). */
-  get names(): string[] {
-    return [EDP, ...(this.work.flops !== undefined ? [GFLOPS_PER_WATT] : []), ...this.definitions.map((d) => d.name)];
-  }
-
   /**
    * The result with its metrics: those whose inputs it has (a configuration timed without energy has no energy
    * metrics). A metric that cannot be evaluated (a division by zero) is left out and said why in the result's note.
    * A configuration that ran without energy readings where the objective needs them is a MetricsError: no search can
    * choose by what was not measured.
    */
-  apply(result: ConfigResult): ConfigResult {
-    if (result.status !== 'ok' && result.status !== 'stopped_early') return result;
+  apply(measured: ConfigResult): ConfigResult {
+    if (measured.status !== 'ok' && measured.status !== 'stopped_early') return measured;
+    // Computed afresh: a cached result's metrics are those of the run that wrote it.
+    const { metrics: _recorded, ...result } = measured;
     if (this.objectiveNeedsEnergy && !result.energy && result.status === 'ok') {
       throw new MetricsError(
         `the objective '${this.objective.name}' needs NVML's energy readings, and configuration "${result.key}" has none: ` +
@@ -132,7 +129,7 @@ export class ResultMetrics {
         problems.push(`metric '${name}' not computed: ${(e as Error).message.split('\n', 1)[0]}`);
       }
     }
-    const note = [result.note, ...problems].filter((n) => n !== undefined).join('; ');
+    const note = [result.note, ...problems.filter((p) => !result.note?.includes(p))].filter((n) => n !== undefined).join('; ');
     return { ...result, ...(Object.keys(metrics).length > 0 && { metrics }), ...(note !== '' && { note }) };
   }
 }
