@@ -240,11 +240,11 @@ async function simulate(
   const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
   const { evaluate, clock } = replay(cache, { space });
   const { device_name: deviceName, problem_size: problemSize } = cache.header;
-  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, ...(options.shard && { shard: options.shard }) });
-  const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
   // The replayed measurements get the spec's metrics, and the search its objective, as on the GPU.
   const metrics = ResultMetrics.create(options.metrics, Object.keys(spec.tuneParams));
   const { objective } = metrics;
+  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, objective: objective.name, ...(options.shard && { shard: options.shard }) });
+  const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
   try {
     const result = await strategy.run(
       space,

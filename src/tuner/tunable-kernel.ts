@@ -354,7 +354,7 @@ export class TunableKernel {
       cleanups.push(() => evaluator.dispose());
 
       const cache = options.cache
-        ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams, ...(options.shard && { shard: options.shard }) })
+        ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams, objective: objective.name, ...(options.shard && { shard: options.shard }) })
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 

@@ -305,7 +305,9 @@ describe.skipIf(!findNvcc())("every configuration's driver metrics, in its resul
       });
       expect(r.metrics!['per_register']).toBeCloseTo(r.metrics!['GBps']! / r.driver!.num_regs, 9);
     }
-    const entry = JSON.parse(readFileSync(cache, 'utf8')).cache['256,32'];
+    const written = JSON.parse(readFileSync(cache, 'utf8'));
+    expect(written.objective).toBe('GBps'); // Kernel Tuner's header field: what the run optimised
+    const entry = written.cache['256,32'];
     expect(entry).toMatchObject({ num_regs: result.best!.driver!.num_regs, static_shared_mem_bytes: 32768, occupancy: result.best!.driver!.occupancy, GBps: result.best!.metrics!['GBps'] });
     expect(entry.lkt_metrics).toEqual(['GBps', 'per_register']);
   });

@@ -67,7 +67,7 @@ export class CacheFile {
         problem_size: identity.problemSize,
         tune_params_keys: keys,
         tune_params: identity.tuneParams,
-        objective: 'time',
+        objective: identity.objective ?? 'time',
         ...(identity.shard && { lkt_shard: { index: identity.shard.index, count: identity.shard.count } }),
       };
       writeFileSync(path, openCacheText(header));

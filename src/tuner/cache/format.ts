@@ -75,6 +75,8 @@ export interface CacheIdentity {
   tuneParams: TuneParams;
   /** The share of the space this run evaluates, when it is a shard of a search. */
   shard?: Shard;
+  /** What the run optimises, for the header of a new cache (Kernel Tuner's objective); default time. Results of a cache are reused whatever it was. */
+  objective?: string;
 }
 
 export const MISMATCH_WHAT = {
