@@ -11,6 +11,7 @@ import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/progress/events';
+import { describeChange } from '../src/engine/progress/describe-change';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
 import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
@@ -24,6 +25,8 @@ import { highlightHunk, highlightLines } from './highlight-dom';
 import { renderGraphSection } from './graph-panel';
 import { reduceGraphAll, type GraphModel } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
+import { energyNote, metricColumns } from './config-metrics';
+import { bestOf, type Objective } from '../src/tuner/types';
 
 interface UiState {
   diffMode: 'unified' | 'split';
@@ -368,12 +371,13 @@ function renderDiff(diff: string): HTMLElement {
 
 function renderConfigs(candidate: CandidateView, bestKey: string | undefined): HTMLElement {
   const names = [...new Set(candidate.configs.flatMap((c) => Object.keys(c.config)))];
+  const metrics = metricColumns(candidate.configs);
   // Which launches had their outputs verified; sessions recorded before that was recorded have none.
   const verified = candidate.configs.some((c) => c.verified);
   const sorted = sortConfigs(candidate.configs, state.ui.sort);
-  const header = (label: string, column: string) => {
+  const header = (label: string, column: string, title = 'Sort') => {
     const active = state.ui.sort.column === column;
-    const th = h('th', { class: 'sortable', 'aria-sort': active ? (state.ui.sort.descending ? 'descending' : 'ascending') : 'none', tabindex: '0', title: 'Sort' }, label, active ? (state.ui.sort.descending ? ' ▾' : ' ▴') : '');
+    const th = h('th', { class: 'sortable', 'aria-sort': active ? (state.ui.sort.descending ? 'descending' : 'ascending') : 'none', tabindex: '0', title }, label, active ? (state.ui.sort.descending ? ' ▾' : ' ▴') : '');
     const sort = () => {
       state.ui.sort = { column, descending: active ? !state.ui.sort.descending : false };
       commit(false);
@@ -388,6 +392,7 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
       { class: c.key === bestKey ? 'best' : c.status === 'ok' ? '' : 'failed' },
       ...names.map((n) => h('td', { class: 'num' }, c.config[n] === undefined ? '' : String(c.config[n]))),
       h('td', { class: 'num' }, c.timeMs === undefined ? '' : formatTime(c.timeMs)),
+      ...metrics.map((m) => h('td', { class: 'num' }, m.text(c))),
       h('td', {}, c.key === bestKey ? 'best' : c.status === 'ok' ? 'ok' : c.status.replace(/_/g, ' '), c.error ? h('span', { class: 'muted', title: c.error }, ` – ${c.error}`) : ''),
       verified && h('td', { class: 'muted' }, c.verified ?? ''),
     ),
@@ -395,7 +400,7 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
   return h(
     'table',
     { class: 'grid configs' },
-    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
+    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
     h('tbody', {}, ...rows),
   );
 }
@@ -413,8 +418,9 @@ function renderProfile(profile: ConfigProfile, title: string, id?: string): HTML
 }
 
 /** `changes`: whether the candidate rewrote the kernel (the tuner alone changes only the parameters' values). */
-function renderCandidate(step: StepView, candidate: CandidateView, changes: boolean): HTMLElement {
-  const bestKey = candidate.configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0]?.key;
+function renderCandidate(step: StepView, candidate: CandidateView, objective: Objective, changes: boolean): HTMLElement {
+  const bestKey = bestOf(candidate.configs, objective)?.key;
+  const noEnergy = energyNote(candidate.configs);
   const tuneParams = Object.entries(candidate.tuneParams);
   const toggle = h(
     'div',
@@ -436,6 +442,7 @@ function renderCandidate(step: StepView, candidate: CandidateView, changes: bool
     ),
     h('h4', {}, `Configurations (${candidate.configs.length}${candidate.total ? ` of ${candidate.total}` : ''}, ${candidate.failures} failed)`),
     candidate.configs.length > 0 ? renderConfigs(candidate, bestKey) : h('p', { class: 'muted' }, 'none evaluated yet'),
+    noEnergy && h('p', { class: 'muted energy-note' }, noEnergy),
     candidate.profile && renderProfile(candidate.profile, 'Profile of the best configuration'),
   );
 }
@@ -451,7 +458,7 @@ function renderSteps(v: SessionView): HTMLElement | null {
     const open = state.ui.open[id] ?? (step.status === 'running' || id === lastFinished);
     const summary =
       step.status === 'accepted' && step.accepted
-        ? `accepted: ${formatTime(step.accepted.oldTimeMs)} → ${formatTime(step.accepted.newTimeMs)} (${step.accepted.improvementPct.toFixed(1)}%)`
+        ? `accepted: ${step.accepted.objective ? describeChange(step.accepted).replaceAll(' -> ', ' → ') : `${formatTime(step.accepted.oldTimeMs)} → ${formatTime(step.accepted.newTimeMs)}`} (${step.accepted.improvementPct.toFixed(1)}%)`
         : step.reason
           ? `${STEP_STATUS_LABEL[step.status]}: ${step.reason}`
           : STEP_STATUS_LABEL[step.status];
@@ -471,7 +478,7 @@ function renderSteps(v: SessionView): HTMLElement | null {
     // A step that ran can be started again, as a branch of this session (not while it runs).
     if (sessionId && !state.live && startedSteps.has(id) && !tunerOnly(v)) actions.append(button('Branch from this step…', () => post({ type: 'branch', sessionId, stepId: id }), { secondary: true, title: 'Run this step and the ones after it again, as it was or from your edit of the kernel' }));
     if (actions.childElementCount > 0) body.append(actions);
-    for (const candidate of step.candidates) body.append(renderCandidate(step, candidate, !tunerOnly(v)));
+    for (const candidate of step.candidates) body.append(renderCandidate(step, candidate, v.objective, !tunerOnly(v)));
     collapsible.append(body);
     list.append(collapsible);
   });

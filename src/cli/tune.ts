@@ -4,7 +4,8 @@ import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
-import { CacheFile } from '../tuner/cache/cache-file';
+import { CacheFile, throughCache } from '../tuner/cache/cache-file';
+import { ResultMetrics, type MetricOptions } from '../tuner/run/metrics';
 import { replay } from '../tuner/cache/replay';
 import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
 import { SearchSpace } from '../tuner/space/search-space';
@@ -12,7 +13,7 @@ import { resolveStrategy, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
 import type { SearchProgress } from '../tuner/strategies';
-import type { ConfigResult, ConfigStatus, ParamValue, StopReason, TuneResult } from '../tuner/types';
+import { formatMeasured, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
 import { describeError } from './errors';
 import { ms, table } from './format';
 import { TuningProgress } from './progress';
@@ -40,6 +41,10 @@ options:
   --time-limit SECONDS     start no new evaluation after this long
   --seed N                 seed of the strategy's random choices
   --iterations N           timed launches per configuration (default 32)
+  --energy                 also measure energy and power with NVML (read only) after each configuration's timed
+                           launches: the kernel runs back to back for a second while NVML is read
+  --objective NAME         what to optimise: time (default), energy, edp (energy x time), or a metric of the spec
+  --higher-is-better       the objective is better when larger (a metric such as GFLOP/s)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the reference kernel's time, at least 1 s)
   --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it (with
@@ -81,6 +86,9 @@ export async function run(args: string[]): Promise<number> {
       'time-limit': { type: 'string' },
       seed: { type: 'string' },
       iterations: { type: 'string' },
+      energy: { type: 'boolean' },
+      objective: { type: 'string' },
+      'higher-is-better': { type: 'boolean' },
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
       cache: { type: 'string' },
@@ -120,7 +128,7 @@ export async function run(args: string[]): Promise<number> {
   const gpus = values.gpus === undefined ? undefined : parseGpuSelection(values.gpus);
   const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
 
-  const progress = values.quiet ? undefined : new TuningProgress();
+  const progress = values.quiet ? undefined : new TuningProgress(undefined, { name: spec.objective, higherIsBetter: spec.objectiveHigherIsBetter });
   const onResult = (r: ConfigResult, p: SearchProgress) => progress?.add(r, p);
 
   let result: TuneResult;
@@ -141,7 +149,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
   }
   try {
     if (replayFile !== undefined) {
-      const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard }, onResult);
+      const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard, metrics: job.options }, onResult);
       mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
       result = replayed.result;
       device = { name: replayed.deviceName };
@@ -225,26 +233,24 @@ async function simulate(
   spec: TuningSpec,
   kernelName: string,
   cachePath: string,
-  options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined },
+  options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined; metrics: MetricOptions },
   onResult: (r: ConfigResult, p: SearchProgress) => void,
 ): Promise<{ result: TuneResult; deviceName: string }> {
   const cache = loadReplayCache(cachePath, kernelName);
   const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
   const { evaluate, clock } = replay(cache, { space });
   const { device_name: deviceName, problem_size: problemSize } = cache.header;
-  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, ...(options.shard && { shard: options.shard }) });
+  // The replayed measurements get the spec's metrics, and the search its objective, as on the GPU.
+  const metrics = ResultMetrics.create(options.metrics, Object.keys(spec.tuneParams));
+  const { objective } = metrics;
+  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, objective: objective.name, ...(options.shard && { shard: options.shard }) });
   const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
   try {
     const result = await strategy.run(
       space,
-      async (config) => {
-        const known = out?.get(space.key(config));
-        if (known) return known;
-        const r = await evaluate(config);
-        out?.append(r);
-        return r;
-      },
+      throughCache(out, (config) => evaluate(config), (r) => metrics.apply(r)),
       {
+        objective,
         clock,
         ...(options.seed !== undefined && { seed: options.seed }),
         ...(options.shard && { shard: options.shard }),
@@ -253,7 +259,7 @@ async function simulate(
         onResult,
       },
     );
-    return { result, deviceName };
+    return { result: { ...result, objective }, deviceName };
   } finally {
     out?.close();
   }
@@ -281,9 +287,10 @@ function parseShard(text: string): Shard {
 /** The flags of this command line that every Slurm task repeats (paths made absolute; not the GPU, cache or output flags). */
 function taskFlags(v: Record<string, unknown>): string[] {
   const out: string[] = [];
-  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout'] as const) {
+  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout', 'objective'] as const) {
     if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
   }
+  for (const flag of ['energy', 'higher-is-better'] as const) if (v[flag] === true) out.push(`--${flag}`);
   for (const p of (v.param as string[] | undefined) ?? []) out.push('--param', p);
   for (const r of (v.restriction as string[] | undefined) ?? []) out.push('--restriction', r);
   for (const d of (v.include as string[] | undefined) ?? []) out.push('-I', resolve(d));
@@ -334,27 +341,46 @@ const STOP_WORDS: Record<StopReason, string> = {
   aborted: 'the search was cancelled',
 };
 
-/** The results table (fastest first, then failures by kind) and the best configuration. */
+/**
+ * The results table (best first by the objective, then failures by kind): times, the driver's registers and occupancy,
+ * local memory where a configuration spills, energy and power where they were measured, the objective where it is a
+ * metric; then the best configuration, and why there is no energy where it was asked for and could not be measured.
+ */
 function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string, replayed: boolean): string {
-  const ok = result.results.filter((r) => r.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!);
+  const objective = result.objective ?? TIME_OBJECTIVE;
+  const ran = result.results.filter((r) => r.timeMs !== undefined).sort((a, b) => objectiveOf(a, objective) - objectiveOf(b, objective) || a.timeMs! - b.timeMs!);
   const failed = result.results.filter((r) => r.timeMs === undefined);
-  const rows = [...ok, ...failed].map((r) => [
-    ...paramNames.map((p) => String(r.config[p])),
-    r.status,
-    ms(r.stats?.medianMs ?? r.timeMs),
-    ms(r.stats?.minMs),
-    ms(r.stats?.maxMs),
-    r.resources ? String(r.resources.registers) : '',
-  ]);
-  let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
+  const all = [...ran, ...failed];
+  const columns: { header: string; cell: (r: ConfigResult) => string }[] = [
+    ...paramNames.map((p) => ({ header: p, cell: (r: ConfigResult) => String(r.config[p]) })),
+    { header: 'status', cell: (r) => r.status },
+    { header: 'median ms', cell: (r) => ms(r.stats?.medianMs ?? r.timeMs) },
+    { header: 'min ms', cell: (r) => ms(r.stats?.minMs) },
+    { header: 'max ms', cell: (r) => ms(r.stats?.maxMs) },
+    { header: 'regs', cell: (r) => String(r.driver?.num_regs ?? '') },
+    { header: 'occupancy', cell: (r) => (r.driver?.occupancy === undefined ? '' : `${Math.round(100 * r.driver.occupancy)}%`) },
+  ];
+  if (all.some((r) => (r.driver?.local_mem_bytes ?? 0) > 0)) columns.push({ header: 'local B', cell: (r) => String(r.driver?.local_mem_bytes ?? '') });
+  if (all.some((r) => r.energy)) {
+    columns.push({ header: 'energy mJ', cell: (r) => (r.energy ? (1000 * r.energy.nvml_energy).toPrecision(4) : '') });
+    columns.push({ header: 'power W', cell: (r) => (r.energy ? r.energy.nvml_power.toFixed(1) : '') });
+  }
+  if (!['time', 'energy', 'nvml_energy'].includes(objective.name)) {
+    columns.push({ header: objective.name, cell: (r) => { const v = objectiveValue(r, objective); return v === undefined ? '' : Number(v.toPrecision(4)).toString(); } });
+  }
+  let text = table(columns.map((c) => c.header), all.map((r) => columns.map((c) => c.cell(r))));
   const counts = new Map<ConfigStatus, number>();
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   if (result.compiler?.note) text += `\n${result.compiler.note}`;
   const outcomes = [...counts].map(([status, n]) => `${n} ${STATUS_WORDS[status]}`).join(', ');
   text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}\n`;
+  const noEnergy = result.results.find((r) => r.energyUnavailable !== undefined)?.energyUnavailable;
+  if (noEnergy !== undefined && !result.results.some((r) => r.energy)) text += `energy: not measured: ${noEnergy}\n`;
   const best = result.best;
   if (best) {
-    text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;
+    const value = objectiveValue(best, objective);
+    const by = objective.name === 'time' || value === undefined ? '' : `, ${objective.name} ${formatMeasured(objective.name, value)} (the objective, ${objective.higherIsBetter ? 'highest' : 'lowest'})`;
+    text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms${by}`;
     if (best.geometry) text += `  (grid ${best.geometry.grid.join('x')}, block ${best.geometry.block.join('x')})`;
     text += '\n';
     if (best.verified) text += `verified: ${describeVerification(best.verified)}\n`;
@@ -379,6 +405,9 @@ function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknow
   if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
   if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
   if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);
+  if (v.energy === true) out.energy = out.energy === false ? true : out.energy;
+  if (typeof v.objective === 'string') out.objective = v.objective;
+  if (v['higher-is-better'] === true) out.objectiveHigherIsBetter = true;
   out.includePaths = [...spec.includePaths, ...((v.include as string[] | undefined) ?? []).map((d) => resolve(d))];
   if (typeof v['launch-timeout'] === 'string') out.launchTimeoutS = positive('--launch-timeout', v['launch-timeout']);
   return out;

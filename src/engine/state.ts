@@ -73,6 +73,11 @@ export const TuningState = Annotation.Root({
   bestParams: Annotation<Config>,
   /** Its time on the first test; null before the baseline was measured. */
   bestTimeMs: Annotation<number | null>,
+  /**
+   * The objective's value of the best configuration on the first test (its time, unless the session optimises another
+   * objective); null before the baseline, absent in sessions checkpointed before objectives existed (their objective is time).
+   */
+  bestObjective: Annotation<number | null>,
   tracker: Annotation<PerformanceTrackerJSON>,
   /**
    * The best kernel's profile at its best configuration (Nsight Compute's, or the driver's metrics standing in): what

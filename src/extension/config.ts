@@ -26,6 +26,10 @@ export interface EngineConfig {
   stripThinkingOutput: boolean;
   strategy: StrategyConfig;
   performanceThreshold: number;
+  /** What every step must improve (kernelTuner.objective): time, energy or edp, all lower-is-better. */
+  objective: 'time' | 'energy' | 'edp';
+  /** Measure energy and power with NVML, read only (kernelTuner.energy). */
+  energy: boolean;
   candidatesPerStep: number;
   approvePlan: boolean;
   /** Corrections the model may make to a failing answer before it is given up. */
@@ -183,6 +187,8 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     stripThinkingOutput,
     strategy,
     performanceThreshold: number('performanceThreshold', 1.0, 0, 100, false),
+    objective: oneOf('objective', ['time', 'energy', 'edp'] as const, 'time'),
+    energy: bool('energy', false),
     candidatesPerStep: number('candidatesPerStep', 1, 1, 8, true),
     approvePlan: bool('approvePlan', false),
     retries: number('retries', 3, 0, 10, true),
@@ -227,6 +233,8 @@ export function sessionSettings(config: EngineConfig, file: SessionFile): Sessio
     strategy: config.strategy.kind === 'explicit' ? config.strategy : { ...config.strategy, candidatesPerStep: config.candidatesPerStep },
     retries: config.retries,
     performanceThreshold: config.performanceThreshold,
+    ...(config.objective !== 'time' && { objective: { name: config.objective, higherIsBetter: false } }),
+    ...(config.energy && { energy: true }),
     iterations: config.iterations,
     timePerTestS: config.timePerTestS,
     ...(config.launchTimeoutS > 0 && { launchTimeoutS: config.launchTimeoutS }),

@@ -13,6 +13,8 @@ export interface ReportConfiguration {
   config: Record<string, number | string | boolean>;
   timeMs?: number;
   failure?: Exclude<FailureKind, 'stopped_early'>;
+  /** The driver's metrics, NVML's readings and the metrics, by Kernel Tuner's names (its cache has them at top level). */
+  observed?: Record<string, number | string>;
 }
 
 /** The stored report (session-settings.ts) with the extension's header, and what the exports read. */
@@ -33,8 +35,10 @@ function lastAcceptedConfigurations(view: SessionView): ReportConfiguration[] | 
     if (!step.accepted) continue;
     const candidate = step.candidates.find((c) => c.candidate === step.accepted!.candidate);
     const configurations = (candidate?.configs ?? []).flatMap((c): ReportConfiguration[] => {
-      if ((c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs)) return [{ config: c.config, timeMs: c.timeMs }];
-      if (c.status !== 'ok' && c.status !== 'stopped_early') return [{ config: c.config, failure: c.status }];
+      const observed = { ...c.driver, ...c.energy, ...c.metrics };
+      const extra = Object.keys(observed).length > 0 ? { observed } : {};
+      if ((c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs)) return [{ config: c.config, timeMs: c.timeMs, ...extra }];
+      if (c.status !== 'ok' && c.status !== 'stopped_early') return [{ config: c.config, failure: c.status, ...extra }];
       return [];
     });
     return configurations.length > 0 ? configurations : undefined;

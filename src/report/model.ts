@@ -10,7 +10,7 @@ import type { DeviceDescription } from '../tuner/run/backend';
 import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
-import type { Config, ParamValue, TuneResult } from '../tuner/types';
+import { bestOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
 
@@ -76,6 +76,8 @@ export interface ReportData {
   compiler: { backend?: string; options: string[]; note?: string };
   /** The work of one launch the speed-of-light figures divide by the time; null when unknown. */
   work: LaunchWork | null;
+  /** What the best configurations were chosen by. */
+  objective: Objective;
   summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; /** Configurations in the results, those over the device's limits included (as the CLI counts them). */ evaluations: number };
   /** The original kernel's profile at the baseline configuration (a session's). */
   baselineProfile?: ReportProfile;
@@ -102,10 +104,10 @@ function withSpeedOfLight(configs: readonly ConfigSummary[], work: LaunchWork | 
   });
 }
 
-/** A step's `best`: its fastest correct configuration, when it has one. */
-function bestOf(configs: readonly ConfigSummary[]): Pick<ReportStep, 'best'> {
-  const best = configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0];
-  return best ? { best: { key: best.key, timeMs: best.timeMs! } } : {};
+/** A step's `best`: its best correct configuration by the objective, when it has one. */
+function stepBest(configs: readonly ConfigSummary[], objective: Objective): Pick<ReportStep, 'best'> {
+  const best = bestOf(configs, objective);
+  return best?.timeMs !== undefined ? { best: { key: best.key, timeMs: best.timeMs } } : {};
 }
 
 const driverText = (version: number) => `${Math.floor(version / 1000)}.${Math.floor((version % 1000) / 10)}`;
@@ -149,6 +151,7 @@ function countWords(results: readonly { status: string }[]): string {
 /** The report of a `tune` run: one search, its configurations, the reference kernel's time as the baseline. */
 export function reportFromTune(input: TuneReportInput): ReportData {
   const { result } = input;
+  const objective = result.objective ?? TIME_OBJECTIVE;
   const configs = result.results.map(summarizeConfig);
   const best = result.best;
   const reference = result.reference?.timeMs;
@@ -162,7 +165,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     tuneParams: input.tuneParams,
     restrictions: input.restrictions,
     configs: withSpeedOfLight(configs, input.work, input.limits),
-    ...bestOf(configs),
+    ...stepBest(configs, objective),
   };
   return {
     format: REPORT_DATA_FORMAT,
@@ -176,6 +179,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     ...(input.limitsNote && { limitsNote: input.limitsNote }),
     compiler: { ...(result.compiler && { backend: result.compiler.backend }), options: input.compilerOptions, ...(result.compiler?.note && { note: result.compiler.note }) },
     work: input.work,
+    objective,
     summary: {
       baselineTimeMs: reference ?? null,
       bestTimeMs: best?.timeMs ?? null,
@@ -218,7 +222,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       tuneParams: candidate?.tuneParams ?? {},
       restrictions: candidate?.restrictions ?? [],
       configs: withSpeedOfLight(configs, work, limits),
-      ...bestOf(configs),
+      ...stepBest(configs, view.objective),
       ...(candidate?.profile && { profile: reportProfile(candidate.profile) }),
     };
   });
@@ -238,6 +242,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),
     compiler: { options: input.compilerOptions ?? [] },
     work,
+    objective: view.objective,
     summary: {
       baselineTimeMs: baseline,
       bestTimeMs: bestTime,

@@ -5,16 +5,18 @@ import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
+import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS } from '../gpu/energy';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { median } from '../gpu/stats';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
-import { type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
-import { CacheFile } from './cache/cache-file';
+import { compileExplained, type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
+import { CacheFile, throughCache } from './cache/cache-file';
+import { ResultMetrics, type MetricOptions } from './run/metrics';
 import { describeCheckFailure, Evaluator } from './run/evaluator';
 import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
 import { checkOneModel, type GpuSelection } from './run/gpu-selection';
-import { buildWithFallback, candidatePrograms, compileSources, withCollisionHint, type CompileSources } from './compile/compile-sources';
+import { buildWithFallback, candidatePrograms, compileSources, type CompileSources } from './compile/compile-sources';
 import { resolveTestSpec, type ResolvedTest } from './spec/input-spec';
 import { parseKernels } from './source/kernel-parser';
 import { findKernel, nameExpression, type KernelSignature, type TemplateArguments } from './source/kernel-signature';
@@ -199,7 +201,7 @@ export interface RunOptions extends LaunchOptions {
   signal?: AbortSignal;
 }
 
-export interface TuneOptions extends RunOptions {
+export interface TuneOptions extends RunOptions, MetricOptions {
   strategy?: string | Strategy;
   strategyOptions?: Record<string, unknown>;
   maxFevals?: number;
@@ -214,8 +216,15 @@ export interface TuneOptions extends RunOptions {
   /**
    * Stop timing a configuration whose first few timed launches are this many times slower than the best so far (it
    * cannot win; its time is their median and its status 'stopped_early'); default 1.5, false: time every one fully.
+   * Only with the time objective: a slower configuration may still use less energy.
    */
   earlyStop?: number | false;
+  /**
+   * Also measure energy and power with NVML, read only, after each configuration's timed launches (Kernel Tuner's
+   * NVMLObserver): the kernel runs back to back for `windowMs` (default 1000) while NVML is read. Implied by an
+   * objective or a metric that reads energy or power. Nothing on the GPU is ever set.
+   */
+  energy?: boolean | { windowMs?: number };
   /** Compiles running ahead of the GPUs; default 4 per GPU (8 with nvcc), at most one per CPU core beyond that. */
   compileConcurrency?: number;
   /** Evaluate only this share of the space (brute force), for a search split over hosts and merged afterwards. */
@@ -298,6 +307,10 @@ export class TunableKernel {
 
   private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
     const { data, problemSize } = test.resolve(this.signature);
+    // Checked before any GPU work: a metric or an objective with a typo fails here.
+    const metrics = ResultMetrics.create(options, Object.keys(tuneParams));
+    const { objective } = metrics;
+    const energy = options.energy || metrics.usesEnergy ? energyWindow(options.energy) : undefined;
     const cleanups: (() => Promise<unknown> | void)[] = [];
     try {
       const backends = await backendsFor(options, cleanups);
@@ -341,28 +354,25 @@ export class TunableKernel {
         iterations: options.iterations ?? 32,
         warmup: options.warmup ?? 1,
         flushL2: options.flushL2 ?? false,
-        earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
+        earlyStopFactor: options.earlyStop === false || objective.name !== 'time' ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
         compileConcurrency: options.compileConcurrency ?? defaultCompileConcurrency(oracle.candidateProgram.compiler, devices.length),
+        ...(energy && { energy }),
       });
       cleanups.push(() => evaluator.dispose());
 
       const cache = options.cache
-        ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams, ...(options.shard && { shard: options.shard }) })
+        ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams, objective: objective.name, ...(options.shard && { shard: options.shard }) })
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 
       const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
+      const evaluate = throughCache(cache, (config, worker) => evaluator.evaluate(config, worker, options.signal), (r) => metrics.apply(r));
       const result = await strategy.run(
         space,
-        async (config, worker) => {
-          const cached = cache?.get(space.key(config));
-          if (cached) return cached;
-          const r = await evaluator.evaluate(config, worker, options.signal);
-          cache?.append(r);
-          return r;
-        },
+        evaluate,
         {
+          objective,
           ...(options.maxFevals !== undefined && { maxFevals: options.maxFevals }),
           ...(options.timeLimitMs !== undefined && { timeLimitMs: options.timeLimitMs }),
           ...(options.seed !== undefined && { seed: options.seed }),
@@ -381,6 +391,7 @@ export class TunableKernel {
       return {
         ...result,
         ...profiled,
+        objective,
         compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
         reference: { config: oracle.config, ...(referenceMs !== undefined && { timeMs: referenceMs }) },
         gpus: [...evaluator.gpuIds],
@@ -420,10 +431,7 @@ export class TunableKernel {
       const g = geometry.launch(config, scalars);
       const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
       const request = { nameExpression: kernel.nameExpression, defines: defines(config, g, geometry.blockSizeNames), compilerOptions };
-      const compile = (program: KernelProgram) =>
-        backend.compile({ ...program, ...request }).catch((e: unknown) => {
-          throw e instanceof CompileError ? withCollisionHint(e, request.defines) : e;
-        });
+      const compile = (program: KernelProgram) => compileExplained(backend, { ...program, ...request });
       return { launch, compile };
     };
     const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
@@ -517,6 +525,15 @@ export function defaultCompileConcurrency(compiler: 'nvrtc' | 'nvcc', gpus: numb
  */
 export function scaledLaunchTimeoutMs(referenceMs: number): number {
   return Math.max(1000, Math.ceil(100 * referenceMs));
+}
+
+/** The energy window of TuneOptions.energy: the GPU layer's default (a second, as Kernel Tuner's), at least its minimum. */
+function energyWindow(energy: TuneOptions['energy']): { windowMs: number } {
+  const windowMs = typeof energy === 'object' ? (energy.windowMs ?? ENERGY_WINDOW_MS) : ENERGY_WINDOW_MS;
+  if (!(Number.isInteger(windowMs) && windowMs >= MIN_ENERGY_WINDOW_MS)) {
+    throw new RangeError(`energy.windowMs must be an integer of at least ${MIN_ENERGY_WINDOW_MS} ms (NVML's energy counter moves every 20-100 ms), got ${windowMs}`);
+  }
+  return { windowMs };
 }
 
 /** The first valid configuration with the values the file itself gives the tunable parameters (`#define BLOCK 256`). */

@@ -55,7 +55,7 @@ describe('profiler feedback on the device', () => {
     console.log(`# matmul_naive n=${n}: best ${JSON.stringify(best.config)} ${best.timeMs!.toFixed(3)} ms; profile (${p.source}${p.unavailable ? `: ${p.unavailable.reason}` : ''}):\n${p.summary.map((l) => `#   ${l}`).join('\n')}`);
     assert.deepEqual(p.config, best.config);
     // The driver's metrics are always there: this kernel's registers, no spills, its occupancy at the best block.
-    assert.equal(p.driver.num_regs, best.resources!.registers);
+    assert.equal(p.driver.num_regs, best.driver!.num_regs);
     assert.equal(p.driver.local_mem_bytes, 0);
     assert.equal(p.driver.occupancy_source, 'driver');
     assert.ok(p.driver.occupancy > 0 && p.driver.occupancy <= 1, JSON.stringify(p.driver));

@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { defaultRetryPolicy } from '../../src/engine/candidate/feedback';
 import { AutonomousTuningStrategy } from '../../src/engine/strategies/autonomous';
-import { LLMKernelTransformer } from '../../src/engine/session/transformer';
+import { LLMKernelTransformer, type LLMKernelTransformerOptions } from '../../src/engine/session/transformer';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import { collect, H100_LIMITS, ncuProfileOf, openaiModel, requestText, SAXPY, saxpyTime, serve } from '../support/engine-harness';
-import { FAKE_NCU_MISSING, FakeBackend } from '../support/fake-backend';
+import { FAKE_NCU_MISSING, FakeBackend, type FakeBackendOptions } from '../support/fake-backend';
 import { expectGraphEvents } from '../support/graph-events';
 import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
@@ -23,20 +23,25 @@ afterEach(async () => {
 
 const nvccAvailable = await NvccCompiler.available();
 
+/** The scripted autonomous session over the fake backend (compiling with the real nvcc), with these options besides. */
+async function autonomousSession(options: Partial<LLMKernelTransformerOptions> = {}, device: Partial<FakeBackendOptions> = {}) {
+  server = await serve('autonomous-session');
+  const backend = new FakeBackend({ model: { timeMs: saxpyTime }, compile: 'nvcc', ...device });
+  const transformer = new LLMKernelTransformer(SAXPY, {
+    llm: openaiModel(server),
+    backend,
+    tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
+    ...options,
+  });
+  return { backend, server, run: await collect(transformer) };
+}
+
 describe.skipIf(!nvccAvailable)('autonomous session', () => {
   it('rejects a wrong step and a too-small gain, accepts the faster one, and finishes when the replan is done', async () => {
-    server = await serve('autonomous-session');
-    const backend = new FakeBackend({
-      model: { timeMs: saxpyTime, profile: (v) => (v.source.includes('FAKE_BLOCK_AWARE') ? ncuProfileOf('saxpy') : FAKE_NCU_MISSING) },
-      compile: 'nvcc',
-      limits: H100_LIMITS,
-    });
-    const transformer = new LLMKernelTransformer(SAXPY, {
-      llm: openaiModel(server),
-      backend,
-      tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
-    });
-    const run = await collect(transformer);
+    const { backend, server, run } = await autonomousSession(
+      {},
+      { model: { timeMs: saxpyTime, profile: (v) => (v.source.includes('FAKE_BLOCK_AWARE') ? ncuProfileOf('saxpy') : FAKE_NCU_MISSING) }, limits: H100_LIMITS },
+    );
     expect(server.mismatches).toEqual([]);
     expect(server.remaining()).toBe(0);
     expect(run.end).toEqual({ status: 'finished' });
@@ -164,6 +169,38 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
     await expect(new NvccCompiler({ defaultArch: 'sm_90' }).compile({ source: finished.finalCode, nameExpressions: ['saxpy'] })).resolves.toBeDefined();
     expect(backend.disposed).toBe(false);
     expect(requestText(server.requests[0]!.body)).toContain(SAXPY.trim());
+  }, 120_000);
+
+  it('follows a higher-is-better objective: steps are judged by the gain in GFLOP/s, the threshold applies to it', async () => {
+    const { server, run } = await autonomousSession({
+      // The model's analysis gives flops: 2*n, so a launch's GFLOP/s is its flops over its time.
+      metrics: { GFLOPS: 'flops / (time / 1e3) / 1e9' },
+      objective: 'GFLOPS',
+      objectiveHigherIsBetter: true,
+    });
+    expect(server.mismatches).toEqual([]);
+    expect(run.end).toEqual({ status: 'finished' });
+    expect(run.of('session.started')[0]!.objective).toEqual({ name: 'GFLOPS', higherIsBetter: true });
+    const flops = 2 * 1048576;
+    const gflops = (ms: number) => flops / (ms / 1e3) / 1e9;
+    // Step 2 is 0.5% faster: 0.5025% more GFLOP/s, under the 1% threshold.
+    const small = run.of('step.rejected').find((e) => e.stepId === '2')!;
+    expect(small.reason).toMatchObject({ kind: 'insufficient_gain', thresholdPct: 1, objective: { name: 'GFLOPS', higherIsBetter: true, oldValue: expect.closeTo(gflops(1.048576), 9) } });
+    if (small.reason.kind === 'insufficient_gain') {
+      expect(small.reason.improvementPct).toBeCloseTo((100 * 0.5) / 99.5, 6);
+      expect(small.reason.objective!.newValue).toBeGreaterThan(small.reason.objective!.oldValue);
+    }
+    // Step 3 is 40% faster: 66.7% more GFLOP/s, accepted as the gain in the objective.
+    const accepted = run.of('step.accepted')[0]!;
+    expect(accepted).toMatchObject({ stepId: '3', oldTimeMs: 1.048576, bestParams: { block_size_x: 512 } });
+    expect(accepted.improvementPct).toBeCloseTo(100 / 1.5, 6);
+    expect(accepted.objective).toEqual({ name: 'GFLOPS', higherIsBetter: true, oldValue: expect.closeTo(gflops(1.048576), 9), newValue: expect.closeTo(gflops(0.6291456), 9) });
+    // Every configuration carried its metrics and driver metrics to the panel.
+    const evaluated = run.of('configs.evaluated').filter((e) => e.stepId === '3').map((e) => e.result);
+    for (const c of evaluated) {
+      expect(c.metrics!['GFLOPS']).toBeCloseTo(gflops(c.timeMs!), 9);
+      expect(c.driver).toMatchObject({ num_regs: expect.any(Number), occupancy_source: 'calculator' });
+    }
   }, 120_000);
 
   it('runs the GPU test\'s matmul script (kernels compiled by nvcc, results and times from the fake backend)', async () => {

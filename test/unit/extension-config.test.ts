@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readEngineConfig, readGpuSettings, redactConfig, requiresApiKey } from '../../src/extension/config';
+import { readEngineConfig, readGpuSettings, redactConfig, requiresApiKey, sessionSettings } from '../../src/extension/config';
 
 const settings = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -14,6 +14,8 @@ describe('settings → engine config', () => {
       stripThinkingOutput: true,
       strategy: { kind: 'autonomous', breakdownSteps: false, maxBreakdowns: 1, withReplanning: true, maxReplanning: 3 },
       performanceThreshold: 1,
+      objective: 'time',
+      energy: false,
       candidatesPerStep: 1,
       approvePlan: false,
       retries: 3,
@@ -62,6 +64,19 @@ describe('settings → engine config', () => {
       'kernelTuner.timePerTest',
     ]);
     expect(result.problems[0]!.message).toContain('ollama, openai');
+  });
+
+  it('reads the objective and energy, names a bad objective, and stores them in the session settings', () => {
+    const bad = readEngineConfig(settings({ 'llm.model': 'm', objective: 'speed' }), undefined);
+    expect(!bad.ok && bad.problems.map((p) => p.setting)).toEqual(['kernelTuner.objective']);
+    const result = readEngineConfig(settings({ 'llm.model': 'm', objective: 'energy', energy: true }), undefined);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config).toMatchObject({ objective: 'energy', energy: true });
+    const file = { kernelName: 'k', fileName: 'k.cu', includePaths: [], buildOptions: [] };
+    expect(sessionSettings(result.config, file)).toMatchObject({ objective: { name: 'energy', higherIsBetter: false }, energy: true });
+    const byTime = readEngineConfig(settings({ 'llm.model': 'm' }), undefined);
+    expect(byTime.ok && sessionSettings(byTime.config, file)).not.toHaveProperty('objective');
   });
 
   it('reads the GPUs to tune on: kernelTuner.gpus, else kernelTuner.device alone', () => {

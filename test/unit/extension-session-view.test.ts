@@ -29,7 +29,16 @@ function session(): TuningEvent[] {
     ev({ type: 'llm.usage', purpose: 'step 1', model: 'm', promptTokens: 100, completionTokens: 20 }),
     ev({ type: 'step.started', stepId: '2', title: 'Tune the block size' }),
     ev({ type: 'candidate', stepId: '2', candidate: 1, attempt: 1, code: 'tuned code', diff: '@@ -1 +1 @@\n-a\n+b\n', tuneParams: { block_size_x: [128, 512] }, restrictions: ['block_size_x <= 512'] }),
-    ev({ type: 'configs.evaluated', stepId: '2', candidate: 1, done: 1, total: 2, failures: 0, bestTimeMs: 1.5, result: { key: '128', config: { block_size_x: 128 }, status: 'ok', timeMs: 1.5 } }),
+    ev({
+      type: 'configs.evaluated',
+      stepId: '2',
+      candidate: 1,
+      done: 1,
+      total: 2,
+      failures: 0,
+      bestTimeMs: 1.5,
+      result: { key: '128', config: { block_size_x: 128 }, status: 'ok', timeMs: 1.5, driver: { num_regs: 16, local_mem_bytes: 0, static_shared_mem_bytes: 0, occupancy: 1 }, energy: { nvml_energy: 0.0004, nvml_power: 260 } },
+    }),
     ev({ type: 'configs.evaluated', stepId: '2', candidate: 1, done: 2, total: 2, failures: 1, bestTimeMs: 1.5, result: { key: '512', config: { block_size_x: 512 }, status: 'compile_error', error: 'boom' } }),
     ev({ type: 'step.accepted', stepId: '2', candidate: 1, oldTimeMs: 2, newTimeMs: 1.5, improvementPct: 25, bestParams: { block_size_x: 128 } }),
     ev({ type: 'llm.usage', purpose: 'step 2', model: 'm', promptTokens: 50, completionTokens: 5 }),
@@ -134,7 +143,8 @@ describe('session view reducer', () => {
     expect(isSessionReport(report)).toBe(true);
     expect(report.problemSize).toEqual([1048576]);
     expect(report.configurations).toEqual([
-      { config: { block_size_x: 128 }, timeMs: 1.5 },
+      // With what else was measured, under Kernel Tuner's names, for the cache export's top-level fields.
+      { config: { block_size_x: 128 }, timeMs: 1.5, observed: { num_regs: 16, local_mem_bytes: 0, static_shared_mem_bytes: 0, occupancy: 1, nvml_energy: 0.0004, nvml_power: 260 } },
       { config: { block_size_x: 512 }, failure: 'compile_error' },
     ]);
   });

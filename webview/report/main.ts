@@ -10,6 +10,8 @@ import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
 import { highlightHunk } from '../highlight-dom';
 import { sortConfigs, type SortState } from '../sort';
+import { energyNote, metricColumns } from '../config-metrics';
+import { formatMeasured, objectiveValue } from '../../src/tuner/types';
 
 type Child = Node | string | null | undefined | false;
 
@@ -45,12 +47,15 @@ function bestConfigOf(data: ReportData): ReportConfig | undefined {
 function summary(data: ReportData): HTMLElement {
   const s = data.summary;
   const best = bestConfigOf(data);
+  const objective = data.objective;
+  const value = best && objective.name !== 'time' ? objectiveValue(best, objective) : undefined;
   return h(
     'section',
     { id: 'summary' },
     h('div', { class: 'cards' },
       card(data.kind === 'tune' ? 'reference kernel' : 'baseline', time(s.baselineTimeMs)),
       card('best', time(s.bestTimeMs), 'best-time'),
+      value !== undefined && card(`best ${objective.name} (the objective, ${objective.higherIsBetter ? 'highest' : 'lowest'})`, formatMeasured(objective.name, value), 'best-objective'),
       s.speedup !== null && card('speed-up', `${s.speedup.toFixed(2)}×`, 'speedup'),
       best?.GBps !== undefined && card(`achieved bandwidth${best.bandwidthPct !== undefined ? ` (${pct(best.bandwidthPct)} of the limit)` : ''}`, `${num(best.GBps)} GB/s`, 'best-bandwidth'),
       best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
@@ -90,6 +95,7 @@ function chart(data: ReportData): HTMLElement {
     timeline: data.timeline,
     configs: step?.configs ?? [],
     ...(step && { stepTitle: step.title }),
+    objective: data.objective,
   });
   return h('section', { id: 'performance' }, h('h2', {}, 'Performance'), holder);
 }
@@ -134,6 +140,8 @@ function configColumns(step: ReportStep, data: ReportData): Column[] {
       if (data.limits?.fp32GFlops) columns.push({ label: '% of FP32 peak', sort: 'time', inverse: true, numeric: true, cell: (c) => pct(c.flopsPct) });
     }
   }
+  // Registers, memory, occupancy, energy and the metrics: sorted low to high on a first click, as the time is.
+  for (const m of metricColumns(step.configs)) columns.push({ label: m.label, sort: m.id, numeric: true, cell: (c) => m.text(c) });
   columns.push({ label: 'result', sort: 'status', numeric: false, cell: (c, best) => (best ? 'best' : c.status === 'ok' ? 'ok' : `${c.status.replace(/_/g, ' ')}${c.error ? `: ${c.error}` : ''}`) });
   // Recordings from before verified launches were recorded have none to show.
   if (step.configs.some((c) => c.verified)) columns.push({ label: 'verified', sort: 'status', numeric: false, cell: (c) => c.verified ?? '' });
@@ -192,6 +200,8 @@ function steps(data: ReportData): HTMLElement {
     const skipped = count((s) => s === 'exceeds_device_limits');
     const outcome = [`${failed} failed`, ...(skipped > 0 ? [`${skipped} skipped (over the device's limits)`] : [])].join(', ');
     if (step.configs.length > 0) body.push(h('h3', {}, `Configurations (${step.configs.length}: ${outcome}); click a column to sort`), configTable(step, data));
+    const noEnergy = energyNote(step.configs);
+    if (noEnergy) body.push(h('p', { class: 'muted energy-note' }, noEnergy));
     if (step.profile) body.push(profile('Profile of the best configuration', step.profile));
     const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
     const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status)), ...body);

@@ -9,7 +9,7 @@ import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from 
 import { SearchSpaceError } from '../../tuner/space/search-space';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
 import type { ConfigProfile } from '../../tuner/run/profile';
-import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
+import { objectiveValue, outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from '../context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from '../errors';
@@ -30,6 +30,8 @@ export interface CandidateKernel {
 
 export interface CandidateRun {
   timeMs: number;
+  /** The objective's value of the best configuration (its time when the objective is time). */
+  objectiveValue: number;
   bestParams: Config;
   result: TuneResult;
   /** The best configuration's profile, when the backend can profile. */
@@ -56,6 +58,12 @@ export function reportProfile(result: Pick<TuneResult, 'profile' | 'profileError
   return result.profile;
 }
 
+/** The original kernel on the first test: its time, its objective's value, and its profile where it was asked for. */
+export interface OriginalRun extends Pick<TuneResult, 'profile' | 'profileError'> {
+  timeMs: number;
+  objectiveValue: number;
+}
+
 export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
   if (ref.origin === 'user') {
     const test = ctx.userTests[ref.userIndex ?? -1];
@@ -63,6 +71,22 @@ export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
     return test;
   }
   return KernelTest.fromSpec(ref.spec);
+}
+
+/**
+ * What a tuning run on the first test optimises and measures besides the time: the session's objective, metrics and
+ * energy, with the work of a launch on that test for metrics over flops and bytes (where the tests know it).
+ */
+function objectiveOptions(ctx: EngineContext, state: TuningStateValue): TuneOptions {
+  const { objective, metrics, energy } = ctx.settings;
+  const work = state.tests[0]?.work;
+  return {
+    objective: objective.name,
+    objectiveHigherIsBetter: objective.higherIsBetter,
+    ...(metrics && { metrics }),
+    ...(energy && { energy }),
+    ...(work && { work: { bytes: work.bytes, ...(work.flops !== undefined && { flops: work.flops }) } }),
+  };
 }
 
 function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
@@ -86,30 +110,40 @@ function throwIfAborted(config: LangGraphRunnableConfig): void {
   config.signal?.throwIfAborted();
 }
 
+/** The original kernel's time on a test (what sizes a generated test), at the baseline launch parameters. */
+export async function timeOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
+  return (await runOriginal(state, test, config, {})).timeMs;
+}
+
 /**
- * The original kernel's time on a test, at the baseline launch parameters, and with `profile` its profile there (or
- * why profiling failed: see reportProfile). A kernel that does not compile or does not reproduce its own results cannot
- * be the oracle: UnusableKernelError (no model can fix that by changing the test).
+ * The original kernel's time, the objective's value and its profile (or why profiling failed: see reportProfile) on a
+ * test: the baseline every step is judged against, and what the first step's request tells the model.
  */
-export async function measureOriginal(
-  state: TuningStateValue,
-  test: KernelTest,
-  config: LangGraphRunnableConfig,
-  { profile = false } = {},
-): Promise<{ timeMs: number } & Pick<TuneResult, 'profile' | 'profileError'>> {
+export function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<OriginalRun> {
+  return runOriginal(state, test, config, { ...objectiveOptions(engineContext(config), state), profile: { timeoutMs: PROFILE_TIMEOUT_MS } });
+}
+
+/**
+ * Runs the original kernel on a test at the baseline launch parameters (with `measure`'s objective, metrics, energy and
+ * profile). A kernel that does not compile or does not reproduce its own results cannot be the oracle:
+ * UnusableKernelError (no model can fix that by changing the test).
+ */
+async function runOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig, measure: TuneOptions): Promise<OriginalRun> {
   const ctx = engineContext(config);
   const kernel = await TunableKernel.create(state.originalCode, fileInfo(state));
   const unusable = (log: string) =>
     new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}`);
   // It is its own oracle here, so a compile error comes from building the oracle (thrown) or the configuration (a result).
   const result = await ctx
-    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false, ...(profile && { profile: { timeoutMs: PROFILE_TIMEOUT_MS } }) }))
+    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...measure, ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
     .catch((e: unknown) => {
       throw e instanceof CompileError ? unusable(e.log) : e;
     });
   throwIfAborted(config);
-  if (result.best?.timeMs !== undefined) {
-    return { timeMs: result.best.timeMs, ...(result.profile && { profile: result.profile }), ...(result.profileError !== undefined && { profileError: result.profileError }) };
+  const best = result.best;
+  const value = best && objectiveValue(best, result.objective);
+  if (best?.timeMs !== undefined && value !== undefined) {
+    return { timeMs: best.timeMs, objectiveValue: value, ...(result.profile && { profile: result.profile }), ...(result.profileError !== undefined && { profileError: result.profileError }) };
   }
   const failure = failureOf(result);
   if (failure instanceof CompileError) throw unusable(failure.log);
@@ -144,6 +178,7 @@ export async function runCandidate(
   return ctx.exclusive(async () => {
     const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {
       ...options,
+      ...objectiveOptions(ctx, state),
       timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
       profile: { timeoutMs: PROFILE_TIMEOUT_MS },
       onResult: (r, p) => {
@@ -154,11 +189,12 @@ export async function runCandidate(
     });
     throwIfAborted(config);
     const best = result.best;
-    if (best?.timeMs === undefined) throw failureOf(result);
+    const value = best && objectiveValue(best, result.objective);
+    if (best?.timeMs === undefined || value === undefined) throw failureOf(result);
     const profile = reportProfile(result, config, progress);
     for (const test of others) await kernel.test(test, best.config, options);
     throwIfAborted(config);
-    return { timeMs: best.timeMs, bestParams: best.config, result, ...(profile && { profile }) };
+    return { timeMs: best.timeMs, objectiveValue: value, bestParams: best.config, result, ...(profile && { profile }) };
   });
 }
 

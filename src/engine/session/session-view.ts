@@ -3,11 +3,12 @@
  * steps, speed-up) and the webview (everything it renders) use the same function, so a report reopened from history
  * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
  */
-import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
+import { describeChange } from '../progress/describe-change';
+import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
 import type { ConfigProfile } from '../../tuner/run/profile';
-import type { Config, ParamValue } from '../../tuner/types';
+import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue } from '../../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
 
@@ -38,7 +39,7 @@ export interface StepView extends PlanStepView {
   rejection?: RejectionReason;
   /** Candidates by number, latest attempt of each. */
   candidates: CandidateView[];
-  accepted?: { candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config };
+  accepted?: { candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange };
 }
 
 export interface UsageView {
@@ -70,6 +71,8 @@ export interface SessionView {
   kernel?: { name: string; signature: string };
   /** gpus: how many GPUs of this model the session tunes on, when more than one. */
   device?: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
+  /** What the session optimises: time, unless session.started named another objective. */
+  objective: Objective;
   analysis?: { description: string; problemSize: string[]; outputs: string[] };
   tests: EventOf<'tests.ready'>['tests'];
   baseline?: { timeMs: number; params: Config; testId: string };
@@ -95,6 +98,7 @@ export function initialView(header: SessionHeader): SessionView {
   return {
     header,
     status: header.statusOverride ?? 'running',
+    objective: TIME_OBJECTIVE,
     tests: [],
     order: [],
     steps: {},
@@ -149,6 +153,7 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
         threadId: event.threadId,
         kernel: event.kernel,
         device: event.device,
+        objective: event.objective ?? TIME_OBJECTIVE,
       };
     case 'session.branched': {
       if (!event.edited) return stamped;
@@ -207,7 +212,14 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
       return withStep(stamped, event.stepId, (s) => ({
         ...s,
         status: 'accepted',
-        accepted: { candidate: event.candidate, oldTimeMs: event.oldTimeMs, newTimeMs: event.newTimeMs, improvementPct: event.improvementPct, bestParams: event.bestParams },
+        accepted: {
+          candidate: event.candidate,
+          oldTimeMs: event.oldTimeMs,
+          newTimeMs: event.newTimeMs,
+          improvementPct: event.improvementPct,
+          bestParams: event.bestParams,
+          ...(event.objective && { objective: event.objective }),
+        },
       }));
     case 'step.rejected':
       return withStep(stamped, event.stepId, (s) => ({ ...s, status: 'rejected', rejection: event.reason, reason: describeReason(event.reason) }));
@@ -261,14 +273,12 @@ function firstLine(text: string): string {
   return text.split('\n', 1)[0]!;
 }
 
-const ms = (value: number) => `${Number(value.toPrecision(4))} ms`;
-
 export function describeReason(reason: RejectionReason): string {
   switch (reason.kind) {
     case 'wrong_result':
       return `wrong result: ${reason.summary}`;
     case 'insufficient_gain':
-      return `too little gain: ${ms(reason.oldTimeMs)} → ${ms(reason.newTimeMs)} is ${reason.improvementPct.toFixed(1)}%, below the ${reason.thresholdPct}% threshold`;
+      return `too little gain: ${describeChange(reason).replaceAll(' -> ', ' → ')} is ${reason.improvementPct.toFixed(1)}%, below the ${reason.thresholdPct}% threshold`;
     case 'compile_error':
       return `did not compile after ${reason.attempts} attempt(s): ${firstLine(reason.message)}`;
     case 'failed':

@@ -16,7 +16,8 @@ import { type DeviceDescription, type TuningBackend } from '../../tuner/run/back
 import { backendsOf } from '../../tuner/run/gpu-backend';
 import { checkOneModel, type GpuSelection } from '../../tuner/run/gpu-selection';
 import { TunableKernel, type KernelTest } from '../../tuner/tunable-kernel';
-import type { Config } from '../../tuner/types';
+import { ResultMetrics } from '../../tuner/run/metrics';
+import type { Config, Objective } from '../../tuner/types';
 import { EngineContext, type GraphOptions } from '../context';
 import { describeEvent, makeEvent, type EventLevel, type EventOf, type TuningEvent } from '../progress/events';
 import { defaultRetryPolicy, type Attempt } from '../candidate/feedback';
@@ -81,8 +82,19 @@ export interface LLMKernelTransformerOptions {
   /** Default <think>...</think>. */
   thinkingPattern?: string | RegExp;
   structuredOutputType?: StructuredOutputType;
-  /** Percent a candidate must improve on the best time to be accepted. Default 1.0. */
+  /** Percent a candidate must improve on the best so far (in the objective) to be accepted. Default 1.0. */
   performanceThreshold?: number;
+  /**
+   * What every tuning run optimises and every step must improve (Kernel Tuner's objective): time (default), energy,
+   * edp, or a metric of `metrics`.
+   */
+  objective?: string;
+  /** Kernel Tuner's objective_higher_is_better: true for a metric such as GFLOP/s. */
+  objectiveHigherIsBetter?: boolean;
+  /** Kernel Tuner's metrics, computed for every configuration: name → expression, in order. */
+  metrics?: Record<string, string>;
+  /** Measure energy and power with NVML (read only) in every tuning run; implied by an objective that needs them. */
+  energy?: boolean;
   /** Which events makeKernelTunable logs. Default 'info'. */
   verbosity?: Verbosity;
   /** Where makeKernelTunable's log lines go; default stderr. */
@@ -126,6 +138,8 @@ const LEVELS: Record<Verbosity, readonly EventLevel[]> = {
 
 export class LLMKernelTransformer {
   readonly threadId: string;
+  /** What the session optimises. */
+  readonly objective: Objective;
   private readonly llm: BaseChatModel;
   private readonly tests: KernelTest[];
   private readonly checkpointer: BaseCheckpointSaver;
@@ -143,6 +157,11 @@ export class LLMKernelTransformer {
     if (options.launchTimeout !== undefined && !(Number.isFinite(options.launchTimeout) && options.launchTimeout > 0)) {
       throw new RangeError(`launchTimeout must be a positive number of seconds, got ${options.launchTimeout}`);
     }
+    // The objective and the metrics are checked now, with flops and bytes taken as known (the tests will say how many).
+    this.objective = ResultMetrics.create(
+      { ...(options.metrics && { metrics: options.metrics }), ...(options.objective !== undefined && { objective: options.objective }), objectiveHigherIsBetter: options.objectiveHigherIsBetter ?? false, work: { flops: 1, bytes: 1 } },
+      [],
+    ).objective;
     const timePerTest = options.timePerTest ?? 15;
     if (!Number.isFinite(timePerTest) || timePerTest <= 0) throw new RangeError(`timePerTest must be a positive number of seconds, got ${timePerTest}`);
     this.llm = options.stripThinkingOutput
@@ -190,6 +209,9 @@ export class LLMKernelTransformer {
         timePerTestS: o.timePerTest ?? 15,
         ...(o.launchTimeout !== undefined && { launchTimeoutS: o.launchTimeout }),
         performanceThreshold: o.performanceThreshold ?? 1.0,
+        objective: this.objective,
+        ...(o.metrics && { metrics: o.metrics }),
+        energy: o.energy ?? false,
         approvePlan: o.approvePlan ?? false,
         iterations: o.iterations ?? 32,
       });
@@ -310,6 +332,7 @@ export class LLMKernelTransformer {
       resumed,
       kernel: { name: kernel.name, signature: kernel.signature.signatureText },
       device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability, ...(gpus > 1 && { gpus }) },
+      ...(this.objective.name !== 'time' && { objective: this.objective }),
     });
   }
 
@@ -334,6 +357,7 @@ export class LLMKernelTransformer {
       gridDivisors: {},
       bestParams: {},
       bestTimeMs: null,
+      bestObjective: null,
       tracker: new PerformanceTracker().toJSON(),
       profile: null,
       startedSteps: [],

@@ -1,6 +1,7 @@
 // The cache file of one run: opened (created, resumed or checked against the run's identity), read by configuration,
 // appended to as each result comes, and closed the way Kernel Tuner closes it (the format: format.ts).
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import type { Evaluate } from '../strategies/search';
 import { configKey, type Config, type ConfigResult } from '../types';
 import {
   CacheFormatError,
@@ -66,7 +67,7 @@ export class CacheFile {
         problem_size: identity.problemSize,
         tune_params_keys: keys,
         tune_params: identity.tuneParams,
-        objective: 'time',
+        objective: identity.objective ?? 'time',
         ...(identity.shard && { lkt_shard: { index: identity.shard.index, count: identity.shard.count } }),
       };
       writeFileSync(path, openCacheText(header));
@@ -153,4 +154,19 @@ export class CacheFile {
       closeSync(fd);
     }
   }
+}
+
+/**
+ * An evaluation answered from the cache where it holds the configuration, else evaluated and appended to it (a run
+ * without a cache evaluates everything). `complete` adds what is derived from a result (its metrics) either way, before
+ * it is written, so that the cache holds them as Kernel Tuner's does.
+ */
+export function throughCache(cache: CacheFile | undefined, evaluate: Evaluate, complete: (result: ConfigResult, cached: boolean) => ConfigResult): Evaluate {
+  return async (config, worker) => {
+    const cached = cache?.get(configKey(config, cache.header.tune_params_keys));
+    if (cached) return complete(cached, true);
+    const result = complete(await evaluate(config, worker), false);
+    cache?.append(result);
+    return result;
+  };
 }

@@ -314,31 +314,3 @@ function firstError(e: CompileError): string {
   const d = e.diagnostics.find((x) => x.severity === 'error') ?? e.diagnostics[0];
   return d ? `${d.file}:${d.line}: ${d.message}` : e.message.split('\n')[0]!;
 }
-
-/**
- * Tunable parameters are preprocessor names: one that is also a word of a header (`mode`, `size`, `stride` are
- * parameter names in the CUDA headers) turns that header into nonsense, and the compiler reports errors there, far from
- * the user's code. The parameters found at the lines the compiler complains about, with where, or [] when none is.
- */
-export function definesCollidingInHeaders(error: CompileError, defines: Readonly<Record<string, string>>, readFile: (file: string) => string | undefined = readFromDisk): { name: string; at: string }[] {
-  const found = new Map<string, string>();
-  const lines = new Map<string, string[] | undefined>();
-  for (const d of error.diagnostics) {
-    if (!lines.has(d.file)) lines.set(d.file, readFile(d.file)?.split('\n'));
-    const line = lines.get(d.file)?.[d.line - 1];
-    if (line === undefined) continue;
-    for (const name of Object.keys(defines)) {
-      if (!found.has(name) && new RegExp(`\\b${name}\\b`).test(line)) found.set(name, `${path.basename(d.file)}:${d.line}: ${line.trim()}`);
-    }
-  }
-  return [...found].map(([name, at]) => ({ name, at }));
-}
-
-/** A compile error's message, with the colliding parameters named when that is what went wrong. */
-export function withCollisionHint(error: CompileError, defines: Readonly<Record<string, string>>): CompileError {
-  const collisions = definesCollidingInHeaders(error, defines);
-  if (collisions.length === 0) return error;
-  const names = collisions.map((c) => `'${c.name}'`).join(', ');
-  const hint = `\nThe tunable parameter${collisions.length > 1 ? 's' : ''} ${names} ${collisions.length > 1 ? 'are' : 'is'} also a name in a header (${collisions[0]!.at}): parameters are #defines, so rename ${collisions.length > 1 ? 'them' : 'it'} to something no header uses (e.g. '${collisions[0]!.name}_value').`;
-  return new CompileError(error.message + hint, { code: error.code, explanation: error.explanation, log: error.log, diagnostics: error.diagnostics });
-}

@@ -1,8 +1,8 @@
 // Evaluating one configuration: geometry → compile → load → check every input set → the timed series, verified, on a
-// module loaded afresh (the protocol: measurement.ts) → result. Every failure becomes a result with its kind (compile
-// error, launch error, fault, timeout, wrong result, inconsistent timing) and the search goes on. Compiles of
-// configurations announced through prefetch() run ahead, several at once, while the GPUs time the current ones (NVRTC
-// in the GPU workers' thread pools, or nvcc subprocesses).
+// module loaded afresh (the protocol: measurement.ts) → energy, when asked for, on another fresh module → result.
+// Every failure becomes a result with its kind (compile error, launch error, fault, timeout, wrong result,
+// inconsistent timing) and the search goes on. Compiles of configurations announced through prefetch() run ahead,
+// several at once, while the GPUs time the current ones (NVRTC in the GPU workers' thread pools, or nvcc subprocesses).
 //
 // With several GPUs (all of one model) the evaluator has one device per GPU, each with the test data prepared on it:
 // the same inputs from the same seeds, and the oracle's outputs computed there by the oracle itself, so a configuration
@@ -10,14 +10,13 @@
 // worker loads on every GPU of the model, so whichever GPU takes a configuration finds it compiled ahead.
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
+import { CompileError, DeviceLimitError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
 import { computeStats } from '../../gpu/stats';
-import type { BuildRequest, BuiltKernel, CheckFailure, CompiledKernel, DeviceDescription, DeviceRunOptions, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import { compileExplained, type BuildRequest, type BuiltKernel, type CheckFailure, type CompiledKernel, type DeviceDescription, type DeviceRunOptions, type KernelProgram, type Launch, type OutputMismatch, type PreparedTest, type TuningBackend } from './backend';
 import { checkInputSets, newSeed, TIMED_SERIES_ATTEMPTS, timeSeries, timingDisagreement, type TimedSeries } from './measurement';
 import { configProfile, type ConfigProfile } from './profile';
-import { withCollisionHint } from '../compile/compile-sources';
 import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from '../space/geometry';
-import { configKey, type Config, type ConfigResult, type FailureKind, type GpuId, type Reproduction } from '../types';
+import { configKey, type Config, type ConfigResult, type EnergyReadings, type FailureKind, type GpuId, type Reproduction } from '../types';
 
 export interface EvaluatorOptions {
   /** The program every configuration compiles (with its defines), for the compiler chosen for this file. */
@@ -39,6 +38,11 @@ export interface EvaluatorOptions {
   launchTimeoutMs: () => Promise<number>;
   /** Compiles running ahead at most (over all GPUs). */
   compileConcurrency: number;
+  /**
+   * Measure energy after a configuration's timed series (when it was timed in full): the kernel runs back to back for
+   * `windowMs` on a fresh module while NVML is read (TuningBackend.energy).
+   */
+  energy?: { windowMs: number };
 }
 
 /** One GPU of an evaluation: its backend, what it is, and the test data prepared on it (with its own oracle outputs). */
@@ -121,7 +125,7 @@ export class Evaluator {
       result.gpu = this.gpus[worker]!;
       kernel = await this.run(() => on.backend.load(compiled));
       timings.loadMs = kernel.loadMs;
-      result.resources = { registers: kernel.resources.registers, sharedBytes: kernel.resources.sharedBytes, localBytes: kernel.resources.localBytes };
+      result.driver = await this.run(() => kernel!.metrics(launch, signal ? { signal } : {}));
 
       const run = { timeoutMs: await this.options.launchTimeoutMs(), ...(signal && { signal }) };
       const verifyStart = performance.now();
@@ -164,6 +168,11 @@ export class Evaluator {
         result.note = `${result.note ? `${result.note}; ` : ''}stopped after ${series.samplesMs.length} timed launches: their median ${result.timeMs.toPrecision(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toPrecision(4)} ms)`;
       } else {
         this.bestMs = Math.min(this.bestMs, result.timeMs);
+        if (this.options.energy) {
+          const energyStart = performance.now();
+          Object.assign(result, await this.energyOf(on, compiled, launch, result.timeMs, this.options.energy.windowMs, run));
+          timings.benchmarkMs += performance.now() - energyStart;
+        }
       }
     } catch (e) {
       if (!(e instanceof EvaluationFailure)) throw e;
@@ -187,6 +196,22 @@ export class Evaluator {
     const launch = this.launchOf(config);
     const compiled = await this.compiled(this.request(config, launch), on.backend, options.signal);
     return configProfile(config, this.options.nameExpression, launch, await on.backend.profile(compiled, launch, on.test, options));
+  }
+
+  /** NVML's readings of a configuration timed in full, or why there are none (energy.ts's reason, or a backend without energy). */
+  private async energyOf(on: EvaluationDevice, compiled: CompiledKernel, launch: Launch, timeMs: number, windowMs: number, run: DeviceRunOptions): Promise<Pick<ConfigResult, 'energy' | 'energyUnavailable'>> {
+    const measure = on.backend.energy?.bind(on.backend);
+    if (!measure) return { energyUnavailable: 'this backend does not measure energy' };
+    const kernel = await this.run(() => on.backend.load(compiled));
+    try {
+      const e = await this.run(() => measure(kernel, launch, on.test, 0, { ...run, windowMs, timeMs }));
+      if (!e.available) return { energyUnavailable: e.reason };
+      const readings: EnergyReadings = { nvml_energy: e.nvml_energy, nvml_power: e.nvml_power };
+      for (const name of ['core_freq', 'mem_freq', 'temperature'] as const) if (e[name] !== undefined) readings[name] = e[name];
+      return { energy: readings };
+    } finally {
+      await kernel.release().catch(() => undefined);
+    }
   }
 
   private launchOf(config: Config): Launch {
@@ -224,7 +249,7 @@ export class Evaluator {
   private startCompile(request: BuildRequest): void {
     const backend = this.devices[this.nextCompiler++ % this.devices.length]!.backend;
     const key = buildKey(request);
-    const entry = { promise: backend.compile(request), settled: false };
+    const entry = { promise: compileExplained(backend, request), settled: false };
     this.compilesRunning++;
     entry.promise
       .catch(() => undefined) // observed when evaluated; a compile run ahead may never be
@@ -246,12 +271,14 @@ export class Evaluator {
   /** The compiled kernel of a request: run ahead, or compiled now by the GPU that needs it. */
   private async compiled(request: BuildRequest, backend: TuningBackend, signal?: AbortSignal): Promise<CompiledKernel> {
     const key = buildKey(request);
-    const promise = this.compiles.get(key)?.promise ?? backend.compile(request, signal);
+    const promise = this.compiles.get(key)?.promise ?? compileExplained(backend, request, signal);
     this.compiles.delete(key);
     try {
       return await promise;
     } catch (e) {
-      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', withCollisionHint(e, request.defines).message, e.log);
+      // A static shared memory over the device's limit is the device's limit, as a block of 2048 threads is.
+      if (e instanceof DeviceLimitError) throw new EvaluationFailure('exceeds_device_limits', e.message, e.log);
+      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', e.message, e.log);
       throw e;
     }
   }

@@ -25,6 +25,7 @@ import {
   type CompiledProgram,
   type DeviceBuffer,
   type DType,
+  type EnergyResult,
   type GpuOptions,
   type Kernel,
   type KernelArg,
@@ -41,6 +42,7 @@ import {
   type BuiltKernel,
   type CompiledKernel,
   type DeviceRunOptions,
+  type EnergyOptions,
   type DeviceDescription,
   type Launch,
   type OutputComparison,
@@ -64,6 +66,7 @@ import {
 } from './helper-kernels';
 import { resolveGpuSelection, singleGpu, type GpuSelection } from './gpu-selection';
 import type { BufferInit } from '../spec/input-spec';
+import type { DriverMetrics } from '../types';
 import {
   DEFAULT_TOLERANCE,
   InvalidTestDataError,
@@ -100,9 +103,9 @@ export class GpuBuiltKernel implements BuiltKernel {
     readonly loadMs: number,
   ) {}
 
-  get resources() {
-    const a = this.kernel.attributes;
-    return { registers: a.registers, sharedBytes: a.staticSharedBytes, localBytes: a.localBytes, maxThreadsPerBlock: a.maxThreadsPerBlock };
+  async metrics(launch: Launch, options: { signal?: AbortSignal } = {}): Promise<DriverMetrics> {
+    const metrics = await this.kernel.metrics({ block: launch.block, sharedMemBytes: launch.sharedMemBytes }, options);
+    return { ...metrics, max_threads_per_block: this.kernel.attributes.maxThreadsPerBlock };
   }
 
   release(): Promise<void> {
@@ -284,6 +287,21 @@ export class GpuBackend implements TuningBackend {
   async launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
     const test = await this.current(prepared);
     await this.gpu.launch(this.own(kernel).kernel, launch, test.sets[inputSet]!.args, requestOptions(options, 1));
+  }
+
+  async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: EnergyOptions): Promise<EnergyResult> {
+    const test = await this.current(prepared);
+    // The GPU layer runs the energy window after a benchmark's timed launches: one here, its time is not used.
+    const { energy } = await this.gpu.benchmark(this.own(kernel).kernel, launch, test.sets[inputSet]!.args, {
+      warmup: 0,
+      iterations: 1,
+      energy: { windowMs: options.windowMs },
+      // The window, then a launch that may end after it and the timed one.
+      timeoutMs: options.windowMs + 2 * options.timeoutMs,
+      ...(options.signal && { signal: options.signal }),
+    });
+    if (!energy) throw new Error('internal: a benchmark with energy asked for came back without it');
+    return energy.available ? { ...energy, nvml_energy: (energy.nvml_power * options.timeMs) / 1000 } : energy;
   }
 
   async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {

@@ -8,6 +8,8 @@ import { buildFlagsFor, type BuildFlags } from '../compile/compile-commands';
 import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from '../tunable-kernel';
 import { launchWorkOf, type LaunchWork } from '../run/speed-of-light';
+import { MetricsError, ResultMetrics } from '../run/metrics';
+import { MIN_ENERGY_WINDOW_MS } from '../../gpu/energy';
 import type { TuneParams } from '../types';
 import { unknownKeysError, withoutMistypedKeys } from './unknown-keys';
 import { readUserFile } from './user-files';
@@ -43,6 +45,22 @@ const tuningSpecShape = {
    * each output written once). With flops, what a report's speed-of-light figures divide by the time.
    */
   bytes: z.union([z.number().nonnegative(), z.string().min(1)]).optional(),
+  /**
+   * Measure energy and power with NVML after each configuration's timed launches (read only: nothing on the GPU is
+   * set): true, or { windowMs } for how long the kernel runs back to back while NVML is read (default 1000).
+   */
+  energy: z.union([z.boolean(), z.strictObject({ windowMs: z.number().int().min(MIN_ENERGY_WINDOW_MS) })]).default(false),
+  /** Kernel Tuner's way of asking for energy: `observers: [nvml]` (registers and occupancy are always recorded). */
+  observers: z.array(z.literal('nvml', { error: 'the only observer is nvml (energy and power); registers and occupancy are always recorded' })).optional(),
+  /**
+   * Kernel Tuner's metrics: name → expression, in order, over time (ms), flops, bytes, energy (J per launch), power (W),
+   * NVML's and the driver's readings by Kernel Tuner's names, the tunable parameters and the metrics before it.
+   */
+  metrics: z.record(z.string().min(1), z.string().min(1)).optional(),
+  /** What the search optimises: time (default), energy, edp, or a metric's name. */
+  objective: z.string().min(1).default('time'),
+  /** Kernel Tuner's objective_higher_is_better: true for a metric such as GFLOP/s. */
+  objectiveHigherIsBetter: z.boolean().default(false),
   /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
   launchTimeoutS: z.number().positive().optional(),
   strategy: z.string().default('brute_force'),
@@ -140,8 +158,14 @@ export async function tuningJob(spec: TuningSpec & { dir: string }, overrides: {
   } catch (e) {
     throw new TuningSpecError(`the tuning spec's ${(e as Error).message}`);
   }
-  const options = tuneOptionsFromSpec(spec);
+  const options: TuneOptions = { ...tuneOptionsFromSpec(spec), work: { bytes: work.bytes, ...(work.flops !== undefined && { flops: work.flops }) } };
   if (build) options.compilerOptions = [...build.options, ...(options.compilerOptions ?? [])];
+  try {
+    ResultMetrics.create(options, Object.keys(spec.tuneParams));
+  } catch (e) {
+    if (e instanceof MetricsError) throw new TuningSpecError(`the tuning spec's ${e.message}`);
+    throw e;
+  }
   return { spec, file, source, kernel, test, tuneParams: spec.tuneParams, restrictions: spec.restrictions, options, work, ...(build && { buildFlags: build }) };
 }
 
@@ -164,6 +188,10 @@ export function tuneOptionsFromSpec(spec: TuningSpec): TuneOptions {
     warmup: spec.warmup,
     flushL2: spec.flushL2,
     earlyStop: spec.earlyStop,
+    ...((spec.energy !== false || spec.observers?.includes('nvml')) && { energy: spec.energy === false ? true : spec.energy }),
+    ...(spec.metrics && { metrics: spec.metrics }),
+    objective: spec.objective,
+    objectiveHigherIsBetter: spec.objectiveHigherIsBetter,
     ...(spec.tolerance && { tolerance: spec.tolerance }),
     ...(reference
       ? {

@@ -5,7 +5,7 @@
 
 import { freshSeed, Random } from '../space/random';
 import type { ExcludedConfig, SearchSpace } from '../space/search-space';
-import { objectiveOf, type Config, type ConfigResult, type StopReason, type TuneResult } from '../types';
+import { objectiveOf, type Config, type ConfigResult, type Objective, type StopReason, type TuneResult } from '../types';
 
 /**
  * Evaluates one configuration (compile, verify, time; or replay from a cache) on a worker (0 ≤ worker < workers: the GPU
@@ -41,6 +41,8 @@ export interface Shard {
 }
 
 export interface StrategyOptions {
+  /** What the search minimises (or maximises) through objectiveOf; default time. */
+  objective?: Objective;
   /** At most this many distinct configurations are evaluated. */
   maxFevals?: number;
   /** No new evaluation starts after this many milliseconds (measured with `clock`). */
@@ -238,9 +240,9 @@ export class SearchContext {
       } finally {
         this.started--;
       }
-      const objective = objectiveOf(result);
+      const objective = objectiveOf(result, this.options.objective);
       this.memo.set(index, objective);
-      if (result.status === 'ok' && objective < (this.bestResult ? objectiveOf(this.bestResult) : Infinity)) this.bestResult = result;
+      if (result.status === 'ok' && objective < (this.bestResult ? objectiveOf(this.bestResult, this.options.objective) : Infinity)) this.bestResult = result;
       this.report(result);
       return objective;
     } finally {
