@@ -125,6 +125,12 @@ export interface ConfigResult {
 
 export type StopReason = 'completed' | 'max_fevals' | 'time_limit' | 'aborted';
 
+/** The strategy `auto` chose and why, with the numbers behind the choice. */
+export interface StrategyChoice {
+  strategy: string;
+  reason: string;
+}
+
 export interface TuneResult {
   /** The fastest configuration with status 'ok'; undefined when none succeeded. */
   best: ConfigResult | undefined;
@@ -135,6 +141,10 @@ export interface TuneResult {
   evaluations: number;
   elapsedMs: number;
   stopReason: StopReason;
+  /** Why it stopped, in words: which budget and how much of it was spent, or the rule by which the strategy ended. */
+  stopDetail?: string;
+  /** Why this strategy ran, when `auto` chose it (from the space's size and the budget). */
+  strategyChoice?: StrategyChoice;
   /** The seed the strategy's random choices came from: pass it again to repeat the search. */
   seed: number;
   /** The compiler every configuration was built with, and why it is not NVRTC when NVRTC was there to try. */
