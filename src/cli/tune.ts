@@ -8,7 +8,7 @@ import { CacheFile } from '../tuner/cache/cache-file';
 import { replay } from '../tuner/cache/replay';
 import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
 import { SearchSpace } from '../tuner/space/search-space';
-import { resolveStrategy, type Shard } from '../tuner/strategies';
+import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
 import type { SearchProgress } from '../tuner/strategies';
@@ -34,9 +34,12 @@ options:
   --kernel NAME            the __global__ function (default: the spec's, or the only one in the file)
   --param NAME=V1,V2,...   a tunable parameter and its values (replaces the spec's parameter of that name)
   --restriction EXPR       an extra restriction, e.g. "block_size_x*block_size_y<=1024" (repeatable)
-  --strategy NAME          brute_force (default), random_sample, greedy_mls, genetic_algorithm
-  --max-fevals N           evaluate at most N configurations
-  --time-limit SECONDS     start no new evaluation after this long
+  --strategy NAME          auto (default: brute force where the space fits the budget, else the best-scoring
+                           strategy), or one of Kernel Tuner's: ${Object.keys(strategies).join(', ')}
+  --strategy-option K=V    an option of the strategy under Kernel Tuner's name, e.g. neighbor=adjacent, T=0.5,
+                           popsize=20, x0=[32,4] (repeatable; numbers, true/false, [lists] and strings)
+  --max-fevals N           evaluate at most N configurations (Kernel Tuner's max_fevals)
+  --time-limit SECONDS     start no new evaluation after this long (time_limit; in a replay, of recorded time)
   --seed N                 seed of the strategy's random choices
   --iterations N           timed launches per configuration (default 32)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
@@ -76,6 +79,7 @@ export async function run(args: string[]): Promise<number> {
       param: { type: 'string', multiple: true },
       restriction: { type: 'string', multiple: true },
       strategy: { type: 'string' },
+      'strategy-option': { type: 'string', multiple: true },
       'max-fevals': { type: 'string' },
       'time-limit': { type: 'string' },
       seed: { type: 'string' },
@@ -283,6 +287,7 @@ function taskFlags(v: Record<string, unknown>): string[] {
   for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout'] as const) {
     if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
   }
+  for (const o of (v['strategy-option'] as string[] | undefined) ?? []) out.push('--strategy-option', o);
   for (const p of (v.param as string[] | undefined) ?? []) out.push('--param', p);
   for (const r of (v.restriction as string[] | undefined) ?? []) out.push('--restriction', r);
   for (const d of (v.include as string[] | undefined) ?? []) out.push('-I', resolve(d));
@@ -372,7 +377,13 @@ function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknow
     out.tuneParams[m[1]!] = m[2]!.split(',').map(parseValue);
   }
   out.restrictions.push(...((v.restriction as string[] | undefined) ?? []));
-  if (typeof v.strategy === 'string') out.strategy = v.strategy;
+  if (typeof v.strategy === 'string') {
+    // Another strategy from the command line: the spec's options were for the spec's strategy.
+    if (v.strategy !== spec.strategy) delete out.strategyOptions;
+    out.strategy = v.strategy;
+  }
+  const flags = (v['strategy-option'] as string[] | undefined) ?? [];
+  if (flags.length > 0) out.strategyOptions = { ...out.strategyOptions, ...strategyOptionsFromFlags(flags) };
   if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
   if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
   if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);
