@@ -343,7 +343,7 @@ export class TunableKernel {
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 
-      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
+      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'auto')(options.strategyOptions);
       const result = await strategy.run(
         space,
         async (config, worker) => {

@@ -4,6 +4,7 @@ import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { replay } from '../../src/tuner/cache/replay';
 import { SearchSpace } from '../../src/tuner/space/search-space';
 import {
+  auto,
   basinhopping,
   bruteForce,
   dualAnnealing,
@@ -48,7 +49,7 @@ const ALL = Object.entries(strategies).map(([name, make]) => [name, (options?: R
 const ENDS_ON_ITS_OWN = ['dual_annealing', 'simulated_annealing'];
 const RANDOMISED = ALL.filter(([name]) => name !== 'brute_force');
 /** Strategies that take a start configuration (Kernel Tuner's x0). */
-const WITH_X0 = ALL.filter(([name]) => !['brute_force', 'random_sample'].includes(name));
+const WITH_X0 = ALL.filter(([name]) => !['auto', 'brute_force', 'random_sample'].includes(name));
 const totalMs = (r: ConfigResult) => r.timings!.compileMs + r.timings!.loadMs + r.timings!.verifyMs + r.timings!.benchmarkMs;
 
 /** A small restricted space whose evaluator fails if asked for a configuration outside it. */
@@ -354,6 +355,44 @@ describe('optimisers beat random sampling at equal evaluations', () => {
   });
 });
 
+describe('auto', () => {
+  it('is brute force where nothing limits the search to less than the space, and says so', async () => {
+    const { evaluate, calls } = recorded();
+    const free = await auto().run(space, evaluate, { seed: 1 });
+    expect(calls).toEqual([...space.configs()].map((c) => space.key(c)));
+    expect(free).toMatchObject({ strategy: 'brute_force', strategyChoice: { strategy: 'brute_force', reason: `no budget limits the search to fewer than all ${space.size} configurations: brute force evaluates every one and finds the optimum` } });
+    const covered = await auto({ max_fevals: space.size }).run(space, recorded().evaluate, { seed: 1 });
+    expect(covered.strategyChoice?.reason).toMatch(new RegExp(`^max_fevals ${space.size} covers all ${space.size} configurations: brute force`));
+  });
+
+  it('is the best-scoring strategy of the benchmark when max_fevals is below the space, with the measured numbers', async () => {
+    const result = await auto({ max_fevals: 100 }).run(space, recorded().evaluate, { seed: 1 });
+    expect(result.strategy).toBe('genetic_algorithm');
+    expect(result.strategyChoice!.reason).toBe(
+      `${space.size} configurations, more than the budget allows (max_fevals 100): genetic_algorithm, the best-scoring strategy at that budget on the benchmark hub (aggregate score 0.425 at 100 evaluations, 92.2 % of the optimum)`,
+    );
+    expect(result).toMatchObject({ evaluations: 100, stopReason: 'max_fevals' });
+  });
+
+  it('times its first evaluations against a time limit: brute force where the limit covers the space, else an optimiser', async () => {
+    const covered = recorded();
+    const all = await auto().run(space, covered.evaluate, { seed: 1, clock: covered.clock, timeLimitMs: 1e9 });
+    expect(all.strategy).toBe('brute_force');
+    expect(all.strategyChoice!.reason).toMatch(/^the first 4 took [\d.]+ s each, so 1000000 s allow about \d+: that covers all \d+ configurations, so brute force evaluates every one$/);
+    expect(all.evaluations).toBe(space.size);
+    const short = recorded();
+    const some = await auto().run(space, short.evaluate, { seed: 1, clock: short.clock, timeLimitMs: 120_000 });
+    expect(some.strategy).toBe('genetic_algorithm');
+    expect(some.strategyChoice!.reason).toMatch(/more than the budget allows \(about \d+ evaluations \(the first 4 took [\d.]+ s each, so 120 s allow about \d+\)\): genetic_algorithm/);
+    expect(some.stopReason).toBe('time_limit');
+  });
+
+  it('is brute force on a shard of a split search', async () => {
+    const result = await auto().run(space, recorded().evaluate, { shard: { index: 1, count: 3 } });
+    expect(result.strategyChoice?.reason).toMatch(/^a shard of a split search \(\d+ configurations\): brute force, the one strategy that splits$/);
+  });
+});
+
 describe('strategy registry', () => {
   it('resolves Kernel Tuner names and plain aliases', () => {
     expect(Object.keys(strategies)).toEqual(expect.arrayContaining(['brute_force', 'random_sample', 'greedy_mls', 'greedy_ils', 'mls', 'ordered_greedy_mls', 'simulated_annealing', 'basinhopping', 'dual_annealing', 'genetic_algorithm']));
@@ -364,6 +403,6 @@ describe('strategy registry', () => {
   });
 
   it('names the choices for an unknown strategy', () => {
-    expect(() => resolveStrategy('annealing')).toThrow(/Unknown strategy 'annealing'; choose one of brute_force, random_sample, greedy_mls/);
+    expect(() => resolveStrategy('annealing')).toThrow(/Unknown strategy 'annealing'; choose one of auto, brute_force, random_sample, greedy_mls/);
   });
 });

@@ -45,7 +45,7 @@ const tuningSpecShape = {
   bytes: z.union([z.number().nonnegative(), z.string().min(1)]).optional(),
   /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
   launchTimeoutS: z.number().positive().optional(),
-  strategy: z.string().default('brute_force'),
+  strategy: z.string().default('auto'),
   strategyOptions: z.record(z.string(), z.unknown()).optional(),
   maxFevals: z.number().int().positive().optional(),
   timeLimitS: z.number().positive().optional(),

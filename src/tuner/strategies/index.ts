@@ -1,5 +1,6 @@
 // The strategy registry, under Kernel Tuner's strategy names (with a few plain aliases) for the CLI and the spec files.
 
+import { auto } from './auto';
 import { basinhopping } from './basin-hopping';
 import { bruteForce } from './brute-force';
 import { dualAnnealing } from './dual-annealing';
@@ -9,6 +10,7 @@ import { randomSample } from './random-sample';
 import type { Strategy } from './search';
 import { simulatedAnnealing } from './simulated-annealing';
 
+export { auto } from './auto';
 export { basinhopping } from './basin-hopping';
 export { bruteForce } from './brute-force';
 export { dualAnnealing } from './dual-annealing';
@@ -35,6 +37,7 @@ export {
 export type StrategyFactory = (options?: Record<string, unknown>) => Strategy;
 
 export const strategies = {
+  auto: auto,
   brute_force: bruteForce,
   random_sample: randomSample,
   greedy_mls: greedyMls,

@@ -5,7 +5,7 @@
 
 import { freshSeed, Random } from '../space/random';
 import type { ExcludedConfig, SearchSpace } from '../space/search-space';
-import { objectiveOf, pythonStr, type Config, type ConfigResult, type StopReason, type TuneResult } from '../types';
+import { objectiveOf, pythonStr, type Config, type ConfigResult, type StopReason, type StrategyChoice, type TuneResult } from '../types';
 import type { CommonOptionValues } from './options';
 
 /**
@@ -125,6 +125,7 @@ export class SearchContext {
   private unvisitedOrder: Int32Array | undefined;
   private unvisitedCursor = 0;
   private x0Used = false;
+  private chosen: StrategyChoice | undefined;
   /** This run's share of the space: a shard's walks the whole space, so it is computed once, not per result. */
   private readonly share: { positions: Positions; excluded: readonly ExcludedConfig[] };
 
@@ -170,6 +171,25 @@ export class SearchContext {
    */
   get maxFevals(): number {
     return Math.min(this.share.positions.length, this.options.maxFevals ?? Infinity);
+  }
+
+  /** The run's max_fevals as given (by the run, the options or the strategy's default); undefined when none. */
+  get maxFevalsGiven(): number | undefined {
+    return this.options.maxFevals;
+  }
+
+  /** Whether this run evaluates a shard of the space (a search split over hosts). */
+  get sharded(): boolean {
+    return this.options.shard !== undefined;
+  }
+
+  /** Records which strategy runs and why (auto's choice); the result reports it. */
+  choose(choice: StrategyChoice): void {
+    this.chosen = choice;
+  }
+
+  get choice(): StrategyChoice | undefined {
+    return this.chosen;
   }
 
   /** The time limit in ms (of the run's clock), if any. */
@@ -429,7 +449,8 @@ export async function runStrategy(
   return {
     best: ctx.best,
     results: ctx.results,
-    strategy: strategy.name,
+    strategy: ctx.choice?.strategy ?? strategy.name,
+    ...(ctx.choice && { strategyChoice: ctx.choice }),
     evaluations: ctx.evaluations,
     elapsedMs: ctx.elapsedMs,
     stopReason,
