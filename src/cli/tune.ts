@@ -332,8 +332,8 @@ const STATUS_WORDS: Record<ConfigStatus, string> = {
 
 const STOP_WORDS: Record<StopReason, string> = {
   completed: 'the search completed',
-  max_fevals: 'the search stopped at its evaluation limit (--max-fevals)',
-  time_limit: 'the search stopped at its time limit (--time-limit)',
+  max_fevals: 'the search stopped at its evaluation limit',
+  time_limit: 'the search stopped at its time limit',
   aborted: 'the search was cancelled',
 };
 
@@ -354,7 +354,8 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   if (result.compiler?.note) text += `\n${result.compiler.note}`;
   const outcomes = [...counts].map(([status, n]) => `${n} ${STATUS_WORDS[status]}`).join(', ');
-  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}\n`;
+  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}${result.stopDetail ? ` (${result.stopDetail})` : ''}\n`;
+  if (result.strategyChoice) text += `strategy: ${result.strategyChoice.strategy}, chosen by auto: ${result.strategyChoice.reason}\n`;
   const best = result.best;
   if (best) {
     text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;

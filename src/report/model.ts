@@ -9,7 +9,7 @@ import { acceptedTimeline, reduceAll, type SessionHeader } from '../engine/sessi
 import type { DeviceDescription } from '../tuner/run/backend';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
-import type { Config, ParamValue, TuneResult } from '../tuner/types';
+import { describeSearch, searchSummaryOf, type Config, type ParamValue, type TuneResult } from '../tuner/types';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
 
@@ -28,6 +28,8 @@ export interface ReportStep {
   status: 'accepted' | 'rejected' | 'skipped' | 'pending' | 'running' | 'search';
   /** Why it was rejected or skipped; for a search, how it ended. */
   reason?: string;
+  /** How its search went: the strategy, why it ran (auto's choice), why it stopped. */
+  search?: string;
   /** Unified diff from the kernel before the step to the candidate it tuned. */
   diff?: string;
   tuneParams: Record<string, ParamValue[]>;
@@ -142,6 +144,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     title: `${result.strategy}: ${countWords(result.results)}`,
     status: 'search',
     reason: `stopped: ${result.stopReason}`,
+    search: describeSearch(searchSummaryOf(result)),
     tuneParams: input.tuneParams,
     restrictions: input.restrictions,
     configs: withSpeedOfLight(configs, input.work, input.limits),
@@ -197,6 +200,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       title: s.title,
       status: s.status,
       ...(s.reason && { reason: s.reason }),
+      ...(candidate?.search && { search: describeSearch(candidate.search) }),
       ...(candidate && { diff: candidate.diff }),
       tuneParams: candidate?.tuneParams ?? {},
       restrictions: candidate?.restrictions ?? [],

@@ -131,6 +131,32 @@ export interface StrategyChoice {
   reason: string;
 }
 
+/** How a search went, in the few fields the panel, the reports and the CLI show: which strategy, why, why it stopped. */
+export interface SearchSummary {
+  strategy: string;
+  /** Why this strategy ran, when `auto` chose it. */
+  reason?: string;
+  stopReason: StopReason;
+  stopDetail?: string;
+  evaluations: number;
+}
+
+export function searchSummaryOf(result: TuneResult): SearchSummary {
+  return {
+    strategy: result.strategy,
+    ...(result.strategyChoice && { reason: result.strategyChoice.reason }),
+    stopReason: result.stopReason,
+    ...(result.stopDetail && { stopDetail: result.stopDetail }),
+    evaluations: result.evaluations,
+  };
+}
+
+/** "genetic_algorithm, chosen by auto: <why>. Stopped after 100 evaluations: 100 evaluations, its max_fevals." */
+export function describeSearch(s: SearchSummary): string {
+  const how = s.reason ? `${s.strategy}, chosen by auto: ${s.reason}` : s.strategy;
+  return `${how}. Stopped after ${s.evaluations} evaluation${s.evaluations === 1 ? '' : 's'} (${s.stopReason}${s.stopDetail ? `: ${s.stopDetail}` : ''}).`;
+}
+
 export interface TuneResult {
   /** The fastest configuration with status 'ok'; undefined when none succeeded. */
   best: ConfigResult | undefined;

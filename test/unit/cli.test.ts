@@ -58,7 +58,7 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(r.stdout).toContain(`best: ${expected}  ${best.timeMs!.toPrecision(4)} ms`);
     // Every configuration of the space appears once, failures included, with their kind; the counts add up to 44.
     expect(r.stdout).toMatch(/44 configurations replayed from examples\/matmul_tiled\/cache\.json \(measured on NVIDIA H200; simulation: no GPU used\)/);
-    expect(r.stdout).toMatch(/: 17 ok, 19 stopped early, 4 did not compile, 4 over the device's limits \(not compiled\); the search completed\n/);
+    expect(r.stdout).toMatch(/: 17 ok, 19 stopped early, 4 did not compile, 4 over the device's limits \(not compiled\); the search completed \(every one of the 44 configurations was evaluated\)\nstrategy: brute_force, chosen by auto: no budget limits the search to fewer than all 44 configurations/);
     // Stderr is no terminal here: plain progress lines, stopped-early configurations not counted as failed.
     const progress = r.stderr.trimEnd().split('\n');
     expect(progress.at(-1)).toBe(`44/44 configurations: 17 ok, 19 stopped early, 4 failed, 4 skipped; best ${best.timeMs!.toPrecision(4)} ms`);

@@ -8,7 +8,7 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
 import { SearchSpaceError } from '../../tuner/space/search-space';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
-import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
+import { outcomeOf, searchSummaryOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from '../context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from '../errors';
@@ -120,6 +120,7 @@ export async function runCandidate(
         emit(config, { type: 'configs.evaluated', ...progress, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) });
       },
     });
+    emit(config, { type: 'configs.searched', ...progress, search: searchSummaryOf(result) });
     throwIfAborted(config);
     const best = result.best;
     if (best?.timeMs === undefined) throw failureOf(result);

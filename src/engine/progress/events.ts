@@ -9,7 +9,7 @@
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
-import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../../tuner/types';
+import { describeSearch, type Config, type ConfigResult, type ConfigStatus, type Dim3, type ParamValue, type SearchSummary } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
 
 export const EVENTS_VERSION = 1;
@@ -171,6 +171,8 @@ export type TuningEventBody =
       bestTimeMs: number | null;
       result: ConfigSummary;
     }
+  /** A candidate's search ended: the strategy that ran (and why, when auto chose it) and why it stopped. */
+  | { type: 'configs.searched'; stepId: string; candidate: number; search: SearchSummary }
   | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config }
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
@@ -278,6 +280,8 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return debug(
         `step ${event.stepId}: ${event.done}/${event.total} configurations (${event.failures} failed), best ${ms(event.bestTimeMs)}; ${event.result.key}: ${event.result.status}${event.result.timeMs === undefined ? '' : ` ${ms(event.result.timeMs)}`}`,
       );
+    case 'configs.searched':
+      return info(`step ${event.stepId} candidate ${event.candidate} searched with ${describeSearch(event.search)}`);
     case 'step.accepted':
       return info(`step ${event.stepId} accepted: ${ms(event.oldTimeMs)} -> ${ms(event.newTimeMs)} (${pct(event.improvementPct)}) with ${JSON.stringify(event.bestParams)}`);
     case 'step.rejected':

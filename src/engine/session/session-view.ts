@@ -6,7 +6,7 @@
 import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
-import type { Config, ParamValue } from '../../tuner/types';
+import type { Config, ParamValue, SearchSummary } from '../../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
 
@@ -27,6 +27,8 @@ export interface CandidateView {
   total: number;
   failures: number;
   bestTimeMs: number | null;
+  /** How its search went (the strategy, why it ran, why it stopped), once it ended. */
+  search?: SearchSummary;
 }
 
 export interface StepView extends PlanStepView {
@@ -112,6 +114,11 @@ function withStep(view: SessionView, stepId: string, change: (step: StepView) =>
   };
 }
 
+/** A candidate known only from its results so far (its 'candidate' event is missing, e.g. from a truncated log). */
+function emptyCandidate(candidate: number): CandidateView {
+  return { candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
+}
+
 function withCandidate(step: StepView, number: number, change: (c: CandidateView | undefined) => CandidateView): StepView {
   const index = step.candidates.findIndex((c) => c.candidate === number);
   const next = change(index === -1 ? undefined : step.candidates[index]);
@@ -183,11 +190,13 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
     case 'configs.evaluated':
       return withStep(stamped, event.stepId, (s) =>
         withCandidate(s, event.candidate, (c) => {
-          const base = c ?? { candidate: event.candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
+          const base = c ?? emptyCandidate(event.candidate);
           const configs = base.configs.filter((r) => r.key !== event.result.key);
           return { ...base, configs: [...configs, event.result], total: event.total, failures: event.failures, bestTimeMs: event.bestTimeMs };
         }),
       );
+    case 'configs.searched':
+      return withStep(stamped, event.stepId, (s) => withCandidate(s, event.candidate, (c) => ({ ...(c ?? emptyCandidate(event.candidate)), search: event.search })));
     case 'step.accepted':
       return withStep(stamped, event.stepId, (s) => ({
         ...s,
