@@ -126,6 +126,9 @@ async function main(): Promise<void> {
 
   const groups: Record<string, string[]> = { 'All caches': caches };
   for (const kernel of [...new Set(caches.map((c) => c.split('/')[0]!))]) groups[kernel] = caches.filter((c) => c.startsWith(`${kernel}/`));
+  // While Kernel Tuner's grid is incomplete, the caches it has run on are compared as a group of their own.
+  const withKt = caches.filter((c) => kt.summary?.caches[c]);
+  if (withKt.length > 1 && withKt.length < caches.length) groups[`The ${withKt.length} caches Kernel Tuner has run on`] = withKt;
   const aggregates: Record<string, Record<string, Partial<Record<Budget, Aggregate>>>> = {};
   for (const [group, members] of Object.entries(groups)) {
     if (members.length < 2 && group !== 'All caches') continue;
@@ -146,11 +149,11 @@ async function main(): Promise<void> {
   ];
   for (const [group, rows] of Object.entries(aggregates)) {
     const members = groups[group]!;
-    const ktRows = kt.summary?.aggregate[group] && sameMembers(kt.summary.aggregate[group]!.caches, members) ? kt.summary.aggregate[group]!.strategies : undefined;
+    const ktRows = ktRowsFor(kt.summary, members);
     out.push('', `## ${group}: ${members.length} cache${members.length > 1 ? 's' : ''} (${members.join(', ')})`, '');
-    if (members.length > 1 && kt.summary && !ktRows) out.push(`Kernel Tuner's aggregate over these caches is not in its summary (it covers ${kt.summary.aggregate[group]?.caches.join(', ') ?? 'other caches'}).`, '');
-    out.push(bestOfEach(rows, ktRows ?? (members.length === 1 ? kt.summary?.caches[members[0]!]?.strategies : undefined), budgets), '');
-    out.push(table(rows, ktRows ?? (members.length === 1 ? kt.summary?.caches[members[0]!]?.strategies : undefined), budgets));
+    if (kt.summary && !ktRows) out.push(`Kernel Tuner has not run on all of these caches yet (its results cover ${Object.keys(kt.summary.caches).join(', ')}): its rows are left out here.`, '');
+    out.push(bestOfEach(rows, ktRows, budgets), '');
+    out.push(table(rows, ktRows, budgets));
   }
   for (const name of caches) {
     out.push('', `## ${name}: ${summaries[name]!.space_size} configurations, time budget ${summaries[name]!.time_budget_s.toFixed(0)} s`, '');
@@ -162,7 +165,24 @@ async function main(): Promise<void> {
   writeBenchJson('search-quality', { seeds, kernelTuner: kt.source, caches: summaries, aggregate: aggregates });
 }
 
-const sameMembers = (a: string[], b: string[]) => a.length === b.length && a.every((x) => b.includes(x));
+/**
+ * Kernel Tuner's rows for a group of caches: from its per-cache cells where it ran on every member. The methodology's
+ * aggregate score is the mean over the range of the mean over the caches, and every cache's curve has the same length
+ * (R points, or B evaluations), so it equals the mean of the per-cache scores: no curve is needed to recompute it.
+ */
+function ktRowsFor(summary: KtSummary | undefined, members: string[]): Rows | undefined {
+  if (!summary || !members.every((m) => summary.caches[m])) return undefined;
+  const rows: Rows = {};
+  for (const strategy of Object.keys(summary.caches[members[0]!]!.strategies)) {
+    for (const b of BUDGETS) {
+      const cells = members.map((m) => summary.caches[m]!.strategies[strategy]?.[b]);
+      if (cells.some((c) => c === undefined)) continue;
+      const mean = (f: (c: NonNullable<(typeof cells)[number]>) => number) => cells.reduce((t, c) => t + f(c!), 0) / cells.length;
+      rows[strategy] = { ...rows[strategy], [b]: { mean_best_percent: mean((c) => c.mean_best_percent), score: mean((c) => c.score) } };
+    }
+  }
+  return rows;
+}
 
 main().catch((e: unknown) => {
   process.stderr.write(`${e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);

@@ -164,7 +164,9 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         };
         result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
         const used = result.gpus ?? [];
-        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
+        // The strategy that ran (auto's choice, where it chose) says how it used the GPUs.
+        const ran = resolveStrategy(result.strategy)(result.strategyChoice ? {} : spec.strategyOptions);
+        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${ran.parallelism})`;
         if (htmlReport) {
           // The GPUs of one search are of one model: the first one's limits are every one's.
           device = await backends[0]!.describe();

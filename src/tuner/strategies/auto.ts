@@ -73,17 +73,13 @@ export function auto(raw: Record<string, unknown> = {}): Strategy {
 }
 
 /**
- * How many evaluations the time limit allows: the first few configurations (a random sample, which any strategy may
- * reuse from the memo) are evaluated and timed, and the rest of the limit divided by their mean time.
+ * How many evaluations the time limit allows: the first few configurations in the space's order are evaluated and
+ * timed (those brute force starts with, so a search that turns out to be brute force runs exactly as brute force
+ * does; an optimiser gets them from the memo), and the rest of the limit is divided by their mean time.
  */
 async function measureCapacity(ctx: SearchContext): Promise<{ evaluations: number; note: string }> {
-  const probes: number[] = [];
-  for (let k = 0; k < Math.max(PROBES, ctx.workers); k++) {
-    const next = ctx.randomUnvisited();
-    if (next === undefined) break;
-    probes.push(next);
-  }
-  await ctx.evaluateAll(probes);
+  const count = Math.min(ctx.positions.length, Math.max(PROBES, ctx.workers));
+  await ctx.evaluateAll({ length: count, at: (i) => ctx.positions.at(i) });
   const perEvaluationMs = ctx.elapsedMs / Math.max(1, ctx.evaluations);
   const evaluations = ctx.evaluations + Math.floor((ctx.timeLimitMs! - ctx.elapsedMs) / Math.max(perEvaluationMs, 1e-9));
   return { evaluations, note: `the first ${ctx.evaluations} took ${(perEvaluationMs / 1000).toFixed(2)} s each, so ${(ctx.timeLimitMs! / 1000).toFixed(0)} s allow about ${evaluations}` };
