@@ -19,7 +19,7 @@ import { parseKernels } from './source/kernel-parser';
 import { findKernel, nameExpression, type KernelSignature, type TemplateArguments } from './source/kernel-signature';
 import { SearchSpace } from './space/search-space';
 import { typeAliases } from './source/type-aliases';
-import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
+import { DEFAULT_STRATEGY, resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
 /** A configuration produced wrong outputs; the message says which, how many, how wrong and where. */
@@ -343,7 +343,7 @@ export class TunableKernel {
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 
-      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'auto')(options.strategyOptions);
+      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? DEFAULT_STRATEGY)(options.strategyOptions);
       const result = await strategy.run(
         space,
         async (config, worker) => {

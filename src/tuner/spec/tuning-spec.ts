@@ -9,6 +9,7 @@ import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from '../tunable-kernel';
 import { launchWorkOf, type LaunchWork } from '../run/speed-of-light';
 import type { TuneParams } from '../types';
+import { DEFAULT_STRATEGY } from '../strategies';
 import { unknownKeysError, withoutMistypedKeys } from './unknown-keys';
 import { readUserFile } from './user-files';
 
@@ -45,7 +46,7 @@ const tuningSpecShape = {
   bytes: z.union([z.number().nonnegative(), z.string().min(1)]).optional(),
   /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
   launchTimeoutS: z.number().positive().optional(),
-  strategy: z.string().default('auto'),
+  strategy: z.string().default(DEFAULT_STRATEGY),
   strategyOptions: z.record(z.string(), z.unknown()).optional(),
   maxFevals: z.number().int().positive().optional(),
   timeLimitS: z.number().positive().optional(),

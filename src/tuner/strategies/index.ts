@@ -52,6 +52,9 @@ export const strategies = {
 
 export type StrategyName = keyof typeof strategies;
 
+/** The strategy of a spec or a tune() that names none (and of every step of the LLM loop). */
+export const DEFAULT_STRATEGY: StrategyName = 'auto';
+
 const ALIASES: Record<string, StrategyName> = {
   ...(Object.fromEntries(Object.keys(strategies).map((name) => [name, name])) as Record<StrategyName, StrategyName>),
   bruteforce: 'brute_force',
