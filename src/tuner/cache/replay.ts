@@ -22,7 +22,10 @@ export class SimulationMissError extends Error {
 // ---------------------------------------------------------------- simulation
 
 export interface Replay {
-  /** Returns the cached result of a configuration (on any worker); SimulationMissError when it was never measured. */
+  /**
+   * Returns the cached result of a configuration (on any worker); SimulationMissError when it satisfies the
+   * restrictions but was never measured (Kernel Tuner's simulation mode raises a ValueError there too).
+   */
   evaluate: (config: Config) => Promise<ConfigResult>;
   /**
    * Simulated time, as Kernel Tuner's simulation mode charges it (runners/simulation.py): each configuration's first
