@@ -16,6 +16,7 @@ import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessag
 import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
 import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
+import { describeSearch } from '../src/tuner/types';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
@@ -441,6 +442,7 @@ function renderCandidate(step: StepView, candidate: CandidateView, objective: Ob
       h('div', {}, h('h4', {}, 'Restrictions'), candidate.restrictions.length === 0 ? h('p', { class: 'muted' }, 'none') : h('ul', {}, ...candidate.restrictions.map((r) => h('li', {}, h('code', {}, r))))),
     ),
     h('h4', {}, `Configurations (${candidate.configs.length}${candidate.total ? ` of ${candidate.total}` : ''}, ${candidate.failures} failed)`),
+    candidate.search && h('p', { class: 'search' }, `Search: ${describeSearch(candidate.search)}`),
     candidate.configs.length > 0 ? renderConfigs(candidate, bestKey) : h('p', { class: 'muted' }, 'none evaluated yet'),
     noEnergy && h('p', { class: 'muted energy-note' }, noEnergy),
     candidate.profile && renderProfile(candidate.profile, 'Profile of the best configuration'),

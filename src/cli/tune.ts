@@ -9,9 +9,9 @@ import { ResultMetrics, type MetricOptions } from '../tuner/run/metrics';
 import { replay } from '../tuner/cache/replay';
 import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
 import { SearchSpace } from '../tuner/space/search-space';
-import { resolveStrategy, type Shard } from '../tuner/strategies';
+import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
-import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
+import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
 import type { SearchProgress } from '../tuner/strategies';
 import { formatMeasured, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
 import { describeError } from './errors';
@@ -36,9 +36,12 @@ options:
   --kernel NAME            the __global__ function (default: the spec's, or the only one in the file)
   --param NAME=V1,V2,...   a tunable parameter and its values (replaces the spec's parameter of that name)
   --restriction EXPR       an extra restriction, e.g. "block_size_x*block_size_y<=1024" (repeatable)
-  --strategy NAME          brute_force (default), random_sample, greedy_mls, genetic_algorithm
-  --max-fevals N           evaluate at most N configurations
-  --time-limit SECONDS     start no new evaluation after this long
+  --strategy NAME          auto (default: brute force where the space fits the budget, else the best-scoring
+                           strategy), or one of Kernel Tuner's: ${Object.keys(strategies).join(', ')}
+  --strategy-option K=V    an option of the strategy under Kernel Tuner's name, e.g. neighbor=adjacent, T=0.5,
+                           popsize=20, x0=[32,4] (repeatable; numbers, true/false, [lists] and strings)
+  --max-fevals N           evaluate at most N configurations (Kernel Tuner's max_fevals)
+  --time-limit SECONDS     start no new evaluation after this long (time_limit; in a replay, of recorded time)
   --seed N                 seed of the strategy's random choices
   --iterations N           timed launches per configuration (default 32)
   --energy                 also measure energy and power with NVML (read only) after each configuration's timed
@@ -82,6 +85,7 @@ export async function run(args: string[]): Promise<number> {
       param: { type: 'string', multiple: true },
       restriction: { type: 'string', multiple: true },
       strategy: { type: 'string' },
+      'strategy-option': { type: 'string', multiple: true },
       'max-fevals': { type: 'string' },
       'time-limit': { type: 'string' },
       seed: { type: 'string' },
@@ -118,6 +122,7 @@ export async function run(args: string[]): Promise<number> {
   const specPath = isSource ? values.spec : first;
   if (!specPath) throw new TuningSpecError(`${first} needs a tuning spec for its inputs: --spec SPEC.yaml`);
   const spec = applyFlags(loadTuningSpec(specPath), values);
+  checkStrategy(spec, 'the command line');
   const job = await tuningJob(spec, isSource ? { file: first } : {});
   const { kernel } = job;
   if (values.slurm) return slurm(values, kernel.name, spec.strategy, ['tune', resolve(first), ...(isSource ? ['--spec', resolve(specPath)] : []), ...taskFlags(values)]);
@@ -169,7 +174,9 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         };
         result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
         const used = result.gpus ?? [];
-        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
+        // The strategy that ran (auto's choice, where it chose) says how it used the GPUs.
+        const ran = resolveStrategy(result.strategy)(result.strategyChoice ? {} : spec.strategyOptions);
+        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${ran.parallelism})`;
         if (htmlReport) {
           // The GPUs of one search are of one model: the first one's limits are every one's.
           device = await backends[0]!.describe();
@@ -291,6 +298,7 @@ function taskFlags(v: Record<string, unknown>): string[] {
     if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
   }
   for (const flag of ['energy', 'higher-is-better'] as const) if (v[flag] === true) out.push(`--${flag}`);
+  for (const o of (v['strategy-option'] as string[] | undefined) ?? []) out.push('--strategy-option', o);
   for (const p of (v.param as string[] | undefined) ?? []) out.push('--param', p);
   for (const r of (v.restriction as string[] | undefined) ?? []) out.push('--restriction', r);
   for (const d of (v.include as string[] | undefined) ?? []) out.push('-I', resolve(d));
@@ -336,8 +344,8 @@ const STATUS_WORDS: Record<ConfigStatus, string> = {
 
 const STOP_WORDS: Record<StopReason, string> = {
   completed: 'the search completed',
-  max_fevals: 'the search stopped at its evaluation limit (--max-fevals)',
-  time_limit: 'the search stopped at its time limit (--time-limit)',
+  max_fevals: 'the search stopped at its evaluation limit',
+  time_limit: 'the search stopped at its time limit',
   aborted: 'the search was cancelled',
 };
 
@@ -373,7 +381,8 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   if (result.compiler?.note) text += `\n${result.compiler.note}`;
   const outcomes = [...counts].map(([status, n]) => `${n} ${STATUS_WORDS[status]}`).join(', ');
-  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}\n`;
+  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}${result.stopDetail ? ` (${result.stopDetail})` : ''}\n`;
+  if (result.strategyChoice) text += `strategy: ${result.strategyChoice.strategy}, chosen by auto: ${result.strategyChoice.reason}\n`;
   const noEnergy = result.results.find((r) => r.energyUnavailable !== undefined)?.energyUnavailable;
   if (noEnergy !== undefined && !result.results.some((r) => r.energy)) text += `energy: not measured: ${noEnergy}\n`;
   const best = result.best;
@@ -401,7 +410,13 @@ function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknow
     out.tuneParams[m[1]!] = m[2]!.split(',').map(parseValue);
   }
   out.restrictions.push(...((v.restriction as string[] | undefined) ?? []));
-  if (typeof v.strategy === 'string') out.strategy = v.strategy;
+  if (typeof v.strategy === 'string') {
+    // Another strategy from the command line: the spec's options were for the spec's strategy.
+    if (v.strategy !== spec.strategy) delete out.strategyOptions;
+    out.strategy = v.strategy;
+  }
+  const flags = (v['strategy-option'] as string[] | undefined) ?? [];
+  if (flags.length > 0) out.strategyOptions = { ...out.strategyOptions, ...strategyOptionsFromFlags(flags) };
   if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
   if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
   if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);

@@ -10,7 +10,7 @@ import type { DeviceDescription } from '../tuner/run/backend';
 import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
-import { bestOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
+import { bestOf, describeSearch, searchSummaryOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
 
@@ -29,6 +29,8 @@ export interface ReportStep {
   status: 'accepted' | 'rejected' | 'skipped' | 'pending' | 'running' | 'search';
   /** Why it was rejected or skipped; for a search, how it ended. */
   reason?: string;
+  /** How its search went: the strategy, why it ran (auto's choice), why it stopped. */
+  search?: string;
   /** Unified diff from the kernel before the step to the candidate it tuned. */
   diff?: string;
   tuneParams: Record<string, ParamValue[]>;
@@ -162,6 +164,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     title: `${result.strategy}: ${countWords(result.results)}`,
     status: 'search',
     reason: `stopped: ${result.stopReason}`,
+    search: describeSearch(searchSummaryOf(result)),
     tuneParams: input.tuneParams,
     restrictions: input.restrictions,
     configs: withSpeedOfLight(configs, input.work, input.limits),
@@ -218,6 +221,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       title: s.title,
       status: s.status,
       ...(s.reason && { reason: s.reason }),
+      ...(candidate?.search && { search: describeSearch(candidate.search) }),
       ...(candidate && { diff: candidate.diff }),
       tuneParams: candidate?.tuneParams ?? {},
       restrictions: candidate?.restrictions ?? [],

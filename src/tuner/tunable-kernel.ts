@@ -22,7 +22,7 @@ import { parseKernels } from './source/kernel-parser';
 import { findKernel, nameExpression, type KernelSignature, type TemplateArguments } from './source/kernel-signature';
 import { SearchSpace } from './space/search-space';
 import { typeAliases } from './source/type-aliases';
-import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
+import { DEFAULT_STRATEGY, resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
 /**
@@ -366,7 +366,7 @@ export class TunableKernel {
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 
-      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
+      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? DEFAULT_STRATEGY)(options.strategyOptions);
       const evaluate = throughCache(cache, (config, worker) => evaluator.evaluate(config, worker, options.signal), (r) => metrics.apply(r));
       const result = await strategy.run(
         space,

@@ -169,6 +169,38 @@ export interface ConfigResult {
 
 export type StopReason = 'completed' | 'max_fevals' | 'time_limit' | 'aborted';
 
+/** The strategy `auto` chose and why, with the numbers behind the choice. */
+export interface StrategyChoice {
+  strategy: string;
+  reason: string;
+}
+
+/** How a search went, in the few fields the panel, the reports and the CLI show: which strategy, why, why it stopped. */
+export interface SearchSummary {
+  strategy: string;
+  /** Why this strategy ran, when `auto` chose it. */
+  reason?: string;
+  stopReason: StopReason;
+  stopDetail?: string;
+  evaluations: number;
+}
+
+export function searchSummaryOf(result: TuneResult): SearchSummary {
+  return {
+    strategy: result.strategy,
+    ...(result.strategyChoice && { reason: result.strategyChoice.reason }),
+    stopReason: result.stopReason,
+    ...(result.stopDetail && { stopDetail: result.stopDetail }),
+    evaluations: result.evaluations,
+  };
+}
+
+/** "genetic_algorithm, chosen by auto: <why>. Stopped after 100 evaluations: 100 evaluations, its max_fevals." */
+export function describeSearch(s: SearchSummary): string {
+  const how = s.reason ? `${s.strategy}, chosen by auto: ${s.reason}` : s.strategy;
+  return `${how}. Stopped after ${s.evaluations} evaluation${s.evaluations === 1 ? '' : 's'} (${s.stopReason}${s.stopDetail ? `: ${s.stopDetail}` : ''}).`;
+}
+
 export interface TuneResult {
   /** The best configuration with status 'ok' by the objective; undefined when none succeeded. */
   best: ConfigResult | undefined;
@@ -181,6 +213,10 @@ export interface TuneResult {
   evaluations: number;
   elapsedMs: number;
   stopReason: StopReason;
+  /** Why it stopped, in words: which budget and how much of it was spent, or the rule by which the strategy ended. */
+  stopDetail?: string;
+  /** Why this strategy ran, when `auto` chose it (from the space's size and the budget). */
+  strategyChoice?: StrategyChoice;
   /** The seed the strategy's random choices came from: pass it again to repeat the search. */
   seed: number;
   /** The compiler every configuration was built with, and why it is not NVRTC when NVRTC was there to try. */

@@ -58,11 +58,15 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
       'plan',
       'plan',
       'step.started',
+      'configs.searched', // the wrong candidate, and the rewrite after the model was told what failed
+      'configs.searched',
       'step.rejected', // no correct configuration: nothing to profile
       'step.started',
+      'configs.searched',
       'profile',
       'step.rejected',
       'step.started',
+      'configs.searched',
       'profile',
       'step.accepted',
       'replanning',
@@ -115,6 +119,10 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
     const step3 = run.of('configs.evaluated').filter((e) => e.stepId === '3');
     expect(step3.map((e) => e.result.config.block_size_x)).toEqual([256, 128, 512]);
     expect(step3.at(-1)).toMatchObject({ done: 3, total: 3, failures: 0, bestTimeMs: expect.closeTo(0.6291456, 9) });
+    // Each step searched with auto: its time budget (timePerTest per configuration) covers the space, so brute force.
+    const searched = run.of('configs.searched').find((e) => e.stepId === '3')!;
+    expect(searched.search).toMatchObject({ strategy: 'brute_force', stopReason: 'completed', evaluations: 3 });
+    expect(searched.search.reason).toMatch(/^the first 3 took [\d.]+ s each, so \d+ s allow about \d+: that covers all 3 configurations, so brute force evaluates every one$/);
 
     // Each tuned kernel's best configuration was profiled once its timings were done: the original's and step 2's by the
     // driver's metrics (no Nsight Compute on this fake GPU), step 3's by Nsight Compute.

@@ -189,7 +189,8 @@ function steps(data: ReportData): HTMLElement {
   if (data.baselineProfile) section.append(profile('Profile of the original kernel', data.baselineProfile, 'baseline-profile'));
   data.steps.forEach((step, i) => {
     const body: Child[] = [];
-    if (step.reason) body.push(h('p', { class: 'muted' }, step.reason));
+    if (step.search) body.push(h('p', { class: 'search' }, `Search: ${step.search}`));
+    else if (step.reason) body.push(h('p', { class: 'muted' }, step.reason));
     if (step.diff !== undefined) body.push(h('h3', {}, 'Changes'), diffTable(step.diff));
     const tune = Object.entries(step.tuneParams);
     if (tune.length > 0) body.push(h('h3', {}, 'Tunable parameters'), h('ul', {}, ...tune.map(([k, v]) => h('li', {}, h('code', {}, k), `: ${v.join(', ')}`))));

@@ -9,7 +9,7 @@ import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from 
 import { SearchSpaceError } from '../../tuner/space/search-space';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
 import type { ConfigProfile } from '../../tuner/run/profile';
-import { objectiveValue, outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
+import { objectiveValue, outcomeOf, searchSummaryOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from '../context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from '../errors';
@@ -187,6 +187,7 @@ export async function runCandidate(
         emit(config, { type: 'configs.evaluated', ...progress, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) });
       },
     });
+    emit(config, { type: 'configs.searched', ...progress, search: searchSummaryOf(result) });
     throwIfAborted(config);
     const best = result.best;
     const value = best && objectiveValue(best, result.objective);

@@ -12,7 +12,7 @@ import type { ConfigProfile } from '../../tuner/run/profile';
 import { profileSourceText } from '../../tuner/run/profile';
 import { describeVerification } from '../../tuner/run/measurement';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
-import type { Config, ConfigResult, ConfigStatus, Dim3, DriverMetrics, EnergyReadings, Objective, ParamValue } from '../../tuner/types';
+import { describeSearch, type Config, type ConfigResult, type ConfigStatus, type Dim3, type DriverMetrics, type EnergyReadings, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
 import { describeChange } from './describe-change';
 
@@ -206,6 +206,8 @@ export type TuningEventBody =
       bestTimeMs: number | null;
       result: ConfigSummary;
     }
+  /** A candidate's search ended: the strategy that ran (and why, when auto chose it) and why it stopped. */
+  | { type: 'configs.searched'; stepId: string; candidate: number; search: SearchSummary }
   | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange }
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
@@ -320,6 +322,8 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return debug(
         `step ${event.stepId}: ${event.done}/${event.total} configurations (${event.failures} failed), best ${ms(event.bestTimeMs)}; ${event.result.key}: ${event.result.status}${event.result.timeMs === undefined ? '' : ` ${ms(event.result.timeMs)}`}`,
       );
+    case 'configs.searched':
+      return info(`step ${event.stepId} candidate ${event.candidate} searched with ${describeSearch(event.search)}`);
     case 'step.accepted':
       return info(`step ${event.stepId} accepted: ${describeChange(event)} (${pct(event.improvementPct)}) with ${JSON.stringify(event.bestParams)}`);
     case 'step.rejected':

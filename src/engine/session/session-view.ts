@@ -8,7 +8,7 @@ import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanS
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
 import type { ConfigProfile } from '../../tuner/run/profile';
-import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue } from '../../tuner/types';
+import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
 
@@ -31,6 +31,8 @@ export interface CandidateView {
   bestTimeMs: number | null;
   /** Its best configuration's profile, once its timings are done. */
   profile?: ConfigProfile;
+  /** How its search went (the strategy, why it ran, why it stopped), once it ended. */
+  search?: SearchSummary;
 }
 
 export interface StepView extends PlanStepView {
@@ -121,16 +123,16 @@ function withStep(view: SessionView, stepId: string, change: (step: StepView) =>
   };
 }
 
+/** A candidate known only from its results so far (its 'candidate' event is missing, e.g. from a truncated log). */
+function emptyCandidate(candidate: number): CandidateView {
+  return { candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
+}
+
 function withCandidate(step: StepView, number: number, change: (c: CandidateView | undefined) => CandidateView): StepView {
   const index = step.candidates.findIndex((c) => c.candidate === number);
   const next = change(index === -1 ? undefined : step.candidates[index]);
   const candidates = index === -1 ? [...step.candidates, next].sort((a, b) => a.candidate - b.candidate) : step.candidates.map((c, i) => (i === index ? next : c));
   return { ...step, candidates };
-}
-
-/** A candidate the log mentions before its `candidate` event (a log that starts mid-step). */
-function emptyCandidate(candidate: number): CandidateView {
-  return { candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
 }
 
 function applyPlan(view: SessionView, steps: PlanStepView[]): SessionView {
@@ -208,6 +210,8 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
           return { ...base, configs: [...configs, event.result], total: event.total, failures: event.failures, bestTimeMs: event.bestTimeMs };
         }),
       );
+    case 'configs.searched':
+      return withStep(stamped, event.stepId, (s) => withCandidate(s, event.candidate, (c) => ({ ...(c ?? emptyCandidate(event.candidate)), search: event.search })));
     case 'step.accepted':
       return withStep(stamped, event.stepId, (s) => ({
         ...s,

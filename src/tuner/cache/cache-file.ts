@@ -1,5 +1,6 @@
 // The cache file of one run: opened (created, resumed or checked against the run's identity), read by configuration,
 // appended to as each result comes, and closed the way Kernel Tuner closes it (the format: format.ts).
+import { gunzipSync } from 'node:zlib';
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import type { Evaluate } from '../strategies/search';
 import { configKey, type Config, type ConfigResult } from '../types';
@@ -48,7 +49,9 @@ export class CacheFile {
   /** Reads a cache without preparing it for writing (for replay and inspection). */
   static load(path: string): CacheFile {
     if (!existsSync(path)) throw new CacheFormatError(path, 'the file does not exist');
-    const parsed = parseCacheText(path, readFileSync(path, 'utf8'));
+    // Gzipped caches (the benchmark hub ships Kernel Tuner's caches as .json.gz) are read as they are.
+    const bytes = readFileSync(path);
+    const parsed = parseCacheText(path, (path.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('utf8'));
     return new CacheFile(path, parsed.header, parsed.entries, parsed.repaired);
   }
 

@@ -11,6 +11,7 @@ import { launchWorkOf, type LaunchWork } from '../run/speed-of-light';
 import { MetricsError, ResultMetrics } from '../run/metrics';
 import { MIN_ENERGY_WINDOW_MS } from '../../gpu/energy';
 import type { TuneParams } from '../types';
+import { DEFAULT_STRATEGY, resolveStrategy } from '../strategies';
 import { unknownKeysError, withoutMistypedKeys } from './unknown-keys';
 import { readUserFile } from './user-files';
 
@@ -63,7 +64,7 @@ const tuningSpecShape = {
   objectiveHigherIsBetter: z.boolean().default(false),
   /** Time limit of one launch in seconds; default scaled to the reference kernel's time (at least 1 s). */
   launchTimeoutS: z.number().positive().optional(),
-  strategy: z.string().default('brute_force'),
+  strategy: z.string().default(DEFAULT_STRATEGY),
   strategyOptions: z.record(z.string(), z.unknown()).optional(),
   maxFevals: z.number().int().positive().optional(),
   timeLimitS: z.number().positive().optional(),
@@ -103,6 +104,7 @@ export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
   }
   const dir = dirname(resolve(path));
   const spec = parsed.data;
+  checkStrategy(spec, `the tuning spec ${path}`);
   return {
     ...spec,
     includePaths: spec.includePaths.map((p) => resolve(dir, p)),
@@ -110,6 +112,19 @@ export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
     ...(spec.reference && { reference: { ...spec.reference, file: resolve(dir, spec.reference.file) } }),
     dir,
   };
+}
+
+/**
+ * Checks the spec's strategy and its options (Kernel Tuner's names) now, before any GPU or cache work: an unknown
+ * strategy or option is a TuningSpecError naming the spec.
+ */
+export function checkStrategy(spec: Pick<TuningSpec, 'strategy' | 'strategyOptions'>, where: string): void {
+  try {
+    resolveStrategy(spec.strategy)(spec.strategyOptions);
+  } catch (e) {
+    if (e instanceof RangeError) throw new TuningSpecError(`${where}: strategy ${spec.strategy}: ${e.message}`);
+    throw e;
+  }
 }
 
 /** Everything a spec stands for, ready for TunableKernel.tune(test, tuneParams, restrictions, options). */
