@@ -1,7 +1,6 @@
 // TunableKernel and KernelTest: the seed library's API (llm_kernel_tuner.TunableKernel / KernelTest) over our tuner.
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
@@ -18,7 +17,9 @@ import { resolveTestSpec, type ResolvedTest } from './spec/input-spec';
 import { parseKernels } from './source/kernel-parser';
 import { findKernel, nameExpression, type KernelSignature, type TemplateArguments } from './source/kernel-signature';
 import { SearchSpace } from './space/search-space';
-import { typeAliases } from './source/type-aliases';
+import { typeAliasesOf } from './source/type-aliases';
+import { kernelOfSpace, openOptions, SignatureVariesError, spaceOptions, type SourceContext } from './source/space-view';
+import { preprocess, type Preprocessed } from './source/preprocessor';
 import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
@@ -152,6 +153,19 @@ export interface TunableKernelInfo {
   includePaths?: readonly string[];
   /** Reads a header; default the file system (an editor passes its unsaved buffers). */
   readFile?: (absolutePath: string) => string | undefined;
+  /**
+   * The space it will be tuned over, when known: the file is read as its configurations compile it (the parameters'
+   * values, the compile's -D options; see space-view.ts), and the kernel must keep its signature in all of them.
+   * Without it the parameters are unknown; tune() reads the file again for its own space.
+   */
+  space?: KernelSpace;
+}
+
+/** A tuning space as reading the kernel file needs it. */
+export interface KernelSpace {
+  tuneParams: TuneParams;
+  blockSizeNames?: readonly string[];
+  compilerOptions?: readonly string[];
 }
 
 export interface LaunchOptions {
@@ -228,9 +242,15 @@ export class TunableKernel {
     readonly info: TunableKernelInfo,
   ) {}
 
-  /** Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed). */
+  /**
+   * Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed;
+   * SignatureVariesError says which configuration of `info.space` would compile another signature).
+   */
   static async create(code: string, info: TunableKernelInfo = {}): Promise<TunableKernel> {
-    const kernels = await parseKernels(code, info.fileName ?? 'kernel.cu');
+    const fileName = info.fileName ?? 'kernel.cu';
+    const context = sourceContext(info, info.space);
+    const inSpace = info.space && (await kernelOfSpace(code, fileName, info.kernelName, info.space.tuneParams, context));
+    const kernels = inSpace ? inSpace.kernels : await parseKernels(code, fileName, { preprocess: openOptions(context) });
     const source = info.fileName ?? 'the source';
     if (kernels.length === 0) {
       throw new Error(`${source} has no __global__ kernel, so there is nothing to tune: a kernel is a function declared \`__global__ void name(...)\``);
@@ -243,7 +263,27 @@ export class TunableKernel {
       if (kernels.length > 1) throw new Error(`${source} has ${kernels.length} __global__ kernels (${kernels.map((k) => k.name).join(', ')}): name the one to tune`);
       kernel = kernels[0]!;
     }
-    return new TunableKernel(code, await withTypeAliases(code, kernel, info), info);
+    const views = inSpace && inSpace.kernel === kernel ? inSpace.views : [preprocess(code, fileName, spaceOptions({}, context))];
+    const tunable = new TunableKernel(code, await withTypeAliases(kernel, views), info);
+    if (info.space) tunable.spaceSignatures.set(spaceKey(info.space), tunable.signature);
+    return tunable;
+  }
+
+  /** The signature as each space's configurations compile it, by spaceKey. */
+  private readonly spaceSignatures = new Map<string, KernelSignature>();
+
+  /** This kernel's signature in every configuration of a space (read once per space). */
+  private async signatureIn(space: KernelSpace): Promise<KernelSignature> {
+    const key = spaceKey(space);
+    let signature = this.spaceSignatures.get(key);
+    if (!signature) {
+      const context = sourceContext(this.info, space);
+      const { kernel, views } = await kernelOfSpace(this.code, this.info.fileName ?? 'kernel.cu', this.signature.qualifiedName, space.tuneParams, context);
+      if (!kernel) throw new SignatureVariesError(`kernel '${this.signature.qualifiedName}' is not compiled in the configurations of this space (a preprocessor condition on a parameter leaves it out)`);
+      signature = await withTypeAliases(kernel, views);
+      this.spaceSignatures.set(key, signature);
+    }
+    return signature;
   }
 
   get name(): string {
@@ -288,7 +328,8 @@ export class TunableKernel {
   }
 
   private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
-    const { data, problemSize } = test.resolve(this.signature);
+    const signature = await this.signatureIn({ tuneParams, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }), ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) });
+    const { data, problemSize } = test.resolve(signature);
     const cleanups: (() => Promise<unknown> | void)[] = [];
     try {
       const backends = await backendsFor(options, cleanups);
@@ -515,12 +556,8 @@ export function parseDefineValue(text: string): ParamValue {
 }
 
 /** The kernel with what its parameters' typedef'd types stand for (`floatX` → `__nv_bfloat16`), for test specs. */
-async function withTypeAliases(code: string, kernel: KernelSignature, info: TunableKernelInfo): Promise<KernelSignature> {
-  const aliases = await typeAliases(code, {
-    ...(info.filePath !== undefined && { filePath: info.filePath }),
-    ...(info.includePaths && { includePaths: info.includePaths }),
-    readFile: info.readFile ?? readIfExists,
-  });
+async function withTypeAliases(kernel: KernelSignature, views: readonly Preprocessed[]): Promise<KernelSignature> {
+  const aliases = await typeAliasesOf(views);
   if (aliases.size === 0) return kernel;
   const parameters = kernel.parameters.map((p) => {
     const aliasOf = aliases.get(p.baseType.replace(/^(std::|::)/, ''));
@@ -529,12 +566,30 @@ async function withTypeAliases(code: string, kernel: KernelSignature, info: Tuna
   return { ...kernel, parameters };
 }
 
-function readIfExists(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
+/** Where the file's headers are and what the compile defines, for reading it (space-view.ts). */
+function sourceContext(info: TunableKernelInfo, space: KernelSpace | undefined): SourceContext {
+  return {
+    ...(info.filePath !== undefined && { filePath: info.filePath }),
+    ...(info.includePaths && { includePaths: info.includePaths }),
+    ...(info.readFile && { readFile: info.readFile }),
+    ...(space?.blockSizeNames && { blockSizeNames: space.blockSizeNames }),
+    defines: definesOf(space?.compilerOptions ?? []),
+  };
+}
+
+/** The macros of -DNAME and -DNAME=VALUE (also `-D NAME`) among compiler options. */
+export function definesOf(options: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  options.forEach((o, i) => {
+    const text = o === '-D' ? options[i + 1] : o.startsWith('-D') ? o.slice(2) : undefined;
+    const m = text === undefined ? null : /^([A-Za-z_]\w*)(?:=(.*))?$/s.exec(text);
+    if (m) out[m[1]!] = m[2] ?? '1';
+  });
+  return out;
+}
+
+function spaceKey(space: KernelSpace): string {
+  return JSON.stringify([space.tuneParams, space.blockSizeNames ?? null, space.compilerOptions ?? []]);
 }
 
 function launchSpec(o: LaunchOptions) {

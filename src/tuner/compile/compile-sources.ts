@@ -25,6 +25,7 @@ import type { CompilerBackend } from '../../gpu/types';
 import type { KernelProgram } from '../run/backend';
 import { isDeviceUsableToolkitHeader, NVCC_IMPLICIT_PRELUDE, systemHeaderStandIn } from './system-headers';
 import { blankRanges, hostCodeRanges, isHostOnly, outlineSource, type SourceOutline, type TopLevelItem } from '../source/translation-unit';
+import { preprocess } from '../source/preprocessor';
 
 export interface CompileSourcesOptions {
   /** The file's absolute path, when it is on disk: its directory is searched for quoted includes. */
@@ -121,6 +122,8 @@ class SourcesBuilder {
   private readonly blankedHost: string[] = [];
   private readonly visited = new Set<string>();
   private unavailable: string | undefined;
+  /** Macros that stand for __device__ & co. anywhere in the file or its headers (`INLINE_FUNC` → `__device__ inline`). */
+  private spaceMacros: ReadonlyMap<string, string> = new Map();
 
   constructor(private readonly options: CompileSourcesOptions) {
     this.tunables = new Set(options.tunableNames ?? []);
@@ -134,6 +137,7 @@ class SourcesBuilder {
     const filePath = this.options.filePath ? path.resolve(this.options.filePath) : undefined;
     const name = filePath ?? this.options.fileName ?? 'kernel.cu';
     if (filePath) this.visited.add(filePath);
+    this.spaceMacros = preprocess(code, name, { world: 'open', includes: { ...(filePath && { filePath }), includePaths: this.includePaths, readFile: this.readFile } }).spaceMacros;
     const main = await this.process(code, name, filePath ? path.dirname(filePath) : undefined);
     const userDirs = [...(filePath ? [path.dirname(filePath)] : []), ...this.includePaths];
     const nvrtc: CompileSources['nvrtc'] = this.unavailable
@@ -155,7 +159,7 @@ class SourcesBuilder {
 
   /** Blanks one file's host code (and tunable defines) and resolves its includes, recursively. */
   private async process(code: string, name: string, dir: string | undefined): Promise<ProcessedFile> {
-    const outline = await outlineSource(code);
+    const outline = await outlineSource(code, { spaceMacros: this.spaceMacros });
     const tunableDefines = this.tunableDefines(outline, code);
     const host = hostCodeRanges(outline.items);
     for (const item of outline.items.filter(isHostOnly)) this.blankedHost.push(describeItem(item, code, name));

@@ -2,6 +2,7 @@
 // CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
 // decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
 import type { ProgramInit } from '../../gpu/program';
+import { withLoopUnrollFactors } from '../compile/unroll-factors';
 import type { CompilerBackend } from '../../gpu/types';
 import type { Dim3 } from '../types';
 import type { DeviceLimits } from '../space/geometry';
@@ -49,13 +50,17 @@ export interface BuildRequest extends KernelProgram {
   compilerOptions: readonly string[];
 }
 
-/** The compiler's program for a build request: its source, headers and include paths, with the defines and options. */
+/**
+ * The compiler's program for a build request: its source, headers and include paths, with the defines (loop unroll
+ * factors as constexpr, unroll-factors.ts) and options.
+ */
 export function programOf(request: BuildRequest): ProgramInit {
+  const { source, defines } = withLoopUnrollFactors(request.source, request.defines);
   return {
-    source: request.source,
+    source,
     fileName: request.fileName,
     nameExpressions: [request.nameExpression],
-    defines: request.defines,
+    defines,
     options: [...request.compilerOptions],
     ...(request.headers && { headers: request.headers }),
     ...(request.includePaths && { includePaths: request.includePaths }),

@@ -250,11 +250,19 @@ export function dtypeOfCType(parameter: KernelParameter, templateTypeNames: Read
   if (candidates.length === 0) {
     return `type ${parameter.baseType} is not supported as a test argument (supported: ${Object.keys(C_TYPES).join(', ')}, CUDA vector types behind pointers, and typedefs of these)`;
   }
-  const lanes = new Set(candidates.map((c) => c.lanes));
-  if ([...lanes].some((l) => l > 1) && !parameter.isPointer) return `vector type ${base} is only supported behind a pointer`;
-  if (lanes.size > 1) return `type ${base} has a different number of lanes in each of its possible typedefs (${parameter.aliasOf!.join(', ')})`;
+  const lanes = [...new Set(candidates.map((c) => c.lanes))];
+  if (lanes.some((l) => l > 1) && !parameter.isPointer) return `vector type ${base} is only supported behind a pointer`;
+  // A typedef the configurations choose (CLBlast's realM: float, float2 or float4 by VWM): one buffer of scalars
+  // serves them all when its length is a multiple of every lane count.
+  const allLanes = lanes.reduce(lcm, 1);
   const dtypes = [...new Set(candidates.map((c) => c.dtype))];
-  return dtypes.length === 1 ? { dtype: dtypes[0]!, lanes: candidates[0]!.lanes } : { dtypes, lanes: candidates[0]!.lanes };
+  return dtypes.length === 1 ? { dtype: dtypes[0]!, lanes: allLanes } : { dtypes, lanes: allLanes };
+}
+
+function lcm(a: number, b: number): number {
+  let [x, y] = [a, b];
+  while (y !== 0) [x, y] = [y, x % y];
+  return (a / x) * b;
 }
 
 /** Parses and validates a spec, then checks it against the kernel's signature and resolves every length. */
@@ -308,7 +316,10 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
     }
     const length = evaluateLength(parameter.name, argSpec.length, scalars, invalidScalars, problems);
     if (length === undefined) continue;
-    if (length % ctype.lanes !== 0) problems.push(`${parameter.name}: length ${length} is not a multiple of the ${ctype.lanes} lanes of ${parameter.baseType}`);
+    if (length % ctype.lanes !== 0) {
+      const which = parameter.aliasOf && parameter.aliasOf.length > 1 ? ` (${parameter.aliasOf.join(', ')}, as the configurations choose)` : '';
+      problems.push(`${parameter.name}: length ${length} is not a multiple of the ${ctype.lanes} lanes of ${parameter.baseType}${which}`);
+    }
     if (parameter.isConst && argSpec.output) problems.push(`${parameter.name}: is const (${parameter.type}) and cannot be an output`);
     checkContents(parameter.name, argSpec, problems);
     totalBytes += length * dtypeBytes(argSpec.dtype);
