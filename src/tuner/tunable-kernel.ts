@@ -13,7 +13,8 @@ import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
 import { checkOneModel, type GpuSelection } from './run/gpu-selection';
 import { buildWithFallback, candidatePrograms, compileSources, withCollisionHint, type CompileSources } from './compile/compile-sources';
-import { resolveTestSpec, type ResolvedTest } from './spec/input-spec';
+import { checkConstantMemory, resolveTestSpec, type ResolvedTest } from './spec/input-spec';
+import { constantSymbols, type ConstantSymbol } from './source/constant-symbols';
 import { parseKernels } from './source/kernel-parser';
 import { findKernel, nameExpression, type KernelSignature, type TemplateArguments } from './source/kernel-signature';
 import { SearchSpace } from './space/search-space';
@@ -265,25 +266,25 @@ export class TunableKernel {
     }
     const views = inSpace && inSpace.kernel === kernel ? inSpace.views : [preprocess(code, fileName, spaceOptions({}, context))];
     const tunable = new TunableKernel(code, await withTypeAliases(kernel, views), info);
-    if (info.space) tunable.spaceSignatures.set(spaceKey(info.space), tunable.signature);
+    if (info.space) tunable.spaces.set(spaceKey(info.space), { signature: tunable.signature, symbols: constantSymbols(views[0]!) });
     return tunable;
   }
 
-  /** The signature as each space's configurations compile it, by spaceKey. */
-  private readonly spaceSignatures = new Map<string, KernelSignature>();
+  /** The file as each space's configurations compile it, by spaceKey. */
+  private readonly spaces = new Map<string, SpaceReading>();
 
-  /** This kernel's signature in every configuration of a space (read once per space). */
-  private async signatureIn(space: KernelSpace): Promise<KernelSignature> {
+  /** This kernel's signature in every configuration of a space, and the file's __constant__ symbols (read once per space). */
+  private async readIn(space: KernelSpace): Promise<SpaceReading> {
     const key = spaceKey(space);
-    let signature = this.spaceSignatures.get(key);
-    if (!signature) {
+    let reading = this.spaces.get(key);
+    if (!reading) {
       const context = sourceContext(this.info, space);
       const { kernel, views } = await kernelOfSpace(this.code, this.info.fileName ?? 'kernel.cu', this.signature.qualifiedName, space.tuneParams, context);
       if (!kernel) throw new SignatureVariesError(`kernel '${this.signature.qualifiedName}' is not compiled in the configurations of this space (a preprocessor condition on a parameter leaves it out)`);
-      signature = await withTypeAliases(kernel, views);
-      this.spaceSignatures.set(key, signature);
+      reading = { signature: await withTypeAliases(kernel, views), symbols: constantSymbols(views[0]!) };
+      this.spaces.set(key, reading);
     }
-    return signature;
+    return reading;
   }
 
   get name(): string {
@@ -328,8 +329,10 @@ export class TunableKernel {
   }
 
   private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
-    const signature = await this.signatureIn({ tuneParams, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }), ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) });
-    const { data, problemSize } = test.resolve(signature);
+    const reading = await this.readIn({ tuneParams, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }), ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) });
+    const { data, problemSize } = test.resolve(reading.signature);
+    const constants = data.kind === 'spec' ? data.test.constants : [];
+    checkConstantMemory(constants, reading.symbols, this.info.fileName ?? 'the kernel file');
     const cleanups: (() => Promise<unknown> | void)[] = [];
     try {
       const backends = await backendsFor(options, cleanups);
@@ -343,7 +346,7 @@ export class TunableKernel {
       const compilerOptions = options.compilerOptions ?? [];
       const initialTimeoutMs = options.launchTimeoutMs ?? UNMEASURED_LAUNCH_TIMEOUT_MS;
 
-      const oracle = await this.buildOracle(backends[0]!, device, space, paramNames, problemSize, scalars, options, compilerOptions);
+      const oracle = await this.buildOracle(backends[0]!, device, space, paramNames, problemSize, scalars, options, compilerOptions, constants.map((c) => c.symbol));
       // Every GPU loads the oracle, generates the same inputs from the same seeds and runs the oracle on them itself:
       // each configuration is compared with the oracle's outputs on the GPU that ran it.
       const devices = await Promise.all(
@@ -435,6 +438,7 @@ export class TunableKernel {
     scalars: Record<string, number>,
     options: RunOptions,
     compilerOptions: readonly string[],
+    constantSymbols: readonly string[],
   ): Promise<CompiledOracle> {
     const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
     const sources = await this.compileSources(paramNames, toolkit);
@@ -456,7 +460,7 @@ export class TunableKernel {
         });
       return { launch, compile };
     };
-    const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
+    const candidates = withConstantSymbols(candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers), constantSymbols);
     const own = buildAt(this, ownConfig, options);
     const chosen = await buildWithFallback(candidates, own.compile);
     if (!reference) {
@@ -472,8 +476,11 @@ export class TunableKernel {
     });
     const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
     const at = buildAt(oracleKernel, config, reference.launch ?? {});
+    // The reference gets the constant memory its own file declares (convolution_naive takes its filter as an argument).
+    const { symbols } = await oracleKernel.readIn({ tuneParams: Object.fromEntries(Object.entries(config).map(([k, v]) => [k, [v]])), compilerOptions });
+    const referenceConstants = constantSymbols.filter((symbol) => symbols.has(symbol));
     try {
-      const built = await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.compile);
+      const built = await buildWithFallback(withConstantSymbols(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), referenceConstants), at.compile);
       return { compiled: built.built, launch: at.launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
     } catch (e) {
       if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
@@ -497,6 +504,17 @@ export class TunableKernel {
     const timed = await on.backend.time(on.oracle, launch, on.test, { warmup: 1, iterations: REFERENCE_LAUNCHES, flushL2: false, timeoutMs: timeoutMs * (REFERENCE_LAUNCHES + 2) });
     return timed.stats.medianMs;
   }
+}
+
+/** What reading the file for a space gives: the kernel's signature and the __constant__ symbols the file declares. */
+interface SpaceReading {
+  signature: KernelSignature;
+  symbols: ReadonlyMap<string, ConstantSymbol>;
+}
+
+/** The programs, each to have these __constant__ symbols filled before every run. */
+function withConstantSymbols<T extends { programs: KernelProgram[] }>(candidates: T, symbols: readonly string[]): T {
+  return symbols.length === 0 ? candidates : { ...candidates, programs: candidates.programs.map((p) => ({ ...p, constantSymbols: symbols })) };
 }
 
 interface CompiledOracle {

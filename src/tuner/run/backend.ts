@@ -40,6 +40,8 @@ export interface KernelProgram {
   /** In-memory headers (include spelling → text) and directories searched for the others. */
   headers?: Readonly<Record<string, string>>;
   includePaths?: readonly string[];
+  /** `__constant__` symbols of the program that the test's constant memory fills before every run (cmem_args). */
+  constantSymbols?: readonly string[];
 }
 
 /** One variant of a kernel to compile: its program with the configuration's defines. */

@@ -85,6 +85,8 @@ class GpuCompiledKernel implements CompiledKernel {
     readonly compiled: CompiledProgram,
     readonly nameExpression: string,
     readonly compileMs: number,
+    /** Filled from the test's constant memory before every run of the kernel. */
+    readonly constantSymbols: readonly string[],
   ) {}
 
   get log(): string {
@@ -97,6 +99,7 @@ class GpuBuiltKernel implements BuiltKernel {
     readonly module: Module,
     readonly kernel: Kernel,
     readonly loadMs: number,
+    readonly constantSymbols: readonly string[],
   ) {}
 
   get resources() {
@@ -136,7 +139,7 @@ class GpuPreparedTest implements PreparedTest {
   }
 
   async release(): Promise<void> {
-    const buffers = this.sets.flatMap((s) => s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]));
+    const buffers = this.sets.flatMap((s) => [...s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]), ...s.ownConstants]);
     this.sets = [];
     await Promise.all(buffers.map((b) => b?.free()));
   }
@@ -250,7 +253,7 @@ export class GpuBackend implements TuningBackend {
     if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
     const t0 = performance.now();
     const compiled = await compiler.compile(programOf(request), signal ? { signal } : {});
-    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0);
+    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0, request.constantSymbols ?? []);
   }
 
   async load(kernel: CompiledKernel): Promise<GpuBuiltKernel> {
@@ -263,7 +266,7 @@ export class GpuBackend implements TuningBackend {
     const module = await this.gpu.loadModule(compiled);
     try {
       const loaded = await module.getKernel(nameExpression);
-      return new GpuBuiltKernel(module, loaded, performance.now() - t0);
+      return new GpuBuiltKernel(module, loaded, performance.now() - t0, kernel.constantSymbols);
     } catch (e) {
       await module.unload();
       throw e;
@@ -280,6 +283,7 @@ export class GpuBackend implements TuningBackend {
     const test = await this.current(prepared);
     const set = test.sets[inputSet]!;
     await this.resetOutputs(set);
+    await this.fillConstants(this.own(kernel), set);
     await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs, ...(options.signal && { signal: options.signal }) });
     return this.compare(test, inputSet, false);
   }
@@ -287,17 +291,23 @@ export class GpuBackend implements TuningBackend {
   async time(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
     const test = await this.current(prepared);
     const set = test.sets[0]!;
-    const k = this.own(kernel).kernel;
+    const built = this.own(kernel);
+    const k = built.kernel;
     await this.resetOutputs(set);
+    // Every timed series gets its constant memory, as every checked run does.
+    const series = async (o: TimingOptions) => {
+      await this.fillConstants(built, set);
+      return this.gpu.benchmark(k, launch, set.args, o);
+    };
     let stats: SampleStats;
     let stoppedEarly = false;
     if (options.stopAboveMs === undefined) {
-      stats = await this.gpu.benchmark(k, launch, set.args, options);
+      stats = await series(options);
     } else {
       // A few launches first: when their median is already over the bar, this configuration cannot win.
-      const probe = await this.gpu.benchmark(k, launch, set.args, { ...options, iterations: Math.min(PROBE_LAUNCHES, options.iterations) });
+      const probe = await series({ ...options, iterations: Math.min(PROBE_LAUNCHES, options.iterations) });
       stoppedEarly = probe.medianMs > options.stopAboveMs && options.iterations > PROBE_LAUNCHES;
-      stats = stoppedEarly || options.iterations <= PROBE_LAUNCHES ? probe : await this.gpu.benchmark(k, launch, set.args, { ...options, warmup: 0 });
+      stats = stoppedEarly || options.iterations <= PROBE_LAUNCHES ? probe : await series({ ...options, warmup: 0 });
     }
     // Outputs after many launches must still be right (races, accumulation across launches); in/out buffers legitimately
     // change with every launch, so they are only checked before timing.
@@ -363,7 +373,31 @@ export class GpuBackend implements TuningBackend {
       buffers.push(slot);
       args.push(buffer);
     }
-    return { args, buffers };
+    const constants = new Map<string, DeviceBuffer>();
+    const ownConstants: DeviceBuffer[] = [];
+    for (const [index, c] of (test.data.kind === 'spec' ? test.data.test.constants : []).entries()) {
+      if (c.source.kind === 'argument') {
+        const name = c.source.name;
+        constants.set(c.symbol, buffers.find((b) => b.name === name)!.buffer);
+        continue;
+      }
+      const buffer = await this.gpu.alloc(c.dtype, c.length);
+      ownConstants.push(buffer);
+      const source = c.source.init;
+      const init: BufferInit & { seed?: number } = source.kind === 'random' ? { ...source, seed: mixSeed(baseSeed + s, entries.length + index) } : source;
+      await this.initialize(buffer, init);
+      constants.set(c.symbol, buffer);
+    }
+    return { args, buffers, constants, ownConstants };
+  }
+
+  /** Copies the set's constant memory into the symbols the kernel's module has (before each run: cmem_args). */
+  private async fillConstants(kernel: GpuBuiltKernel, set: InputSet): Promise<void> {
+    for (const symbol of kernel.constantSymbols) {
+      const data = set.constants.get(symbol);
+      if (!data) throw new Error(`internal: the test has no constant memory for __constant__ ${symbol}`);
+      await kernel.module.copyToSymbol(symbol, data);
+    }
   }
 
   private async initialize(buffer: DeviceBuffer, init: BufferInit | { kind: 'upload'; data: ArrayBufferView }): Promise<void> {
@@ -386,6 +420,7 @@ export class GpuBackend implements TuningBackend {
     const set = test.sets[s]!;
     const givenExpected = s === 0 && test.data.kind === 'host' && test.data.arguments.some((a) => a.kind === 'buffer' && a.output && a.expected);
     await this.resetOutputs(set);
+    await this.fillConstants(test.oracle.kernel, set);
     await this.gpu.launch(test.oracle.kernel.kernel, test.oracle.launch, set.args, { timeoutMs: test.timeoutMs });
     for (const slot of set.buffers) {
       if (!slot.output) {

@@ -70,6 +70,8 @@ export interface Preprocessed {
    * inline`, then `#define INLINE_FUNC inline`), with their expansion: `INLINE_FUNC int f()` is device code.
    */
   spaceMacros: ReadonlyMap<string, string>;
+  /** An integer expression (an array extent, `33*33`, `MAX_N * 2`) with the macros defined at the end: undefined when unknown. */
+  evaluate(expression: string): number | undefined;
 }
 
 /** Preprocesses `code` (named `fileName` in messages). Synchronous: headers are read as they are included. */
@@ -478,7 +480,11 @@ class Preprocessor {
   run(code: string, fileName: string): Preprocessed {
     const filePath = this.options.includes?.filePath ? path.resolve(this.options.includes.filePath) : undefined;
     this.file(code, fileName, filePath, true, 0);
-    return { files: this.files, groups: this.groups, spaceMacros: this.spaceMacros };
+    const evaluate = (expression: string) => {
+      const value = this.table.evaluate(expression).value;
+      return value === undefined ? undefined : Number(value);
+    };
+    return { files: this.files, groups: this.groups, spaceMacros: this.spaceMacros, evaluate };
   }
 
   /** Preprocesses one file; `certain`: not under a conditional that was left undetermined. */
