@@ -47,8 +47,8 @@ options:
                            --simulate: the results replayed)
   --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
-  --t4 FILE                also write the results in the T4 format (FILE) and their metadata (FILE-metadata.json),
-                           as Kernel Tuner's store_output_file and store_metadata_file do
+  --t4 FILE                also write the results in the T4 format (FILE, e.g. out.json) and their metadata beside it
+                           (out-metadata.json), as Kernel Tuner's store_output_file and store_metadata_file do
   --device N               GPU ordinal (default 0)
   --gpus all|0,2|N         tune on several GPUs of one model at once, one worker each: all of them, these ordinals,
                            or the first N (default: one GPU, --device)
