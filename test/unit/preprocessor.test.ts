@@ -170,6 +170,11 @@ describe('a kernel across the configurations of a space', () => {
     const found = await kernelOfSpace(same, 's.cu', 'k', { SMALL: [0, 1] }, {});
     expect(found.kernel?.bodyRange.startLine).toBe(3); // the first configuration's (SMALL = 0)
     expect(found.kernels).toHaveLength(1);
+    // Without a name it is the only kernel; beside another kernel, it must be named.
+    expect((await kernelOfSpace(same, 's.cu', undefined, { SMALL: [0, 1] }, {})).kernel?.name).toBe('k');
+    const two = await kernelOfSpace(`${same}__global__ void other(int *y) {}\n`, 's.cu', undefined, { SMALL: [0, 1] }, {});
+    expect(two.kernel).toBeNull();
+    expect(two.kernels.map((k) => k.name)).toEqual(['k', 'k', 'other']);
   });
 
   it('tune() reads the file for its own space: the same check before anything runs', async () => {

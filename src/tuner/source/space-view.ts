@@ -70,7 +70,10 @@ export async function kernelOfSpace(code: string, fileName: string, kernelName: 
   const baseline = preprocess(code, fileName, spaceOptions(tuneParams, context));
   const kernels = await kernelsOf(baseline);
   const views: Preprocessed[] = [baseline];
-  const named = kernelName === undefined ? kernels : kernels.filter((k) => k.qualifiedName === kernelName || k.name === kernelName);
+  // Without a name, the only kernel: one name, perhaps in several branches the configurations tell apart.
+  const kernelNames = new Set(kernels.map((k) => k.qualifiedName));
+  const wanted = kernelName ?? (kernelNames.size === 1 ? [...kernelNames][0]! : undefined);
+  const named = wanted === undefined ? [] : kernels.filter((k) => k.qualifiedName === wanted || k.name === wanted);
   const varying = new Set(Object.entries(tuneParams).filter(([, v]) => v.length > 1).map(([k]) => k));
   const relevant = relevantGroups(baseline.groups, varying);
   const names = [...new Set(relevant.flatMap((g) => g.tunables.filter((t) => varying.has(t))))];
@@ -79,17 +82,17 @@ export async function kernelOfSpace(code: string, fileName: string, kernelName: 
     views.push(view);
     return { assignment, view };
   });
-  if (named.length === 0 || (kernelName === undefined && named.length > 1 && configured.length === 0)) return { kernel: null, kernels, views };
+  if (named.length === 0) return { kernel: null, kernels, views };
   const why = (assignment: Config) => {
     const groups = relevant.filter((g) => g.tunables.some((t) => t in assignment)).map((g) => `${baseline.files[g.file]!.fileName}:${g.line}: ${g.directive}`);
     return `${describeAssignment(assignment)}${groups.length > 0 ? ` (${groups.join('; ')})` : ''}`;
   };
   if (named.length > 1) {
     // One name in several branches: each configuration must compile one of them, and always with one signature.
-    if (configured.length === 0) findKernel(named, kernelName ?? named[0]!.name); // throws: ambiguous to every configuration
+    if (configured.length === 0) findKernel(named, wanted!); // throws: ambiguous to every configuration
     let kernel: KernelSignature | undefined;
     for (const { assignment, view } of configured) {
-      const found = kernelName === undefined ? (await kernelsOf(view))[0] : findKernel(await kernelsOf(view), kernelName);
+      const found = findKernel(await kernelsOf(view), wanted!);
       kernel = compared(kernel, found, assignment, why);
     }
     // The kernels of the space: that name once, as the configurations compile it.
