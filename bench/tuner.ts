@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { loadExample, type LoadedSpec } from '../examples/load';
 import { gpuSkipReason } from '../test/support/gpu-available';
 import { writeBenchJson } from './support/output';
-import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../src/tuner/run/backend';
+import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunchOptions, Tolerance, TuningBackend } from '../src/tuner/run/backend';
 import { GpuBackend } from '../src/tuner/run/gpu-backend';
 import type { ConfigResult, TuneResult } from '../src/tuner/types';
 
@@ -60,11 +60,17 @@ class TimedBackend implements TuningBackend {
     this.prepared = true;
     return p;
   }
-  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome> {
-    return this.inner.check(kernel, launch, prepared, inputSet, options);
+  resetOutputs(prepared: PreparedTest, inputSet: number): Promise<void> {
+    return this.inner.resetOutputs(prepared, inputSet);
   }
-  time(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
-    return this.inner.time(kernel, launch, prepared, options);
+  launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
+    return this.inner.launch(kernel, launch, prepared, inputSet, options);
+  }
+  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+    return this.inner.timedLaunches(kernel, launch, prepared, inputSet, options);
+  }
+  compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
+    return this.inner.compareOutputs(prepared, inputSet);
   }
   dispose(): Promise<void> {
     return Promise.resolve(); // the benchmark disposes the GpuBackend itself

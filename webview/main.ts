@@ -361,6 +361,8 @@ function renderDiff(diff: string): HTMLElement {
 
 function renderConfigs(candidate: CandidateView, bestKey: string | undefined): HTMLElement {
   const names = [...new Set(candidate.configs.flatMap((c) => Object.keys(c.config)))];
+  // Which launches had their outputs verified; sessions recorded before that was recorded have none.
+  const verified = candidate.configs.some((c) => c.verified);
   const sorted = sortConfigs(candidate.configs, state.ui.sort);
   const header = (label: string, column: string) => {
     const active = state.ui.sort.column === column;
@@ -380,12 +382,13 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
       ...names.map((n) => h('td', { class: 'num' }, c.config[n] === undefined ? '' : String(c.config[n]))),
       h('td', { class: 'num' }, c.timeMs === undefined ? '' : formatTime(c.timeMs)),
       h('td', {}, c.key === bestKey ? 'best' : c.status === 'ok' ? 'ok' : c.status.replace(/_/g, ' '), c.error ? h('span', { class: 'muted', title: c.error }, ` – ${c.error}`) : ''),
+      verified && h('td', { class: 'muted' }, c.verified ?? ''),
     ),
   );
   return h(
     'table',
     { class: 'grid configs' },
-    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), header('Result', 'status'))),
+    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
     h('tbody', {}, ...rows),
   );
 }

@@ -27,6 +27,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"moduleUnload", kt::ModuleUnload},
       {"moduleGetFunction", kt::ModuleGetFunction},
       {"functionAttributes", kt::FunctionAttributes},
+      {"functionOccupancy", kt::FunctionOccupancy},
       {"functionSetMaxDynamicShared", kt::FunctionSetMaxDynamicShared},
       {"memAlloc", kt::MemAlloc},
       {"memFree", kt::MemFree},
@@ -38,6 +39,8 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"memCopyBenchmark", kt::MemCopyBenchmark},
       {"launch", kt::Launch},
       {"benchmark", kt::Benchmark},
+      {"energyBenchmark", kt::EnergyBenchmark},
+      {"nvmlSnapshot", kt::NvmlSnapshot},
   };
   for (const Entry& e : entries) exports.Set(e.name, Napi::Function::New(env, e.fn, e.name));
   // A worker_thread (or an embedder) that ends without contextDestroy still gives its device memory back.

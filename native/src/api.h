@@ -26,6 +26,8 @@ Napi::Value ModuleLoad(const Napi::CallbackInfo& info);
 Napi::Value ModuleUnload(const Napi::CallbackInfo& info);
 Napi::Value ModuleGetFunction(const Napi::CallbackInfo& info);
 Napi::Value FunctionAttributes(const Napi::CallbackInfo& info);
+/** cuOccupancyMaxActiveBlocksPerMultiprocessor(fn, blockSize, dynamicSharedBytes): resident blocks per SM. */
+Napi::Value FunctionOccupancy(const Napi::CallbackInfo& info);
 Napi::Value FunctionSetMaxDynamicShared(const Napi::CallbackInfo& info);
 
 // memory.cc
@@ -40,6 +42,12 @@ Napi::Value MemCopyBenchmark(const Napi::CallbackInfo& info);
 // launch.cc
 Napi::Value Launch(const Napi::CallbackInfo& info);
 Napi::Value Benchmark(const Napi::CallbackInfo& info);
+/** Back-to-back launches while an NvmlSampler watches the device's energy counter, power, clocks and temperature. */
+Napi::Value EnergyBenchmark(const Napi::CallbackInfo& info);
+
+// nvml.cc
+/** The device's NVML readings now (name, energy counter, power, enforced power limit, clocks, temperature). */
+Napi::Value NvmlSnapshot(const Napi::CallbackInfo& info);
 
 /** Env teardown: release the context if this environment created it (worker threads, embedders). */
 void ReleaseContextAtExit(Napi::Env env);

@@ -43,9 +43,14 @@ constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT = 16;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE = 36;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH = 37;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE = 38;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR = 39;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR = 81;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR = 82;
 constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN = 97;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR = 106;
+constexpr CUdevice_attribute CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK = 111;
 
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 0;
 constexpr CUfunction_attribute CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES = 1;
@@ -88,6 +93,8 @@ using PFN_cuModuleGetFunction = CUresult (*)(CUfunction* hfunc, CUmodule hmod, c
 using PFN_cuFuncGetAttribute = CUresult (*)(int* pi, CUfunction_attribute attrib, CUfunction hfunc);
 using PFN_cuFuncSetAttribute = CUresult (*)(CUfunction hfunc, CUfunction_attribute attrib, int value);
 using PFN_cuFuncGetParamInfo = CUresult (*)(CUfunction func, size_t paramIndex, size_t* paramOffset, size_t* paramSize);
+using PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor = CUresult (*)(int* numBlocks, CUfunction func, int blockSize,
+                                                                     size_t dynamicSMemSize);
 using PFN_cuLaunchKernel = CUresult (*)(CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
                                         unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
                                         unsigned int sharedMemBytes, CUstream hStream, void** kernelParams, void** extra);
@@ -132,6 +139,7 @@ struct CudaApi {
   PFN_cuFuncGetAttribute cuFuncGetAttribute;
   PFN_cuFuncSetAttribute cuFuncSetAttribute;
   PFN_cuFuncGetParamInfo cuFuncGetParamInfo;        // optional: drivers >= 12.4 only
+  PFN_cuOccupancyMaxActiveBlocksPerMultiprocessor cuOccupancyMaxActiveBlocksPerMultiprocessor;
   PFN_cuLaunchKernel cuLaunchKernel;
   PFN_cuStreamCreate cuStreamCreate;
   PFN_cuStreamDestroy cuStreamDestroy;              // cuStreamDestroy_v2

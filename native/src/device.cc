@@ -44,8 +44,10 @@ Napi::Value Status(const Napi::CallbackInfo& info) {
   Napi::Object out = Napi::Object::New(env);
   cudaApi();  // trigger the (cached) load attempts
   nvrtcApi();
+  nvmlApi();
   out.Set("cuda", libraryStatus(env, cudaStatus()));
   out.Set("nvrtc", libraryStatus(env, nvrtcStatus()));
+  out.Set("nvml", libraryStatus(env, nvmlStatus()));
   return out;
 }
 
@@ -112,6 +114,14 @@ Napi::Value DeviceInfo(const Napi::CallbackInfo& info) {
   out.Set("maxSharedMemoryPerBlockOptin",
           Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)));
   out.Set("maxRegistersPerBlock", Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK)));
+  out.Set("maxThreadsPerMultiprocessor", Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR)));
+  out.Set("maxBlocksPerMultiprocessor", Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR)));
+  out.Set("maxRegistersPerMultiprocessor",
+          Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR)));
+  out.Set("maxSharedMemoryPerMultiprocessor",
+          Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)));
+  out.Set("reservedSharedMemoryPerBlock",
+          Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_RESERVED_SHARED_MEMORY_PER_BLOCK)));
   out.Set("warpSize", Napi::Number::New(env, attr(CU_DEVICE_ATTRIBUTE_WARP_SIZE)));
   out.Set("clockRateKHz", Napi::Number::New(env, optionalAttribute(api, dev, CU_DEVICE_ATTRIBUTE_CLOCK_RATE)));
   out.Set("memoryClockRateKHz",

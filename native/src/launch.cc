@@ -12,6 +12,8 @@
 #include "args.h"
 #include "context.h"
 #include "errors.h"
+#include "nvml.h"
+#include "fill.h"
 #include "timing.h"
 
 namespace kt {
@@ -191,6 +193,61 @@ CUresult launchOnce(const CudaApi& api, const LaunchSpec& s, CUstream stream) {
                             s.sharedMemBytes, stream, params, nullptr);
 }
 
+Napi::Object toJs(Napi::Env env, const NvmlSample& s) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("tMs", Napi::Number::New(env, s.tMs));
+  const std::pair<const char*, double> fields[] = {
+      {"powerMw", s.powerMw}, {"smClockMhz", s.smClockMhz}, {"memClockMhz", s.memClockMhz}, {"temperatureC", s.temperatureC}};
+  for (const auto& [key, value] : fields) {
+    if (value >= 0) o.Set(key, Napi::Number::New(env, value));
+  }
+  return o;
+}
+
+/** What is reset before every timed launch: an output filled with a pattern, or copied from its initial content. */
+struct Reset {
+  bool isFill = true;
+  CUdeviceptr dst = 0;
+  CUdeviceptr src = 0;  // copy
+  uint64_t elementBytes = 0;  // fill
+  uint64_t pattern = 0;  // fill
+  uint64_t count = 0;  // fill: elements; copy: bytes
+  uint64_t bytes() const { return isFill ? count * elementBytes : count; }
+};
+
+std::vector<Reset> readResets(Napi::Env env, const Napi::Value& value, const char* fn) {
+  std::vector<Reset> resets;
+  if (value.IsUndefined()) return resets;
+  if (!value.IsArray()) throwExpected(value, fn, "options.resets", "an array of fills and copies");
+  const Napi::Array array = value.As<Napi::Array>();
+  for (uint32_t i = 0; i < array.Length(); ++i) {
+    const std::string name = "options.resets[" + std::to_string(i) + "]";
+    const Napi::Object o = toObject(array.Get(i), fn, name);
+    const std::string kind = toString(o.Get("kind"), fn, name + ".kind");
+    Reset r;
+    if (kind == "fill") {
+      r.dst = toUint64BigInt(o.Get("ptr"), fn, name + ".ptr");
+      r.elementBytes = toFillElementBytes(o.Get("elementBytes"), fn, name + ".elementBytes");
+      r.pattern = toFillPattern(o.Get("pattern"), r.elementBytes, fn, name + ".pattern");
+      r.count = toInteger(o.Get("count"), fn, name + ".count", 1);
+      checkFillAlignment(env, fn, name + ".ptr", r.dst, r.elementBytes);
+    } else if (kind == "copy") {
+      r.isFill = false;
+      r.dst = toUint64BigInt(o.Get("dst"), fn, name + ".dst");
+      r.src = toUint64BigInt(o.Get("src"), fn, name + ".src");
+      r.count = toInteger(o.Get("bytes"), fn, name + ".bytes", 1);
+      if (r.dst < r.src + r.count && r.src < r.dst + r.count) {
+        throwInvalidArgument(env, std::string(fn) + ": " + name + ": the source and destination ranges overlap",
+                             ErrorInfo::Kind::RangeError);
+      }
+    } else {
+      throwExpected(o.Get("kind"), fn, name + ".kind", "\"fill\" or \"copy\"");
+    }
+    resets.push_back(r);
+  }
+  return resets;
+}
+
 }  // namespace
 
 Napi::Value Launch(const Napi::CallbackInfo& info) {
@@ -220,6 +277,7 @@ Napi::Value Benchmark(const Napi::CallbackInfo& info) {
   if (flushPtr != 0 && flushBytes == 0) {
     throwExpected(opts.Get("flushBytes"), fn, "options.flushBytes", "a positive integer when flushPtr is set");
   }
+  const std::vector<Reset> resets = readResets(env, opts.Get("resets"), fn);
 
   const CudaApi& api = requireCuda(env);
   Context& ctx = Context::instance();
@@ -227,19 +285,90 @@ Napi::Value Benchmark(const Napi::CallbackInfo& info) {
   ctx.require(env, api, fn);
   checkAgainstFunction(env, api, ctx, spec, fn);
   if (flushPtr != 0) ctx.checkRange(env, fn, "options.flushPtr", flushPtr, flushBytes);
+  for (size_t i = 0; i < resets.size(); ++i) {
+    const Reset& r = resets[i];
+    const std::string name = "options.resets[" + std::to_string(i) + "]";
+    ctx.checkRange(env, fn, name + (r.isFill ? ".ptr" : ".dst"), r.dst, r.bytes());
+    if (!r.isFill) ctx.checkRange(env, fn, name + ".src", r.src, r.bytes());
+  }
   const CUstream stream = ctx.stream();
   const auto launch = [&] {
     const CUresult r = launchOnce(api, spec, stream);
     if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuLaunchKernel");
   };
-  const auto flush = [&](uint64_t i) {
+  const auto beforeTimed = [&](uint64_t i) {
+    // Every timed launch starts from reset outputs, so what it leaves there is its own work (resets first: the L2
+    // flush below then evicts them too).
+    for (const Reset& reset : resets) {
+      const char* call = "cuMemcpyDtoDAsync";
+      const CUresult r = reset.isFill
+                             ? enqueueFill(api, stream, reset.dst, reset.elementBytes, reset.pattern, reset.count, call)
+                             : api.cuMemcpyDtoDAsync(reset.dst, reset.src, static_cast<size_t>(reset.count), stream);
+      if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, call);
+    }
     if (flushPtr == 0) return;
     // Overwrites more than L2 holds, so the launch starts from cold caches; a changing value defeats any elision of
     // identical writes.
     const CUresult r = api.cuMemsetD8Async(flushPtr, static_cast<unsigned char>(i & 0xff), flushBytes, stream);
     if (r != CUDA_SUCCESS) failAfterDrain(env, api, stream, r, "cuMemsetD8Async");
   };
-  return toJsNumbers(env, timeOnStream(env, api, ctx, warmup, iterations, launch, flush));
+  return toJsNumbers(env, timeOnStream(env, api, ctx, warmup, iterations, launch, beforeTimed));
+}
+
+Napi::Value EnergyBenchmark(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* fn = "energyBenchmark";
+  const LaunchSpec spec = readLaunch(info[0], fn);
+  const Napi::Object opts = toObject(info[1], fn, "options");
+  const uint64_t launches = toInteger(opts.Get("launches"), fn, "options.launches", 1, 1000000);
+  const std::string pciBusId = toString(opts.Get("pciBusId"), fn, "options.pciBusId");
+  const double pollMs = static_cast<double>(toInteger(opts.Get("pollMs"), fn, "options.pollMs", 1, 100));
+  const int sampleEvery = static_cast<int>(toInteger(opts.Get("sampleEvery"), fn, "options.sampleEvery", 1, 1000));
+
+  const CudaApi& api = requireCuda(env);
+  const NvmlApi& nvml = requireNvml(env);
+  nvmlDevice_t device = nvmlDeviceByPciBusId(env, nvml, pciBusId);
+  Context& ctx = Context::instance();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  ctx.require(env, api, fn);
+  checkAgainstFunction(env, api, ctx, spec, fn);
+  const CUstream stream = ctx.stream();
+
+  // Back-to-back launches, no events and no cache flush: the GPU is busy for the whole window the sampler watches.
+  NvmlSampler sampler(nvml, device);
+  sampler.start(pollMs, sampleEvery);
+  for (uint64_t i = 0; i < launches; ++i) {
+    const CUresult r = launchOnce(api, spec, stream);
+    if (r != CUDA_SUCCESS) {
+      sampler.stop();
+      failAfterDrain(env, api, stream, r, "cuLaunchKernel");
+    }
+  }
+  const CUresult synced = api.cuStreamSynchronize(stream);
+  const double elapsedMs = sampler.elapsedMs();
+  sampler.stop();
+  checkCuda(env, api, synced, "cuStreamSynchronize");
+
+  Napi::Object out = Napi::Object::New(env);
+  out.Set("launches", Napi::Number::New(env, static_cast<double>(launches)));
+  out.Set("elapsedMs", Napi::Number::New(env, elapsedMs));
+  if (sampler.energyStartMj >= 0 && sampler.energyEndMj >= 0) {
+    out.Set("energyStartMj", Napi::Number::New(env, sampler.energyStartMj));
+    out.Set("energyEndMj", Napi::Number::New(env, sampler.energyEndMj));
+  }
+  if (!sampler.energyError.empty()) out.Set("energyError", Napi::String::New(env, sampler.energyError));
+  Napi::Array updates = Napi::Array::New(env, sampler.updates.size());
+  for (size_t i = 0; i < sampler.updates.size(); ++i) {
+    Napi::Object u = Napi::Object::New(env);
+    u.Set("tMs", Napi::Number::New(env, sampler.updates[i].tMs));
+    u.Set("energyMj", Napi::Number::New(env, sampler.updates[i].energyMj));
+    updates.Set(static_cast<uint32_t>(i), u);
+  }
+  out.Set("updates", updates);
+  Napi::Array samples = Napi::Array::New(env, sampler.samples.size());
+  for (size_t i = 0; i < sampler.samples.size(); ++i) samples.Set(static_cast<uint32_t>(i), toJs(env, sampler.samples[i]));
+  out.Set("samples", samples);
+  return out;
 }
 
 }  // namespace kt

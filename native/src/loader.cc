@@ -11,6 +11,7 @@ struct Loaded {
   LibraryStatus status;
   CudaApi cuda{};
   NvrtcApi nvrtc{};
+  NvmlApi nvml{};
 };
 
 const char* lastDlError(const char* fallback) {
@@ -71,6 +72,7 @@ bool resolveCuda(void* h, CudaApi& a, std::string& missing) {
   ok &= resolve(h, "cuFuncGetAttribute", a.cuFuncGetAttribute, missing);
   ok &= resolve(h, "cuFuncSetAttribute", a.cuFuncSetAttribute, missing);
   resolveOptional(h, "cuFuncGetParamInfo", a.cuFuncGetParamInfo);
+  ok &= resolve(h, "cuOccupancyMaxActiveBlocksPerMultiprocessor", a.cuOccupancyMaxActiveBlocksPerMultiprocessor, missing);
   ok &= resolve(h, "cuLaunchKernel", a.cuLaunchKernel, missing);
   ok &= resolve(h, "cuStreamCreate", a.cuStreamCreate, missing);
   ok &= resolve(h, "cuStreamDestroy_v2", a.cuStreamDestroy, missing);
@@ -98,6 +100,20 @@ bool resolveNvrtc(void* h, NvrtcApi& a, std::string& missing) {
   ok &= resolve(h, "nvrtcGetPTX", a.nvrtcGetPTX, missing);
   ok &= resolve(h, "nvrtcGetProgramLogSize", a.nvrtcGetProgramLogSize, missing);
   ok &= resolve(h, "nvrtcGetProgramLog", a.nvrtcGetProgramLog, missing);
+  return ok;
+}
+
+bool resolveNvml(void* h, NvmlApi& a, std::string& missing) {
+  bool ok = true;
+  ok &= resolve(h, "nvmlInit_v2", a.nvmlInit, missing);
+  ok &= resolve(h, "nvmlErrorString", a.nvmlErrorString, missing);
+  ok &= resolve(h, "nvmlDeviceGetHandleByPciBusId_v2", a.nvmlDeviceGetHandleByPciBusId, missing);
+  ok &= resolve(h, "nvmlDeviceGetName", a.nvmlDeviceGetName, missing);
+  ok &= resolve(h, "nvmlDeviceGetTotalEnergyConsumption", a.nvmlDeviceGetTotalEnergyConsumption, missing);
+  ok &= resolve(h, "nvmlDeviceGetPowerUsage", a.nvmlDeviceGetPowerUsage, missing);
+  ok &= resolve(h, "nvmlDeviceGetEnforcedPowerLimit", a.nvmlDeviceGetEnforcedPowerLimit, missing);
+  ok &= resolve(h, "nvmlDeviceGetClockInfo", a.nvmlDeviceGetClockInfo, missing);
+  resolveOptional(h, "nvmlDeviceGetTemperature", a.nvmlDeviceGetTemperature);
   return ok;
 }
 
@@ -150,6 +166,15 @@ Loaded& nvrtcLoaded() {
   return loaded;
 }
 
+Loaded& nvmlLoaded() {
+  static Loaded loaded;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    load(nvmlCandidates(), loaded, loaded.nvml, resolveNvml, "an NVIDIA driver older than Volta's (R384)");
+  });
+  return loaded;
+}
+
 }  // namespace
 
 const std::vector<std::string>& cudaCandidates() {
@@ -169,11 +194,23 @@ const CudaApi* cudaApi() {
 
 const LibraryStatus& cudaStatus() { return cudaLoaded().status; }
 
+const std::vector<std::string>& nvmlCandidates() {
+  static const std::vector<std::string> files{"libnvidia-ml.so.1"};
+  return files;
+}
+
 const NvrtcApi* nvrtcApi() {
   Loaded& l = nvrtcLoaded();
   return l.status.loaded ? &l.nvrtc : nullptr;
 }
 
 const LibraryStatus& nvrtcStatus() { return nvrtcLoaded().status; }
+
+const NvmlApi* nvmlApi() {
+  Loaded& l = nvmlLoaded();
+  return l.status.loaded ? &l.nvml : nullptr;
+}
+
+const LibraryStatus& nvmlStatus() { return nvmlLoaded().status; }
 
 }  // namespace kt

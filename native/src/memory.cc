@@ -6,6 +6,7 @@
 #include "args.h"
 #include "context.h"
 #include "errors.h"
+#include "fill.h"
 #include "timing.h"
 
 namespace kt {
@@ -122,76 +123,84 @@ Napi::Value MemDownload(const Napi::CallbackInfo& info) {
   return out;
 }
 
+uint64_t toFillElementBytes(const Napi::Value& value, const char* fn, const std::string& name) {
+  const uint64_t elementBytes = toInteger(value, fn, name, 1, 8);
+  if (elementBytes != 1 && elementBytes != 2 && elementBytes != 4 && elementBytes != 8) {
+    throwExpected(value, fn, name, "1, 2, 4 or 8");
+  }
+  return elementBytes;
+}
+
+uint64_t toFillPattern(const Napi::Value& value, uint64_t elementBytes, const char* fn, const std::string& name) {
+  if (value.IsBigInt()) {
+    const unsigned bits = static_cast<unsigned>(elementBytes * 8);
+    bool lossless = false;
+    const Napi::BigInt b = value.As<Napi::BigInt>();
+    const uint64_t u = b.Uint64Value(&lossless);
+    if (lossless) {
+      if (bits == 64 || u < (uint64_t{1} << bits)) return u;
+    } else {
+      const int64_t s = b.Int64Value(&lossless);
+      if (lossless && s < 0 && (bits == 64 || s >= -(int64_t{1} << (bits - 1)))) {
+        return bits == 64 ? static_cast<uint64_t>(s) : static_cast<uint64_t>(s) & ((uint64_t{1} << bits) - 1);
+      }
+    }
+  }
+  const std::string what = "a bigint that fits " + std::to_string(elementBytes) + " byte(s)";
+  throwExpected(value, fn, name, what.c_str());
+}
+
+void checkFillAlignment(Napi::Env env, const char* fn, const std::string& name, CUdeviceptr ptr, uint64_t elementBytes) {
+  const uint64_t alignment = elementBytes < 4 ? elementBytes : 4;  // what cuMemsetD16/D32/D2D32 require
+  if (ptr % alignment != 0) {
+    throwInvalidArgument(env, std::string(fn) + ": " + name + " " + hex(ptr) + " is not aligned to " +
+                                  std::to_string(alignment) + " bytes, as " + std::to_string(elementBytes) +
+                                  "-byte elements need");
+  }
+}
+
+CUresult enqueueFill(const CudaApi& api, CUstream stream, CUdeviceptr ptr, uint64_t elementBytes, uint64_t pattern,
+                     uint64_t count, const char*& call) {
+  switch (elementBytes) {
+    case 1:
+      call = "cuMemsetD8Async";
+      return api.cuMemsetD8Async(ptr, static_cast<unsigned char>(pattern), count, stream);
+    case 2:
+      call = "cuMemsetD16Async";
+      return api.cuMemsetD16Async(ptr, static_cast<unsigned short>(pattern), count, stream);
+    case 4:
+      call = "cuMemsetD32Async";
+      return api.cuMemsetD32Async(ptr, static_cast<unsigned int>(pattern), count, stream);
+    default: {
+      const auto low = static_cast<unsigned int>(pattern & 0xffffffffULL);
+      const auto high = static_cast<unsigned int>(pattern >> 32);
+      if (low == high) {
+        call = "cuMemsetD32Async";
+        return api.cuMemsetD32Async(ptr, low, count * 2, stream);
+      }
+      // Two strided passes: a 2D memset of one 32-bit word per row, rows 8 bytes apart, for each half.
+      call = "cuMemsetD2D32Async";
+      const CUresult r = api.cuMemsetD2D32Async(ptr, 8, low, 1, count, stream);
+      return r != CUDA_SUCCESS ? r : api.cuMemsetD2D32Async(ptr + 4, 8, high, 1, count, stream);
+    }
+  }
+}
+
 Napi::Value MemFill(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   const CUdeviceptr ptr = toPtr(info[0], "memFill", "ptr");
-  const uint64_t elementBytes = toInteger(info[1], "memFill", "elementBytes", 1, 8);
-  if (elementBytes != 1 && elementBytes != 2 && elementBytes != 4 && elementBytes != 8) {
-    throwExpected(info[1], "memFill", "elementBytes", "1, 2, 4 or 8");
-  }
-  // The pattern: a bigint of the element's width, unsigned or (two's complement) signed, e.g. 0xffffn or -1n for 2.
-  uint64_t pattern = 0;
-  {
-    const Napi::Value v = info[2];
-    bool ok = false;
-    if (v.IsBigInt()) {
-      const unsigned bits = static_cast<unsigned>(elementBytes * 8);
-      bool lossless = false;
-      const Napi::BigInt b = v.As<Napi::BigInt>();
-      const uint64_t u = b.Uint64Value(&lossless);
-      if (lossless) {
-        ok = bits == 64 || u < (uint64_t{1} << bits);
-        pattern = u;
-      } else {
-        const int64_t s = b.Int64Value(&lossless);
-        if (lossless && s < 0) {
-          ok = bits == 64 || s >= -(int64_t{1} << (bits - 1));
-          pattern = bits == 64 ? static_cast<uint64_t>(s) : static_cast<uint64_t>(s) & ((uint64_t{1} << bits) - 1);
-        }
-      }
-    }
-    if (!ok) {
-      const std::string what = "a bigint that fits " + std::to_string(elementBytes) + " byte(s)";
-      throwExpected(v, "memFill", "pattern", what.c_str());
-    }
-  }
+  const uint64_t elementBytes = toFillElementBytes(info[1], "memFill", "elementBytes");
+  const uint64_t pattern = toFillPattern(info[2], elementBytes, "memFill", "pattern");
   const uint64_t count = toInteger(info[3], "memFill", "count");
   const uint64_t bytes = count * elementBytes;  // count <= 2^53, so no overflow
-  const uint64_t alignment = elementBytes < 4 ? elementBytes : 4;  // what cuMemsetD16/D32/D2D32 require
-  if (ptr % alignment != 0) {
-    throwInvalidArgument(env, "memFill: ptr " + hex(ptr) + " is not aligned to " + std::to_string(alignment) +
-                                  " bytes, as " + std::to_string(elementBytes) + "-byte elements need");
-  }
+  checkFillAlignment(env, "memFill", "ptr", ptr, elementBytes);
   const CudaApi& api = requireCuda(env);
   std::unique_lock<std::mutex> lock;
   Context& ctx = lockedContext(env, api, "memFill", lock);
   ctx.checkRange(env, "memFill", "ptr", ptr, bytes);
   if (count == 0) return env.Undefined();
-  const CUstream s = ctx.stream();
-  switch (elementBytes) {
-    case 1:
-      checkCuda(env, api, api.cuMemsetD8Async(ptr, static_cast<unsigned char>(pattern), count, s), "cuMemsetD8Async");
-      break;
-    case 2:
-      checkCuda(env, api, api.cuMemsetD16Async(ptr, static_cast<unsigned short>(pattern), count, s),
-                "cuMemsetD16Async");
-      break;
-    case 4:
-      checkCuda(env, api, api.cuMemsetD32Async(ptr, static_cast<unsigned int>(pattern), count, s), "cuMemsetD32Async");
-      break;
-    default: {
-      const auto low = static_cast<unsigned int>(pattern & 0xffffffffULL);
-      const auto high = static_cast<unsigned int>(pattern >> 32);
-      if (low == high) {
-        checkCuda(env, api, api.cuMemsetD32Async(ptr, low, count * 2, s), "cuMemsetD32Async");
-      } else {
-        // Two strided passes: a 2D memset of one 32-bit word per row, rows 8 bytes apart, for each half.
-        checkCuda(env, api, api.cuMemsetD2D32Async(ptr, 8, low, 1, count, s), "cuMemsetD2D32Async");
-        checkCuda(env, api, api.cuMemsetD2D32Async(ptr + 4, 8, high, 1, count, s), "cuMemsetD2D32Async");
-      }
-      break;
-    }
-  }
+  const char* call = "";
+  checkCuda(env, api, enqueueFill(api, ctx.stream(), ptr, elementBytes, pattern, count, call), call);
   ctx.syncStream(env, api);
   return env.Undefined();
 }

@@ -157,6 +157,23 @@ Napi::Value FunctionAttributes(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value FunctionOccupancy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const char* fnName = "functionOccupancy";
+  CUfunction fn = toFunction(info[0], fnName);
+  const int blockSize = static_cast<int>(toInteger(info[1], fnName, "blockSize", 1, INT_MAX));
+  const size_t dynamicSharedBytes = static_cast<size_t>(toInteger(info[2], fnName, "dynamicSharedBytes", 0, INT_MAX));
+  const CudaApi& api = requireCuda(env);
+  Context& ctx = Context::instance();
+  std::lock_guard<std::mutex> lock(ctx.mutex);
+  ctx.require(env, api, fnName);
+  ctx.function(env, fnName, "fn", fn);
+  int blocks = 0;
+  checkCuda(env, api, api.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, fn, blockSize, dynamicSharedBytes),
+            "cuOccupancyMaxActiveBlocksPerMultiprocessor");
+  return Napi::Number::New(env, blocks);
+}
+
 Napi::Value FunctionSetMaxDynamicShared(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   CUfunction fn = toFunction(info[0], "functionSetMaxDynamicShared");

@@ -11,6 +11,7 @@ import { parseArgs } from 'node:util';
 import { unifiedDiff } from '../engine/candidate/diff';
 import { describeEvent, describeRejection, type EventOf, type PlanStepView, type TuningEvent } from '../engine/progress/events';
 import { newSessionId, type HistoryEntry } from '../engine/store/history-store';
+import { lockSession } from '../engine/store/session-lock';
 import { ReplayChatModel } from '../engine/llm/replay';
 import { checkReachable, createChatModel, parseProviderConfig, transportRetryPolicyFor, type ProviderConfig } from '../engine/llm/providers';
 import type { SessionEnd } from '../engine/session/session';
@@ -243,6 +244,16 @@ export async function run(args: string[], deps: AutoDeps = {}): Promise<number> 
   const store = openSessionStore(sessionsDir(options.sessions));
   // A stored session is found before the GPU is opened: a wrong id is the user's first problem.
   const entry = options.mode === 'new' ? undefined : await findSession(store, options.session);
+  // A session continued in its own thread is run by one process at a time: a second one is told who runs it.
+  const lock = options.mode === 'resume' && options.fromStep === undefined ? lockSession(store.dir, entry!.id, commandLine('auto', args)) : undefined;
+  try {
+    return await runWithSession(options, entry, store, io, deps);
+  } finally {
+    lock?.release();
+  }
+}
+
+async function runWithSession(options: AutoOptions, entry: HistoryEntry | undefined, store: SessionStore, io: Io, deps: AutoDeps): Promise<number> {
   // Then the files: a missing file, or one without the kernel to tune, is reported before a missing GPU or model.
   const source = options.mode === 'new' ? await kernelSource(options.file, options.file, options.settings, 'the kernel file') : entry!.originalCode;
   const editedCode =

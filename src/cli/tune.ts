@@ -22,6 +22,7 @@ import { reportFromTune, type TuneReportInput } from '../report/model';
 import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import { GpuBackend } from '../tuner/run/gpu-backend';
 import { t4Results, writeT4, type T4Environment } from '../tuner/cache/t4';
+import { describeVerification } from '../tuner/run/measurement';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune PROBLEM.json [options]     a T1 tuning-problem description (the benchmark hub's kernels/*.json)
@@ -339,6 +340,7 @@ const STATUS_WORDS: Record<ConfigStatus, string> = {
   wrong_result: 'gave wrong results',
   restricted: 'excluded by a restriction',
   exceeds_device_limits: "over the device's limits (not compiled)",
+  inconsistent_timing: 'had timed launches that disagree (not eligible as best)',
 };
 
 const STOP_WORDS: Record<StopReason, string> = {
@@ -371,6 +373,7 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;
     if (best.geometry) text += `  (grid ${best.geometry.grid.join('x')}, block ${best.geometry.block.join('x')})`;
     text += '\n';
+    if (best.verified) text += `verified: ${describeVerification(best.verified)}\n`;
   } else {
     text += 'no configuration succeeded\n';
   }

@@ -7,6 +7,7 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { describeEvent, makeEvent, type TuningEvent } from '../engine/progress/events';
 import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/store/history-store';
+import { lockSession, type SessionLock } from '../engine/store/session-lock';
 import type { LlmExchange } from '../engine/llm/exchange';
 import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents } from '../engine/session/session-log';
 import { modelSettings, sessionSettings, type EngineConfig } from './config';
@@ -145,6 +146,17 @@ export class SessionManager implements vscode.Disposable {
    * registered, not when it ends.
    */
   async start(request: StartRequest): Promise<{ sessionId: string; finished: Promise<void> }> {
+    // A resumed session continues in its own thread: one process at a time (a terminal's `auto --resume` too).
+    const lock = request.resume ? lockSession(path.dirname(request.checkpointDir), request.resume.id, `VS Code (extension host, process ${process.pid})`) : undefined;
+    try {
+      return await this.startHolding(request, lock);
+    } catch (error) {
+      lock?.release();
+      throw error;
+    }
+  }
+
+  private async startHolding(request: StartRequest, lock: SessionLock | undefined): Promise<{ sessionId: string; finished: Promise<void> }> {
     const { document, kernelName, config, runtime, backend, resume, branch, replay } = request;
     // A branch or a replay is a new session built on a stored one; a resume continues the stored one itself.
     const source = resume ?? branch?.parent ?? replay;
@@ -231,7 +243,10 @@ export class SessionManager implements vscode.Disposable {
       },
       backend,
     );
-    session.finished = this.consume(sessionId, session, session.run).finally(() => backend.dispose().catch(() => undefined));
+    session.finished = this.consume(sessionId, session, session.run).finally(() => {
+      lock?.release();
+      return backend.dispose().catch(() => undefined);
+    });
     return { sessionId, finished: session.finished };
   }
 

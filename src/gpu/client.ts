@@ -24,15 +24,18 @@ import {
   type ScalarValueOf,
   type TypedArrayOf,
 } from './dtype';
+import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS, type EnergyResult } from './energy';
 import { ArgumentError, argumentError } from './errors';
 import { GpuWorker, isStaleGeneration, type CallOptions, type GpuWorkerOptions, type RequestOptions } from './gpu-worker';
-import { LaunchConfig, type LaunchConfigInit } from './launch-config';
+import { kernelMetrics, type KernelMetrics } from './kernel-metrics';
+import { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-config';
 import type { NativeStatus } from './native-types';
 import { Program, archForComputeCapability, type ProgramInit } from './program';
-import type { HandleId, WireArg, WireLaunch } from './protocol';
+import type { HandleId, WireArg, WireLaunch, WireReset } from './protocol';
 import { checkRandomSpec, type NormalizedRandomSpec, type RandomSpec } from './random';
 import { computeStats, type TimingStats } from './stats';
-import type { CompiledProgram, CompileOptions, DeviceInfo, KernelAttributes, MemInfo, RuntimeInfo } from './types';
+import type { Occupancy } from './occupancy';
+import type { CompiledProgram, CompileOptions, DeviceInfo, KernelAttributes, MemInfo, NvmlReadings, RuntimeInfo } from './types';
 
 export * from './errors';
 export * from './dtype';
@@ -41,8 +44,12 @@ export { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-con
 export { Program, archForComputeCapability, type ProgramInit } from './program';
 export { computeStats, median, type TimingStats } from './stats';
 export { type RandomSpec, type RandomDistribution } from './random';
-export { GpuWorker, type GpuWorkerOptions, type RequestOptions, type WorkerReady } from './gpu-worker';
+export { GpuWorker, type GpuWorkerOptions, type RequestOptions } from './gpu-worker';
+export { type WorkerReady } from './worker-process';
 export { parseDiagnostics } from './diagnostics';
+export { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS, summarizeEnergyRun, type EnergyResult, type NvmlMetrics } from './energy';
+export { occupancyDeviceFor, theoreticalOccupancy, type Occupancy, type OccupancyDevice, type OccupancyLimit } from './occupancy';
+export { calculatedKernelMetrics, kernelMetrics, usageOfResources, type KernelMetrics, type KernelUsage } from './kernel-metrics';
 
 /** Internal: the worker-side id of a handle on a given worker generation (re-creating it there if needed). */
 const BIND = Symbol('bind');
@@ -56,7 +63,31 @@ export interface BenchmarkOptions extends RequestOptions {
   iterations?: number;
   /** Overwrite a buffer larger than L2 before each timed launch (outside the events), so every launch starts cold. */
   flushL2?: boolean;
+  /**
+   * Also measure energy and power with NVML (read only): after the timed launches the kernel runs back to back for
+   * `windowMs` (default 1000, at least 100: NVML's energy counter moves every 20-100 ms) while NVML is read. The
+   * timings come from the timed launches alone.
+   */
+  energy?: boolean | { windowMs?: number };
+  /**
+   * Buffers reset before each timed launch, outside its events: filled with a value (a dtype's scalar, as `fill`) or
+   * copied from another buffer of the same dtype and length. What a timed launch leaves in them is then its own work.
+   */
+  resetBeforeEach?: readonly BufferReset[];
 }
+
+/** Timing statistics and, when asked for, the energy measured around them (or why there is none). */
+export interface BenchmarkResult extends TimingStats {
+  energy?: EnergyResult;
+}
+
+/** The block and dynamic shared memory a kernel is launched with: what its occupancy depends on. */
+export interface BlockShape {
+  block: Dim3Init;
+  sharedMemBytes?: number;
+}
+
+export type BufferReset = { buffer: DeviceBuffer; fill: number | bigint } | { buffer: DeviceBuffer; copyFrom: DeviceBuffer };
 
 abstract class RemoteHandle {
   private bound: { generation: number; id: HandleId } | null = null;
@@ -331,6 +362,26 @@ export class Kernel extends RemoteHandle {
     super.assertUsable();
   }
 
+  /**
+   * The driver's theoretical occupancy (cuOccupancyMaxActiveBlocksPerMultiprocessor) of this kernel launched with
+   * `shape`, with the limits reached where the occupancy calculator agrees. A block this kernel cannot run is a
+   * LaunchError, as for a launch.
+   */
+  async occupancy(shape: BlockShape, options: RequestOptions = {}): Promise<Occupancy> {
+    const cfg = LaunchConfig.from({ grid: 1, ...shape }).validate(this.gpu.device, this.attributes);
+    return this.gpu.worker.request(
+      'occupancy',
+      async (generation: number) => ({ kernel: await this[BIND](generation), threadsPerBlock: cfg.threadsPerBlock, dynamicSharedBytes: cfg.sharedMemBytes }),
+      options,
+    );
+  }
+
+  /** The configuration's free metrics: registers, local memory, shared memory and the driver's occupancy. */
+  async metrics(shape: BlockShape, options: RequestOptions = {}): Promise<KernelMetrics> {
+    const occupancy = await this.occupancy(shape, options);
+    return kernelMetrics(this.attributes, shape.sharedMemBytes ?? 0, occupancy);
+  }
+
   protected async recreate(generation: number): Promise<HandleId> {
     const module = await this.module[BIND](generation);
     const { kernel } = await this.gpu.worker.request('getKernel', { module, loweredName: this.loweredName }, { front: true, generation });
@@ -390,6 +441,12 @@ export class Gpu {
     return this.worker.request('memInfo', {}, options);
   }
 
+  /** NVML's readings of this device now (power, enforced power limit, clocks, temperature), read only. Rejects with
+   * CudaUnavailableError (library 'libnvidia-ml') without NVML. */
+  nvml(options: RequestOptions = {}): Promise<NvmlReadings> {
+    return this.worker.request('nvml', {}, options);
+  }
+
   /** Compiles with NVRTC in the worker (on its thread pool: several compiles may run at once). */
   async compile(program: Program | ProgramInit, options: CompileOptions = {}): Promise<CompiledProgram> {
     const p = Program.from(program);
@@ -429,23 +486,28 @@ export class Gpu {
     await this.worker.request('launch', build, options);
   }
 
-  /** Warm-up launches, then `iterations` timed ones (CUDA events around each); statistics computed here. */
+  /** Warm-up launches, then `iterations` timed ones (CUDA events around each); statistics computed here. With
+   * `energy`, NVML's energy and power measured after them (see BenchmarkOptions.energy). */
   async benchmark(
     kernel: Kernel,
     config: LaunchConfig | LaunchConfigInit,
     args: readonly KernelArg[],
     options: BenchmarkOptions = {},
-  ): Promise<TimingStats> {
+  ): Promise<BenchmarkResult> {
     const warmup = options.warmup === undefined ? 3 : checkNonNegativeInteger('warmup', options.warmup);
     const iterations = options.iterations === undefined ? 20 : checkPositiveInteger('iterations', options.iterations);
     const flushL2 = options.flushL2 === undefined ? false : checkBoolean('flushL2', options.flushL2);
+    const energy = energyWindow(options.energy);
     const build = this.prepareLaunch(kernel, config, args);
-    const { samplesMs } = await this.worker.request(
+    const resets = this.prepareResets(options.resetBeforeEach ?? []);
+    const result = await this.worker.request(
       'benchmark',
-      async (generation: number) => ({ ...(await build(generation)), warmup, iterations, flushL2 }),
+      async (generation: number) => ({ ...(await build(generation)), warmup, iterations, flushL2, resets: await resets(generation), ...(energy && { energy }) }),
       options,
     );
-    return computeStats(samplesMs);
+    const stats: BenchmarkResult = computeStats(result.samplesMs);
+    if (result.energy) stats.energy = result.energy;
+    return stats;
   }
 
   /**
@@ -453,9 +515,7 @@ export class Gpu {
    * same byte length), timed like `benchmark`: the yardstick of the device's memory bandwidth.
    */
   async benchmarkCopy(destination: DeviceBuffer, source: DeviceBuffer, options: { warmup?: number; iterations?: number } & RequestOptions = {}): Promise<TimingStats> {
-    for (const [name, b] of [['destination', destination], ['source', source]] as const) {
-      if (!(b instanceof DeviceBuffer) || b.gpu !== this || b.freed) throw argumentError(name, 'a DeviceBuffer of this Gpu that is not freed', b);
-    }
+    for (const [name, b] of [['destination', destination], ['source', source]] as const) this.usableBuffer(b, name);
     if (destination === source || destination.byteLength !== source.byteLength) throw argumentError('source', `another DeviceBuffer of ${destination.byteLength} bytes`, source);
     const warmup = options.warmup === undefined ? 3 : checkNonNegativeInteger('warmup', options.warmup);
     const iterations = options.iterations === undefined ? 20 : checkPositiveInteger('iterations', options.iterations);
@@ -471,6 +531,34 @@ export class Gpu {
   /** Stops the worker. Handles of this Gpu cannot be used afterwards. */
   dispose(): Promise<void> {
     return this.worker.dispose();
+  }
+
+  private usableBuffer(b: unknown, name: string): DeviceBuffer {
+    if (!(b instanceof DeviceBuffer) || b.gpu !== this || b.freed) throw argumentError(name, 'a DeviceBuffer of this Gpu that is not freed', b);
+    return b;
+  }
+
+  private prepareResets(resets: readonly BufferReset[]): (generation: number) => Promise<WireReset[]> {
+    if (!Array.isArray(resets)) throw argumentError('resetBeforeEach', 'an array of { buffer, fill } and { buffer, copyFrom }', resets);
+    const checked = resets.map((r, i) => {
+      const buffer = this.usableBuffer(r?.buffer, `resetBeforeEach[${i}].buffer`);
+      if ('copyFrom' in r) {
+        const source = this.usableBuffer(r.copyFrom, `resetBeforeEach[${i}].copyFrom`);
+        if (source === buffer || source.dtype !== buffer.dtype || source.length !== buffer.length)
+          throw argumentError(`resetBeforeEach[${i}].copyFrom`, `another DeviceBuffer<${buffer.dtype}>[${buffer.length}]`, `DeviceBuffer<${source.dtype}>[${source.length}]`);
+        return { kind: 'copy' as const, buffer, source };
+      }
+      const pattern = scalarBitPattern(buffer.dtype, checkScalarValue(buffer.dtype, r.fill as never, `resetBeforeEach[${i}].fill`));
+      return { kind: 'fill' as const, buffer, pattern };
+    });
+    return (generation) =>
+      Promise.all(
+        checked.map(async (r): Promise<WireReset> =>
+          r.kind === 'copy'
+            ? { kind: 'copy', dst: await r.buffer[BIND](generation), src: await r.source[BIND](generation), bytes: r.buffer.byteLength }
+            : { kind: 'fill', buffer: await r.buffer[BIND](generation), elementBytes: dtypeBytes(r.buffer.dtype) as 1 | 2 | 4 | 8, pattern: r.pattern, count: r.buffer.length },
+        ),
+      );
   }
 
   private prepareLaunch(
@@ -504,3 +592,13 @@ export class Gpu {
   }
 }
 
+
+function energyWindow(option: BenchmarkOptions['energy']): { windowMs: number } | undefined {
+  if (option === undefined || option === false) return undefined;
+  if (option === true) return { windowMs: ENERGY_WINDOW_MS };
+  if (typeof option !== 'object' || option === null) throw argumentError('energy', 'a boolean or { windowMs }', option);
+  const windowMs = option.windowMs === undefined ? ENERGY_WINDOW_MS : checkPositiveInteger('energy.windowMs', option.windowMs);
+  if (windowMs < MIN_ENERGY_WINDOW_MS)
+    throw argumentError('energy.windowMs', `at least ${MIN_ENERGY_WINDOW_MS} ms (NVML's energy counter moves every 20-100 ms)`, windowMs);
+  return { windowMs };
+}

@@ -61,6 +61,59 @@ export class CompileError extends GpuError {
   }
 }
 
+/** What a program asks of the device beyond its limits, as the compiler found it. */
+export interface DeviceLimitExceeded {
+  resource: 'static shared memory';
+  /** The entry function (lowered name) that asks too much. */
+  kernel: string;
+  usedBytes: number;
+  limitBytes: number;
+}
+
+/**
+ * The program is valid but a kernel asks more of the device than it has: static shared memory over the per-block
+ * limit (ptxas "uses too much shared data"). A limit of the device, as a block of 2048 threads is, not a mistake in the
+ * code: the configuration exceeds the device's limits. A CompileError still, for callers that only know compile errors;
+ * the numbers are in `limit` (and in `details`, which is what crosses the worker boundary).
+ */
+export class DeviceLimitError extends CompileError {
+  override readonly name: string = 'DeviceLimitError';
+  readonly limit: DeviceLimitExceeded;
+  constructor(message: string, init: CompileErrorInit & { limit: DeviceLimitExceeded }) {
+    super(message, { ...init, details: { ...init.details, limit: init.limit } });
+    this.limit = init.limit;
+  }
+}
+
+// ptxas: "Entry function 'k' uses too much shared data (0xcb20 bytes, 0xc000 max)", older toolkits
+// "(0x4010 bytes + 0x10 bytes system, 0x4000 max)".
+const TOO_MUCH_SHARED = /Entry function '([^']+)' uses too much shared data \((0x[0-9a-fA-F]+) bytes(?: \+ (0x[0-9a-fA-F]+) bytes system)?, (0x[0-9a-fA-F]+) max\)/;
+
+/** The first kernel of a compile log whose static shared memory exceeds the device's per-block limit, if any. */
+export function sharedMemoryOverLimit(log: string): DeviceLimitExceeded | undefined {
+  const m = TOO_MUCH_SHARED.exec(log);
+  if (!m) return undefined;
+  return { resource: 'static shared memory', kernel: m[1]!, usedBytes: Number(m[2]) + (m[3] ? Number(m[3]) : 0), limitBytes: Number(m[4]) };
+}
+
+/** A failed compile's error: a DeviceLimitError where the log says a kernel asks too much of the device. */
+export function compileFailure(message: string, init: CompileErrorInit): CompileError {
+  const limit = sharedMemoryOverLimit(init.log);
+  if (!limit) return new CompileError(message, init);
+  return new DeviceLimitError(
+    `Kernel ${limit.kernel} uses ${limit.usedBytes} bytes of static shared memory, more than the device's limit of ` +
+      `${limit.limitBytes} bytes per block (ptxas: "uses too much shared data")`,
+    {
+      ...init,
+      limit,
+      explanation:
+        'Static shared memory (__shared__ arrays) is limited per block; this configuration exceeds the limit of the device, ' +
+        'as a block with too many threads does. Use smaller tiles, or dynamic shared memory (extern __shared__) up to the ' +
+        "device's opt-in limit.",
+    },
+  );
+}
+
 /** The launch configuration cannot run: block too large, too many resources, too much shared memory. The context is fine. */
 export class LaunchError extends GpuError {
   override readonly name: string = 'LaunchError';
@@ -195,7 +248,7 @@ function readNativeFields(e: unknown): NativeFields | null {
   };
   if (typeof o.status === 'number') f.status = o.status;
   if (typeof o.call === 'string') f.call = o.call;
-  if (o.library === 'libcuda' || o.library === 'libnvrtc') f.library = o.library;
+  if (o.library === 'libcuda' || o.library === 'libnvrtc' || o.library === 'libnvidia-ml') f.library = o.library;
   if (typeof o.log === 'string') f.log = o.log;
   return f;
 }
@@ -207,9 +260,13 @@ const INSTALL_HINT: Record<NativeLibrary, string> = {
   libnvrtc:
     'libnvrtc (libnvrtc.so.13, .so.12 or libnvrtc.so) could not be loaded. Install the CUDA toolkit\'s NVRTC (e.g. the ' +
     'cuda-nvrtc-13-0 package) and put its lib64 directory on LD_LIBRARY_PATH, or install nvcc to compile through it.',
+  'libnvidia-ml':
+    'libnvidia-ml.so.1 (NVML) could not be loaded: it comes with the NVIDIA driver. Without it energy, power, clocks ' +
+    'and temperature are not measured; timings are unaffected.',
 };
 
 function unavailableMessage(f: NativeFields): string {
+  if (f.code === 'LIBRARY_NOT_FOUND' && f.library === 'libnvidia-ml') return `NVML is not available: ${INSTALL_HINT[f.library]}`;
   if (f.code === 'LIBRARY_NOT_FOUND' && f.library) return `CUDA is not available: ${INSTALL_HINT[f.library]}`;
   if (f.code === 'CUDA_ERROR_NO_DEVICE')
     return 'No CUDA device was found (CUDA_ERROR_NO_DEVICE): the NVIDIA driver is installed but sees no GPU. Check ' +
@@ -244,7 +301,7 @@ export function fromNativeError(e: unknown): GpuError {
   if (f.code.startsWith('NVRTC_ERROR_')) {
     const log = f.log ?? '';
     const diagnostics = parseDiagnostics(log);
-    return new CompileError(`Compilation failed (NVRTC, ${f.code}): ${summarizeLog(log || nativeMessage(f), diagnostics)}`, {
+    return compileFailure(`Compilation failed (NVRTC, ${f.code}): ${summarizeLog(log || nativeMessage(f), diagnostics)}`, {
       ...init,
       explanation: f.explanation || 'The CUDA source did not compile; see the log and diagnostics.',
       log,
@@ -332,6 +389,8 @@ const REBUILD: Record<string, (s: SerializedError) => GpuError> = {
   CudaUnavailableError: (s) =>
     new CudaUnavailableError(s.message, s.library !== undefined ? { ...initOf(s), library: s.library } : initOf(s)),
   CompileError: (s) => new CompileError(s.message, { ...initOf(s), log: s.log ?? '', diagnostics: s.diagnostics ?? [] }),
+  DeviceLimitError: (s) =>
+    new DeviceLimitError(s.message, { ...initOf(s), log: s.log ?? '', diagnostics: s.diagnostics ?? [], limit: s.details!.limit as DeviceLimitExceeded }),
   LaunchError: (s) => new LaunchError(s.message, initOf(s)),
   KernelFaultError: (s) => new KernelFaultError(s.message, initOf(s)),
   KernelTimeoutError: (s) => {

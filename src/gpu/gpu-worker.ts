@@ -1,5 +1,5 @@
-// GpuWorker: the parent side of the worker process. It spawns dist/gpu-worker.js, matches responses to requests by
-// id, and keeps the caller safe from whatever the GPU does:
+// GpuWorker: the parent side of the worker process. It starts dist/gpu-worker.js (see worker-process.ts), matches
+// responses to requests by id, and keeps the caller safe from whatever the GPU does:
 //
 // - Synchronous requests (everything but compile) are sent one at a time, in call order. So the parent always knows
 //   which request the worker is running, a time limit counts the request's own run time only, and when the worker
@@ -15,10 +15,7 @@
 //   they are sent (`params` may be a function of the worker generation), which is how the client re-creates buffers,
 //   modules and kernels on a fresh worker before the request that needs them.
 
-import { fork, type ChildProcess } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import * as path from 'node:path';
-import { availableParallelism } from 'node:os';
 import {
   AbortError,
   GpuError,
@@ -29,10 +26,8 @@ import {
   poisonsContext,
 } from './errors';
 import { checkNonNegativeInteger, checkPositiveInteger } from './check';
-import type { NativeStatus } from './native-types';
 import {
   METHOD_TRAITS,
-  isWorkerMessage,
   type LogLevel,
   type MethodName,
   type MethodTraits,
@@ -40,6 +35,7 @@ import {
   type ResultOf,
   type WorkerMessage,
 } from './protocol';
+import { defaultWorkerPath, spawnWorker, type Live, type WorkerReady } from './worker-process';
 
 export interface GpuWorkerOptions {
   /** The worker bundle; default: gpu-worker.js beside this bundle or in its parent directory, else <repo>/dist/gpu-worker.js. */
@@ -82,16 +78,7 @@ export type ParamsInput<M extends MethodName> = M extends AsyncMethod
   ? ParamsOf<M>
   : ParamsOf<M> | ((generation: number) => ParamsOf<M> | Promise<ParamsOf<M>>);
 
-export interface WorkerReady {
-  pid: number;
-  generation: number;
-  status: NativeStatus;
-  /** Set when the addon could not be loaded: every request fails with this error. */
-  addonError?: GpuError;
-}
-
 const MAX_RESENDS = 2;
-const STDERR_TAIL = 4096;
 const SHUTDOWN_GRACE_MS = 2000;
 
 type PendingState = 'queued' | 'building' | 'ready' | 'sent' | 'done';
@@ -114,29 +101,6 @@ interface Pending {
   callSite: { stack?: string };
   resolve: (value: { result: unknown; generation: number }) => void;
   reject: (error: GpuError) => void;
-}
-
-interface Live {
-  child: ChildProcess;
-  generation: number;
-  ready: WorkerReady;
-  retired: boolean;
-  exited: Promise<void>;
-  stderrTail: string;
-}
-
-/** Locates dist/gpu-worker.js: beside this file (the bundles in dist/), its parent (dist/gpu-tests/), or <repo>/dist. */
-export function defaultWorkerPath(): string {
-  const here = typeof __dirname === 'string' ? __dirname : process.cwd();
-  const candidates = [path.join(here, 'gpu-worker.js'), path.join(here, '..', 'gpu-worker.js')];
-  for (let dir = here; ; dir = path.dirname(dir)) {
-    if (existsSync(path.join(dir, 'package.json'))) {
-      candidates.push(path.join(dir, 'dist', 'gpu-worker.js'));
-      break;
-    }
-    if (path.dirname(dir) === dir) break;
-  }
-  return candidates.find((c) => existsSync(c)) ?? candidates[candidates.length - 1]!;
 }
 
 export function isStaleGeneration(error: unknown): boolean {
@@ -337,68 +301,18 @@ export class GpuWorker {
           explanation: 'Build the bundles (`node scripts/build.mjs`), or pass workerPath.',
         }),
       );
-    const generation = ++this.generationCounter;
-    const child = fork(this.workerPath, [`--device=${this.device}`], {
-      serialization: 'advanced',
-      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-      // NVRTC compiles run on libuv's pool (4 threads by default): room for compiling ahead while other work waits.
-      env: { UV_THREADPOOL_SIZE: String(Math.min(16, Math.max(4, availableParallelism()))), ...process.env, ...this.options.env },
-      execArgv: [],
-    });
-    let stderrTail = '';
-    let live: Live | null = null;
-    // Output pipes never keep the parent alive; the IPC channel does while requests are pending (updateRef).
-    for (const stream of [child.stdout, child.stderr]) (stream as unknown as { unref?: () => void } | null)?.unref?.();
-    child.stdout?.setEncoding('utf8').on('data', (text: string) => {
-      for (const line of text.split('\n')) if (line.trim()) this.options.onLog?.('info', line);
-    });
-    child.stderr?.setEncoding('utf8').on('data', (text: string) => {
-      stderrTail = (stderrTail + text).slice(-STDERR_TAIL);
-      if (live) live.stderrTail = stderrTail;
-      for (const line of text.split('\n')) if (line.trim()) this.options.onLog?.('warn', line);
-    });
-    let resolveExit: () => void = () => undefined;
-    const exited = new Promise<void>((r) => (resolveExit = r));
-
-    return new Promise<Live>((resolve, reject) => {
-      const startFailed = (message: string, init: { exitCode?: number | null; signal?: string | null } = {}): void => {
-        clearTimeout(timer);
-        reject(
-          new WorkerCrashedError(`${message}${stderrTail ? `\n${stderrTail.trim()}` : ''}`, {
-            code: 'WORKER_START_FAILED',
-            explanation: `The GPU worker (${this.workerPath}) could not start; its output is in the message.`,
-            ...init,
-          }),
-        );
-      };
-      const timer = setTimeout(() => {
-        child.kill('SIGKILL');
-        startFailed(`The GPU worker did not become ready within ${this.startTimeoutMs} ms`);
-      }, this.startTimeoutMs);
-
-      child.on('message', (raw: unknown) => {
-        if (!isWorkerMessage(raw)) return;
-        if (live) return this.onMessage(live, raw);
-        if (raw.type !== 'ready') return;
-        clearTimeout(timer);
-        const ready: WorkerReady = { pid: raw.pid, generation, status: raw.status };
-        if (raw.addonError) ready.addonError = deserializeError(raw.addonError);
-        live = { child, generation, ready, retired: false, exited, stderrTail };
+    const settings = { workerPath: this.workerPath, device: this.device, env: this.options.env, startTimeoutMs: this.startTimeoutMs, onLog: this.options.onLog };
+    return spawnWorker(settings, ++this.generationCounter, {
+      onReady: (live) => {
         // Even when disposed meanwhile: dispose() awaits this start and then shuts this worker down.
         this.live = live;
         this.updateRef();
-        resolve(live);
-      });
-      child.once('error', (e) => {
-        if (!live) startFailed(`The GPU worker could not be started: ${e.message}`);
-      });
-      child.once('exit', (code, signal) => {
-        resolveExit();
-        if (live) {
-          this.dying.delete(live);
-          this.onExit(live, code, signal);
-        } else startFailed(`The GPU worker exited before it was ready (exit code ${code}, signal ${signal})`, { exitCode: code, signal });
-      });
+      },
+      onMessage: (live, message) => this.onMessage(live, message),
+      onExit: (live, code, signal) => {
+        this.dying.delete(live);
+        this.onExit(live, code, signal);
+      },
     });
   }
 

@@ -1,5 +1,10 @@
-// The GPU layer's public surface: the client (devices, memory, launches), the compilers and the toolkit lookup.
+// The GPU layer's public surface: the client (devices, memory, launches, metrics, energy), the compilers, the toolkit
+// lookup and Nsight Compute.
 export * from './client';
 export { NvccCompiler, type NvccCompilerOptions } from './nvcc';
 export { NvrtcCompiler, availableCompilers, selectCompiler, type AvailableCompilers, type Compiler, type CompileOptions, type SelectCompilerOptions } from './compiler';
 export { findCudaToolkit, findNvcc, type CudaToolkit } from './toolkit';
+export { findNsightCompute, type NsightCompute } from './ncu/find';
+export { profileKernel, type KernelProfile, type ProfileArg, type ProfileBuffer, type ProfileOptions, type ProfileTarget } from './ncu/profile';
+export { type ProfileNumbers, type StallShare } from './ncu/report';
+export { confirmedDefineClashes, withDefineClashHint, type CompileAgain, type DefineClash } from './define-clash';

@@ -24,7 +24,7 @@ export type NativeArg =
   | { kind: 'scalar'; dtype: NativeDType; value: number | bigint };
 
 /** Which dynamically loaded library a failure is about. */
-export type NativeLibrary = 'libcuda' | 'libnvrtc';
+export type NativeLibrary = 'libcuda' | 'libnvrtc' | 'libnvidia-ml';
 
 export interface NativeLibraryStatus {
   loaded: boolean;
@@ -39,6 +39,8 @@ export interface NativeLibraryStatus {
 export interface NativeStatus {
   cuda: NativeLibraryStatus;
   nvrtc: NativeLibraryStatus;
+  /** NVML (libnvidia-ml.so.1): energy, power, clocks and temperature, read only. */
+  nvml: NativeLibraryStatus;
 }
 
 export interface NativeDeviceInfo {
@@ -54,6 +56,12 @@ export interface NativeDeviceInfo {
   maxSharedMemoryPerBlock: number;
   maxSharedMemoryPerBlockOptin: number;
   maxRegistersPerBlock: number;
+  maxThreadsPerMultiprocessor: number;
+  maxBlocksPerMultiprocessor: number;
+  maxRegistersPerMultiprocessor: number;
+  maxSharedMemoryPerMultiprocessor: number;
+  /** Shared memory the driver reserves for every block (1 KiB from compute capability 8.0). */
+  reservedSharedMemoryPerBlock: number;
   warpSize: number;
   clockRateKHz: number;
   memoryClockRateKHz: number;
@@ -105,6 +113,42 @@ export interface NativeLaunch {
   args: NativeArg[];
 }
 
+/** One reading of the energy sampler; a field is absent when the device does not report it. */
+export interface NativeNvmlSample {
+  /** Milliseconds since the sampler started. */
+  tMs: number;
+  powerMw?: number;
+  smClockMhz?: number;
+  memClockMhz?: number;
+  temperatureC?: number;
+}
+
+export interface NativeEnergyRun {
+  launches: number;
+  /** Wall time from the first launch to the end of the last (host clock). */
+  elapsedMs: number;
+  /** The energy counter (mJ since the driver loaded) just before the first launch and after the last; absent when
+   * the device has none (see energyError). */
+  energyStartMj?: number;
+  energyEndMj?: number;
+  energyError?: string;
+  /** Each change of the energy counter seen while polling, with when it was first seen. */
+  updates: { tMs: number; energyMj: number }[];
+  samples: NativeNvmlSample[];
+}
+
+/** NVML's readings of a device now; `unsupported` names what it cannot report, with NVML's error code. */
+export interface NativeNvmlSnapshot {
+  name?: string;
+  energyMj?: number;
+  powerMw?: number;
+  powerLimitMw?: number;
+  smClockMhz?: number;
+  memClockMhz?: number;
+  temperatureC?: number;
+  unsupported: Record<string, string>;
+}
+
 export interface NativeBenchmarkOptions {
   /** Untimed launches first. */
   warmup: number;
@@ -113,7 +157,14 @@ export interface NativeBenchmarkOptions {
   /** Device pointer + byte size of a scratch buffer larger than L2, written (cuMemsetD8Async) before each timed launch, outside the events. 0n = no flush. */
   flushPtr: bigint;
   flushBytes: number;
+  /** Enqueued before each timed launch, outside its events (before the L2 flush): the outputs reset to their start. */
+  resets?: NativeReset[];
 }
+
+/** A reset of a timed launch's output: filled with a bit pattern (as memFill), or copied from its initial content. */
+export type NativeReset =
+  | { kind: 'fill'; ptr: bigint; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }
+  | { kind: 'copy'; dst: bigint; src: bigint; bytes: number };
 
 /**
  * Errors thrown by the addon are JavaScript Errors with these extra properties.
@@ -169,6 +220,9 @@ export interface NativeAddon {
   moduleUnload(module: bigint): void;
   moduleGetFunction(module: bigint, loweredName: string): bigint; // CUfunction
   functionAttributes(fn: bigint): NativeFunctionAttributes;
+  /** cuOccupancyMaxActiveBlocksPerMultiprocessor: how many blocks of `blockSize` threads with `dynamicSharedBytes` of
+   *  dynamic shared memory can be resident on one multiprocessor (0: the launch cannot run). */
+  functionOccupancy(fn: bigint, blockSize: number, dynamicSharedBytes: number): number;
   /** cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES): raise the opt-in limit of dynamic shared memory for a function. */
   functionSetMaxDynamicShared(fn: bigint, bytes: number): void;
 
@@ -200,6 +254,14 @@ export interface NativeAddon {
    */
   launch(launch: NativeLaunch): void;
   /** Warm-up + timed launches; returns each timed launch's milliseconds (cuEventElapsedTime), in order.
-   *  warmup 0..1e6, iterations 1..1e6; flushPtr/flushBytes must lie in one live allocation. */
+   *  warmup 0..1e6, iterations 1..1e6; flushPtr/flushBytes and every reset's ranges must lie in live allocations. */
   benchmark(launch: NativeLaunch, options: NativeBenchmarkOptions): number[];
+  /**
+   * `launches` back-to-back launches (no events, no flush) while a thread polls NVML every `pollMs` (1..100) for the
+   * energy counter and, every `sampleEvery` polls, power, clocks and temperature of the device at `pciBusId`. Throws
+   * LIBRARY_NOT_FOUND (library 'libnvidia-ml') or an NVML_ERROR_* when NVML cannot watch the device.
+   */
+  energyBenchmark(launch: NativeLaunch, options: { launches: number; pciBusId: string; pollMs: number; sampleEvery: number }): NativeEnergyRun;
+  /** NVML's readings of the device at `pciBusId` (cuDeviceGetPCIBusId's spelling). Read only, like every NVML call. */
+  nvmlSnapshot(pciBusId: string): NativeNvmlSnapshot;
 }

@@ -27,6 +27,7 @@ const EXPORTS: readonly (keyof NativeAddon)[] = [
   'moduleUnload',
   'moduleGetFunction',
   'functionAttributes',
+  'functionOccupancy',
   'functionSetMaxDynamicShared',
   'memAlloc',
   'memFree',
@@ -37,6 +38,8 @@ const EXPORTS: readonly (keyof NativeAddon)[] = [
   'memCopyBenchmark',
   'launch',
   'benchmark',
+  'energyBenchmark',
+  'nvmlSnapshot',
 ];
 
 // One instance per process: the addon's state (the CUDA context and its handles) is per process, and loading the

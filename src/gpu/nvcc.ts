@@ -8,14 +8,13 @@
 // matches by its (qualified) name. Resources come from the same ptxas report: registers, barriers, static shared
 // memory, constant bank 0, stack frame (local memory) and spill stores/loads.
 
-import { spawn } from 'node:child_process';
-import { constants as fsConstants } from 'node:fs';
-import { access, mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { parseDiagnostics, summarizeLog, type CompileDiagnostic } from './diagnostics';
-import { AbortError, CompileError, CudaUnavailableError, KernelTimeoutError, argumentError } from './errors';
+import { CompileError, CudaUnavailableError, argumentError, compileFailure } from './errors';
 import { Program, type ProgramInit } from './program';
+import { findExecutable, isExecutable, pathDirs, runTool, type ToolRun } from './run-tool';
 import { findNvcc } from './toolkit';
 import type { CompiledProgram, CompileOptions, Compiler, KernelResources } from './types';
 
@@ -35,82 +34,12 @@ const ANCHOR_FILE = '<name expressions>';
 const CUBIN = 'program.cubin';
 /** In-memory headers are written under this directory of the compile's temporary directory, searched first. */
 const HEADER_DIR = 'headers';
-
-async function isExecutable(file: string): Promise<boolean> {
-  try {
-    await access(file, fsConstants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function findExecutable(name: string, dirs: readonly string[]): Promise<string | null> {
-  for (const dir of dirs) {
-    const candidate = path.join(dir, name);
-    if (await isExecutable(candidate)) return candidate;
-  }
-  return null;
-}
-
-function pathDirs(): string[] {
-  return (process.env.PATH ?? '').split(path.delimiter).filter((d) => d !== '');
-}
-
-interface RunResult {
-  code: number | null;
-  output: string;
-}
-
-/** Runs a tool in its own process group, so that a timeout or an abort also ends the compilers nvcc started. */
-function runTool(file: string, args: readonly string[], cwd: string, timeoutMs: number, signal?: AbortSignal): Promise<RunResult> {
-  return new Promise((resolve, reject) => {
-    if (signal?.aborted) return reject(abortError());
-    const child = spawn(file, args, { cwd, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    const collect = (chunk: Buffer): void => {
-      output += chunk.toString('utf8');
-    };
-    child.stdout.on('data', collect);
-    child.stderr.on('data', collect);
-    const killGroup = (): void => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, 'SIGKILL');
-      } catch {
-        // already gone
-      }
-    };
-    let failure: Error | null = null;
-    const timer = setTimeout(() => {
-      failure = new KernelTimeoutError(`nvcc did not finish within ${timeoutMs} ms`, {
-        code: 'TIMEOUT',
-        method: 'compile',
-        timeoutMs,
-        call: 'nvcc',
-        explanation: 'The compile was stopped; simplify the program (template recursion, huge unrolls) or raise timeoutMs.',
-      });
-      killGroup();
-    }, timeoutMs);
-    const onAbort = (): void => {
-      failure = abortError();
-      killGroup();
-    };
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.once('error', (e) => {
-      failure ??= e;
-    });
-    child.once('close', (code) => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', onAbort);
-      if (failure) reject(failure);
-      else resolve({ code, output });
-    });
-  });
-}
-
-function abortError(): AbortError {
-  return new AbortError('compile was aborted', { code: 'ABORTED', call: 'nvcc', explanation: 'The caller aborted the compile; nvcc was killed.' });
-}
+/** How a compile's tools are named in a timeout or an abort. */
+const NVCC_RUN: Pick<ToolRun, 'tool' | 'method' | 'timeoutAdvice'> = {
+  tool: 'nvcc',
+  method: 'compile',
+  timeoutAdvice: 'The compile was stopped; simplify the program (template recursion, huge unrolls) or raise timeoutMs.',
+};
 
 // ---------------------------------------------------------------------------------------------------------------------
 // ptxas -v report
@@ -327,7 +256,7 @@ export class NvccCompiler implements Compiler {
         p.fileName,
       ];
       const start = performance.now();
-      const run = await runTool(nvcc, args, dir, options.timeoutMs ?? this.timeoutMs, options.signal);
+      const run = await runTool(nvcc, args, { ...NVCC_RUN, cwd: dir, timeoutMs: options.timeoutMs ?? this.timeoutMs, ...(options.signal && { signal: options.signal }) });
       const durationMs = performance.now() - start;
       const log = run.output;
       if (run.code !== 0) throw this.compileError(p, log, run.code);
@@ -365,7 +294,7 @@ export class NvccCompiler implements Compiler {
     const diagnostics: CompileDiagnostic[] = parseDiagnostics(log).map((d) =>
       d.file === ANCHOR_FILE ? { ...d, message: `name expression ${JSON.stringify(p.nameExpressions[d.line - 1] ?? '?')}: ${d.message}` } : d,
     );
-    return new CompileError(`Compilation of ${p.fileName} failed (nvcc, exit code ${code}): ${summarizeLog(log, diagnostics)}`, {
+    return compileFailure(`Compilation of ${p.fileName} failed (nvcc, exit code ${code}): ${summarizeLog(log, diagnostics)}`, {
       code: 'NVCC_COMPILATION_FAILED',
       call: 'nvcc',
       log,
@@ -380,7 +309,7 @@ export class NvccCompiler implements Compiler {
     const out = new Map<string, string>();
     if (names.length === 0) return out;
     if (demangler) {
-      const run = await runTool(demangler, names, tmpdir(), 10_000);
+      const run = await runTool(demangler, names, { ...NVCC_RUN, cwd: tmpdir(), timeoutMs: 10_000 });
       const lines = run.output.split(/\r?\n/);
       if (run.code === 0 && lines.length >= names.length) {
         names.forEach((n, i) => out.set(n, lines[i]!.trim()));

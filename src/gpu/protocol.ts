@@ -9,13 +9,20 @@ import type { SerializedError } from './errors';
 import type { DType } from './dtype';
 import type { NativeCompileRequest, NativeCompileResult, NativeDType, NativeStatus } from './native-types';
 import type { NormalizedRandomSpec } from './random';
-import type { DeviceInfo, Dim3, KernelAttributes, MemInfo, RuntimeInfo } from './types';
+import type { EnergyResult } from './energy';
+import type { Occupancy } from './occupancy';
+import type { DeviceInfo, Dim3, KernelAttributes, MemInfo, NvmlReadings, RuntimeInfo } from './types';
 
 export type HandleId = number;
 
 export type WireArg =
   | { kind: 'buffer'; buffer: HandleId }
   | { kind: 'scalar'; dtype: NativeDType; value: number | bigint };
+
+/** What is reset before each timed launch of a benchmark, outside its events (see NativeReset). */
+export type WireReset =
+  | { kind: 'fill'; buffer: HandleId; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }
+  | { kind: 'copy'; dst: HandleId; src: HandleId; bytes: number };
 
 export interface WireLaunch {
   kernel: HandleId;
@@ -37,6 +44,8 @@ export interface WorkerMethods {
   moduleLoad: [{ cubin: Uint8Array }, { module: HandleId }];
   moduleUnload: [{ module: HandleId }, void];
   getKernel: [{ module: HandleId; loweredName: string }, { kernel: HandleId; attributes: KernelAttributes }];
+  occupancy: [{ kernel: HandleId; threadsPerBlock: number; dynamicSharedBytes: number }, Occupancy];
+  nvml: [None, NvmlReadings];
   memAlloc: [{ bytes: number }, { buffer: HandleId }];
   memFree: [{ buffer: HandleId }, void];
   memUpload: [{ buffer: HandleId; data: ArrayBufferView; byteOffset: number }, void];
@@ -47,7 +56,14 @@ export interface WorkerMethods {
   copyToSymbol: [{ module: HandleId; symbol: string; src: HandleId; bytes: number }, { symbolBytes: number }];
   memCopyBenchmark: [{ dst: HandleId; src: HandleId; bytes: number; warmup: number; iterations: number }, { samplesMs: number[] }];
   launch: [WireLaunch, void];
-  benchmark: [WireLaunch & { warmup: number; iterations: number; flushL2: boolean }, { samplesMs: number[] }];
+  /**
+   * `resets`: buffers reset before each timed launch, outside its events. With `energy`, the kernel then runs back to
+   * back for `windowMs` while NVML is read (see energy.ts).
+   */
+  benchmark: [
+    WireLaunch & { warmup: number; iterations: number; flushL2: boolean; resets?: WireReset[]; energy?: { windowMs: number } },
+    { samplesMs: number[]; energy?: EnergyResult },
+  ];
 }
 
 export type MethodName = keyof WorkerMethods;
@@ -72,6 +88,8 @@ export const METHOD_TRAITS: Record<MethodName, MethodTraits> = {
   moduleLoad: SYNC,
   moduleUnload: SYNC,
   getKernel: SYNC,
+  occupancy: SYNC,
+  nvml: SYNC,
   memAlloc: SYNC,
   memFree: SYNC,
   memUpload: SYNC,

@@ -38,6 +38,21 @@ export interface KernelAttributes {
   binaryVersion: number;
 }
 
+/** NVML's readings of the worker's device now (read only); a field is absent where the device does not report it, and
+ * `unsupported` says why (NVML's error code). */
+export interface NvmlReadings {
+  name?: string;
+  /** The energy counter: joules since the driver was loaded (Volta and newer). */
+  energyJ?: number;
+  powerW?: number;
+  /** The power limit the driver enforces now. */
+  powerLimitW?: number;
+  smClockMhz?: number;
+  memClockMhz?: number;
+  temperatureC?: number;
+  unsupported: Record<string, string>;
+}
+
 /** Resource usage of one kernel as the compiler (ptxas) reports it. */
 export interface KernelResources {
   registers: number;

@@ -1,6 +1,7 @@
 // The GPU worker process (bundled to dist/gpu-worker.js). It is the only process that loads the addon: a kernel that
 // faults poisons its CUDA context and one that loops forever blocks its main thread, and in both cases the parent
-// kills this process and starts a fresh one instead of going down with it.
+// kills this process and starts a fresh one instead of going down with it. Started with --profile=REQUEST.json
+// instead (by Nsight Compute, see ncu/launch-once.ts), it launches one kernel and exits.
 //
 // Requests arrive in order from the parent. Compiles run on the libuv pool (the addon's AsyncWorker), so several can
 // be in flight; everything else is a synchronous CUDA call on this thread (the parent sends those one at a time, so
@@ -11,8 +12,9 @@ import * as path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { CudaUnavailableError, KernelFaultError, argumentError, fromNativeError, poisonsContext, serializeError, type GpuError } from './errors';
 import { dtypeBytes } from './dtype';
+import { ENERGY_POLL_MS, SAMPLE_EVERY_POLLS, launchesForWindow, summarizeEnergyRun, type EnergyResult } from './energy';
 import { loadNativeAddon } from './native';
-import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeStatus } from './native-types';
+import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeReset, NativeStatus } from './native-types';
 import {
   isParentMessage,
   type HandleId,
@@ -25,8 +27,11 @@ import {
   type WireLaunch,
   type WorkerMessage,
 } from './protocol';
+import { PROFILE_FLAG, runLaunchOnceRequest } from './ncu/launch-once';
+import { occupancyOf, theoreticalOccupancy } from './occupancy';
 import { checkRandomSpec, generateRandom } from './random';
-import type { KernelAttributes } from './types';
+import { median } from './stats';
+import type { KernelAttributes, NvmlReadings } from './types';
 
 /** Test-only: path of a JS module exporting a NativeAddon-shaped test double that replaces the real addon. */
 const ADDON_TEST_DOUBLE_ENV = 'LKT_GPU_ADDON_MODULE';
@@ -91,6 +96,8 @@ class WorkerState {
   private readonly kernels = new Map<HandleId, KernelEntry>();
   /** Scratch buffer larger than L2, written before each timed launch when flushL2 is asked; kept for this worker's life. */
   private flush: BufferEntry | null = null;
+  /** The enforced power limit read with the first energy measurement (null: the device does not report it). */
+  private powerLimitW: number | null | undefined;
 
   constructor(
     private readonly addon: NativeAddon,
@@ -147,15 +154,18 @@ class WorkerState {
     return { dst, src };
   }
 
+  /** Above the default limit of dynamic shared memory a function must opt in first (the client has already checked
+   * the device's maximum). */
+  private allowDynamicShared(id: HandleId, k: KernelEntry, bytes: number): void {
+    if (bytes <= k.dynamicSharedLimit) return;
+    this.context().functionSetMaxDynamicShared(k.fn, bytes);
+    k.dynamicSharedLimit = bytes;
+    log('debug', `raised the dynamic shared memory limit of kernel ${id} to ${bytes} bytes`);
+  }
+
   private nativeLaunch(p: WireLaunch): NativeLaunch {
-    const addon = this.context();
     const k = this.kernel(p.kernel);
-    if (p.sharedMemBytes > k.dynamicSharedLimit) {
-      // Above the default limit the function must opt in first; the client has already checked the device's maximum.
-      addon.functionSetMaxDynamicShared(k.fn, p.sharedMemBytes);
-      k.dynamicSharedLimit = p.sharedMemBytes;
-      log('debug', `raised the dynamic shared memory limit of kernel ${p.kernel} to ${p.sharedMemBytes} bytes`);
-    }
+    this.allowDynamicShared(p.kernel, k, p.sharedMemBytes);
     const args = p.args.map((a, i): NativeArg => {
       if (a.kind === 'buffer') return { kind: 'buffer', ptr: this.buffer(a.buffer, `args[${i}]`).ptr };
       return { kind: 'scalar', dtype: a.dtype, value: a.value };
@@ -289,9 +299,74 @@ class WorkerState {
         flushPtr = this.flush.ptr;
         flushBytes = this.flush.bytes;
       }
-      return { samplesMs: this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes }) };
+      const resets = (p.resets ?? []).map((r, i): NativeReset => {
+        if (r.kind === 'copy') {
+          const { dst, src } = this.copyRanges(r);
+          return { kind: 'copy', dst: dst.ptr, src: src.ptr, bytes: r.bytes };
+        }
+        const b = this.buffer(r.buffer, `resets[${i}].buffer`);
+        this.checkRange(b, 0, r.elementBytes * r.count, `resets[${i}].count`);
+        return { kind: 'fill', ptr: b.ptr, elementBytes: r.elementBytes, pattern: r.pattern, count: r.count };
+      });
+      const samplesMs = this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes, resets });
+      return p.energy ? { samplesMs, energy: this.measureEnergy(launch, median(samplesMs), p.energy.windowMs) } : { samplesMs };
     },
+    occupancy: (p) => {
+      const k = this.kernel(p.kernel);
+      this.allowDynamicShared(p.kernel, k, p.dynamicSharedBytes);
+      const blocks = this.context().functionOccupancy(k.fn, p.threadsPerBlock, p.dynamicSharedBytes);
+      const device = this.deviceInfo();
+      const driver = occupancyOf(device, p.threadsPerBlock, blocks, 'driver');
+      // The calculator names the limits reached; where it agrees with the driver, so does its explanation.
+      const calculated = theoreticalOccupancy(
+        device,
+        { registers: k.attributes.registers, staticSharedBytes: k.attributes.staticSharedBytes },
+        { threadsPerBlock: p.threadsPerBlock, dynamicSharedBytes: p.dynamicSharedBytes },
+      );
+      return calculated.activeBlocksPerMultiprocessor === blocks ? { ...driver, limitedBy: calculated.limitedBy! } : driver;
+    },
+    nvml: () => this.nvmlReadings(),
   };
+
+  private nvmlReadings(): NvmlReadings {
+    const status = this.addon.status().nvml;
+    if (!status.loaded)
+      throw new CudaUnavailableError(`NVML (libnvidia-ml.so.1) is not available: ${status.error ?? 'not loaded'}`, {
+        code: 'LIBRARY_NOT_FOUND',
+        library: 'libnvidia-ml',
+        call: 'nvml',
+        explanation: 'NVML comes with the NVIDIA driver; without it energy, power, clocks and temperature are not measured.',
+      });
+    const s = this.addon.nvmlSnapshot(this.deviceInfo().pciBusId);
+    const out: NvmlReadings = { unsupported: s.unsupported };
+    if (s.name !== undefined) out.name = s.name;
+    if (s.energyMj !== undefined) out.energyJ = s.energyMj / 1000;
+    if (s.powerMw !== undefined) out.powerW = s.powerMw / 1000;
+    if (s.powerLimitMw !== undefined) out.powerLimitW = s.powerLimitMw / 1000;
+    if (s.smClockMhz !== undefined) out.smClockMhz = s.smClockMhz;
+    if (s.memClockMhz !== undefined) out.memClockMhz = s.memClockMhz;
+    if (s.temperatureC !== undefined) out.temperatureC = s.temperatureC;
+    return out;
+  }
+
+  /** The kernel back to back for `windowMs` while NVML is read; NVML's absence or refusal is a reason, not an error. */
+  private measureEnergy(launch: NativeLaunch, timeMs: number, windowMs: number): EnergyResult {
+    const status = this.addon.status().nvml;
+    if (!status.loaded) return { available: false, reason: `NVML (libnvidia-ml.so.1) is not available: ${status.error ?? 'not loaded'}` };
+    try {
+      this.powerLimitW ??= this.nvmlReadings().powerLimitW ?? null;
+      const run = this.addon.energyBenchmark(launch, {
+        launches: launchesForWindow(timeMs, windowMs),
+        pciBusId: this.deviceInfo().pciBusId,
+        pollMs: ENERGY_POLL_MS,
+        sampleEvery: SAMPLE_EVERY_POLLS,
+      });
+      return summarizeEnergyRun(run, timeMs, this.powerLimitW ?? undefined);
+    } catch (e) {
+      if ((e as { library?: unknown }).library !== 'libnvidia-ml') throw e;
+      return { available: false, reason: fromNativeError(e).message };
+    }
+  }
 
   status(): NativeStatus {
     const status = this.addon.status();
@@ -321,6 +396,11 @@ function parseDevice(argv: readonly string[]): number {
 }
 
 function main(): void {
+  const profile = process.argv.find((a) => a.startsWith(PROFILE_FLAG));
+  if (profile) {
+    const loaded = loadAddon();
+    runLaunchOnceRequest('addon' in loaded ? loaded.addon : loaded.error, profile.slice(PROFILE_FLAG.length));
+  }
   if (!process.send) {
     console.error('gpu-worker: must be started by the GPU client (child_process.fork with an IPC channel)');
     process.exit(2);
@@ -360,7 +440,7 @@ function main(): void {
   process.on('disconnect', () => process.exit(0));
 
   const unloaded = { loaded: false, error: addonError?.message ?? '' };
-  const status: NativeStatus = state ? state.status() : { cuda: unloaded, nvrtc: unloaded };
+  const status: NativeStatus = state ? state.status() : { cuda: unloaded, nvrtc: unloaded, nvml: unloaded };
   const ready: ReadyMessage = { type: 'ready', pid: process.pid, status };
   if (addonError) ready.addonError = serializeError(addonError);
   send(ready);

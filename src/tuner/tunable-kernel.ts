@@ -5,6 +5,7 @@ import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
+import { median } from '../gpu/stats';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
 import { type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
 import { CacheFile } from './cache/cache-file';
@@ -24,7 +25,10 @@ import { preprocess, type Preprocessed } from './source/preprocessor';
 import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
-/** A configuration produced wrong outputs; the message says which, how many, how wrong and where. */
+/**
+ * A configuration produced wrong outputs (the message says which, how many, how wrong and where), or its timed launches
+ * disagreed as launches that skip their work do (the message says how).
+ */
 export class FailedTestsError extends Error {
   override readonly name = 'FailedTestsError';
   constructor(
@@ -306,8 +310,8 @@ export class TunableKernel {
   }
 
   /**
-   * Runs one configuration on the test and returns its result; throws FailedTestsError when the outputs are wrong,
-   * CompileError / LaunchError / KernelFaultError / KernelTimeoutError for the other failures.
+   * Runs one configuration on the test and returns its result; throws FailedTestsError when the outputs are wrong or
+   * its timed launches disagree, CompileError / LaunchError / KernelFaultError / KernelTimeoutError for the other failures.
    */
   async test(test: KernelTest, params: Config = {}, options: RunOptions = {}): Promise<ConfigResult> {
     if (!test.hasExpectedOutputs && !options.oracle && !options.referenceConfig) {
@@ -501,8 +505,7 @@ export class TunableKernel {
 
   /** The reference kernel's median time on the test (a few launches) on one GPU: what the launch time limit scales with. */
   private async timeReference(on: { backend: TuningBackend; test: PreparedTest; oracle: BuiltKernel }, launch: Launch, timeoutMs: number): Promise<number> {
-    const timed = await on.backend.time(on.oracle, launch, on.test, { warmup: 1, iterations: REFERENCE_LAUNCHES, flushL2: false, timeoutMs: timeoutMs * (REFERENCE_LAUNCHES + 2) });
-    return timed.stats.medianMs;
+    return median(await on.backend.timedLaunches(on.oracle, launch, on.test, 0, { warmup: 1, count: REFERENCE_LAUNCHES, flushL2: false, timeoutMs }));
   }
 }
 
@@ -632,6 +635,7 @@ function throwForFailure(r: ConfigResult): void {
     case 'ok':
       return;
     case 'wrong_result':
+    case 'inconsistent_timing':
       throw new FailedTestsError(message, r);
     case 'compile_error':
       throw new CompileError(message, { code: 'NVRTC_ERROR_COMPILATION', explanation: 'The kernel does not compile with these parameters.', log: r.error?.log ?? '' });

@@ -3,6 +3,7 @@
 
 import type { TimingStats } from '../gpu/stats';
 import type { Dim3 } from '../gpu/types';
+import type { Verification } from './run/measurement';
 
 /** A tunable parameter's value. Numbers mostly; strings and booleans are allowed as Kernel Tuner allows them. */
 export type ParamValue = number | string | boolean;
@@ -33,7 +34,9 @@ export type FailureKind =
   | 'wrong_result'
   | 'restricted'
   | 'exceeds_device_limits'
-  | 'stopped_early';
+  | 'stopped_early'
+  /** Its timed launches disagree (some far faster than the others, as launches that skip their work are): never best. */
+  | 'inconsistent_timing';
 
 export type ConfigStatus = 'ok' | FailureKind;
 
@@ -117,6 +120,8 @@ export interface ConfigResult {
   reproduce?: Reproduction;
   /** The GPU that loaded, verified and timed it (absent for results that never reached one). */
   gpu?: GpuId;
+  /** Which launches had their outputs compared with the reference, all right (run/measurement.ts); absent for failures. */
+  verified?: Verification;
   /** Anything the reader should know about how this result came about, e.g. why it stopped early. */
   note?: string;
   /** When the evaluation finished, ISO 8601 UTC. */

@@ -426,7 +426,7 @@ describe('controlling a session', () => {
     const { finished, llm } = await startScripted({ iterations: 7 });
     try {
       await finished;
-      const asked = new Set(backends.at(-1)!.log.filter((e) => e.kind === 'time').map((e) => e.iterations));
+      const asked = new Set(backends.at(-1)!.timedSeries().map((s) => s.iterations));
       // Besides the configurations' 7, the tuner times the reference kernel a few times for the launch time limit.
       assert(asked.has(7) && !asked.has(32), `timed launches asked for: ${JSON.stringify([...asked])}`);
       assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');

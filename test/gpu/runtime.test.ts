@@ -16,6 +16,7 @@ import {
   type ProgramInit,
 } from '../../src/gpu/client';
 import { gpuSkipReason } from '../support/gpu-available';
+import { VECTOR_ADD } from '../support/vector-add';
 
 
 const skip = gpuSkipReason();
@@ -24,12 +25,6 @@ if (skip) console.log(`# GPU runtime tests skipped: ${skip}`);
 const test = (name: string, fn: () => Promise<void>): void => {
   it(name, { skip }, fn);
 };
-
-const VECTOR_ADD = `
-extern "C" __global__ void vector_add(const float* a, const float* b, float* c, int n) {
-  int i = blockIdx.x * blockDim.x + threadIdx.x;
-  if (i < n) c[i] = a[i] + b[i];
-}`;
 
 const TEMPLATED = `
 template <typename T, int F>

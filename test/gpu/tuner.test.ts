@@ -9,9 +9,9 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
-import { PROBE_LAUNCHES } from '../../src/tuner/run/gpu-backend';
+import { PROBE_LAUNCHES } from '../../src/tuner/run/measurement';
 import { gpuSkipReason } from '../support/gpu-available';
-import type { BuildRequest, BuiltKernel, CheckOutcome, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, PreparedTest, TestData, TimingOptions, TimingOutcome, Tolerance, TuningBackend } from '../../src/tuner/run/backend';
+import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunchOptions, Tolerance, TuningBackend } from '../../src/tuner/run/backend';
 import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
@@ -38,7 +38,7 @@ function summary(result: TuneResult): string {
 
 /** Forwards to another backend and counts the calls that do GPU work, to show what a tuning run really did. */
 class CountingBackend implements TuningBackend {
-  readonly calls = { compile: 0, load: 0, prepare: 0, check: 0, time: 0 };
+  readonly calls = { compile: 0, load: 0, prepare: 0, launch: 0, timedLaunches: 0 };
   constructor(private readonly inner: TuningBackend) {}
   describe(): Promise<DeviceDescription> {
     return this.inner.describe();
@@ -55,13 +55,19 @@ class CountingBackend implements TuningBackend {
     this.calls.prepare++;
     return this.inner.prepare(data, oracle, options);
   }
-  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome> {
-    this.calls.check++;
-    return this.inner.check(kernel, launch, prepared, inputSet, options);
+  resetOutputs(prepared: PreparedTest, inputSet: number): Promise<void> {
+    return this.inner.resetOutputs(prepared, inputSet);
   }
-  time(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
-    this.calls.time++;
-    return this.inner.time(kernel, launch, prepared, options);
+  launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
+    this.calls.launch++;
+    return this.inner.launch(kernel, launch, prepared, inputSet, options);
+  }
+  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+    this.calls.timedLaunches++;
+    return this.inner.timedLaunches(kernel, launch, prepared, inputSet, options);
+  }
+  compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
+    return this.inner.compareOutputs(prepared, inputSet);
   }
   dispose(): Promise<void> {
     return Promise.resolve(); // the wrapped backend belongs to the caller
@@ -228,7 +234,7 @@ describe('tuner on the device', () => {
       const second = await tune(ex, { iterations: 7, cache, backend: counting, onResult: (r) => replayed.push(r) });
       // The oracle is compiled and the test data prepared (the run could need them), but no configuration is compiled,
       // checked or timed again.
-      assert.deepEqual(counting.calls, { compile: 1, load: 1, prepare: 1, check: 0, time: 0 });
+      assert.deepEqual(counting.calls, { compile: 1, load: 1, prepare: 1, launch: 0, timedLaunches: 0 });
       assert.equal(replayed.length, 5);
       const project = (r: ConfigResult) => ({ key: r.key, status: r.status, timeMs: r.timeMs, samples: r.stats?.samplesMs, timestamp: r.timestamp });
       assert.deepEqual(replayed.map(project), first.results.map(project));

@@ -12,18 +12,29 @@
 //   anything else           does nothing, unless its program was compiled with -Dfake_behaviour=N: 1 faults and 2
 //                           hangs as the kernels above, 3 sleeps 3 s per launch, 0 does nothing (a tunable parameter
 //                           named fake_behaviour scripts what each configuration does)
+// benchmark applies its resets (fills and copies) before every timed launch, as the addon does.
 // __constant__ symbols: a module has the `__constant__ T name[N]` of its source: N elements of T (1 to 8 bytes) where N
-// is a product of integers, else as many as are copied into it. Stricter than CUDA, so that tests see every run get its copy: a launch or
-// benchmark of a kernel whose module has such symbols fails with FAKE_CONSTANT_NOT_COPIED unless each was written
-// (moduleCopyToGlobal) since that module's previous launch or benchmark.
+// is a product of integers, else as many as are copied into it. Stricter than CUDA, so that tests see every run get its
+// copy: a launch or benchmark of a kernel whose module has such symbols fails with FAKE_CONSTANT_NOT_COPIED unless each
+// was written (moduleCopyToGlobal) since that module's previous launch or benchmark.
 // Compile: "// fake-delay-ms: N" in the source delays the answer by N ms; a line containing "#error" fails with an
 // NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4.
+// Occupancy: every fake kernel uses 32 registers and no static shared memory, so the fake driver's answer is the CUDA
+// occupancy calculator's for an H100 (the warp and shared memory limits), unless LKT_FAKE_OCCUPANCY_BLOCKS=N scripts N.
+// NVML (read only, scripted): the fake GPU draws FAKE_POWER_W while kernels run, its energy counter moves every
+// FAKE_COUNTER_PERIOD_MS, and each fake launch takes 1 ms of the energy window.
 // Env: LKT_FAKE_NO_NVRTC=1 reports NVRTC as not loaded; LKT_FAKE_DEVICE_COUNT=N sets the device count (default 1);
-// LKT_FAKE_DEVICE_NAMES="A,A,B" names the devices by ordinal (default every device is a "Fake H100 (test double)").
+// LKT_FAKE_DEVICE_NAMES="A,A,B" names the devices by ordinal (default every device is a "Fake H100 (test double)");
+// LKT_FAKE_NO_NVML=1 reports NVML as not loaded; LKT_FAKE_NO_ENERGY_COUNTER=1 makes the device lack the energy counter
+// (power readings only).
 'use strict';
 
 const TOTAL_MEMORY = 80 * 2 ** 30;
 const DEFAULT_DYNAMIC_SHARED = 48 * 1024;
+const FAKE_POWER_W = 200;
+const FAKE_POWER_LIMIT_W = 700;
+const FAKE_COUNTER_PERIOD_MS = 20;
+let energyCounterMj = 5e6; // the fake driver's energy counter, mJ since it "loaded"
 
 function nativeError(code, call, explanation, extra) {
   const e = new Error(`${call} failed: ${code} (${explanation})`);
@@ -68,6 +79,20 @@ function mem(ptr, call) {
   if (!m) throw nativeError('INVALID_ARGUMENT', call, `${ptr} is not a live allocation`);
   return m;
 }
+function fill(ptr, elementBytes, pattern, count) {
+  const m = mem(ptr, 'cuMemsetD32');
+  const view = new DataView(m.buffer, m.byteOffset, m.byteLength);
+  for (let i = 0; i < count; i++) {
+    const at = i * elementBytes;
+    if (elementBytes === 1) view.setUint8(at, Number(pattern));
+    else if (elementBytes === 2) view.setUint16(at, Number(pattern), true);
+    else if (elementBytes === 4) view.setUint32(at, Number(pattern), true);
+    else view.setBigUint64(at, pattern, true);
+  }
+}
+function copy(dst, src, bytes) {
+  mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+}
 function deviceCount() {
   return Number(process.env.LKT_FAKE_DEVICE_COUNT ?? 1);
 }
@@ -92,6 +117,11 @@ const deviceInfo = (ordinal) => {
     maxSharedMemoryPerBlock: DEFAULT_DYNAMIC_SHARED,
     maxSharedMemoryPerBlockOptin: 227 * 1024,
     maxRegistersPerBlock: 65536,
+    maxThreadsPerMultiprocessor: 2048,
+    maxBlocksPerMultiprocessor: 32,
+    maxRegistersPerMultiprocessor: 65536,
+    maxSharedMemoryPerMultiprocessor: 228 * 1024,
+    reservedSharedMemoryPerBlock: 1024,
     warpSize: 32,
     clockRateKHz: 1980000,
     memoryClockRateKHz: 2619000,
@@ -150,6 +180,9 @@ module.exports = {
   status: () => ({
     cuda: { loaded: true, path: 'fake-libcuda.so.1' },
     nvrtc: process.env.LKT_FAKE_NO_NVRTC ? { loaded: false, error: 'fake: no libnvrtc' } : { loaded: true, path: 'fake-libnvrtc.so.13' },
+    nvml: process.env.LKT_FAKE_NO_NVML
+      ? { loaded: false, error: 'libnvidia-ml.so.1: cannot open shared object file (fake)' }
+      : { loaded: true, path: 'fake-libnvidia-ml.so.1' },
   }),
   driverVersion: () => 13000,
   nvrtcVersion: () => [13, 0],
@@ -226,6 +259,14 @@ module.exports = {
       binaryVersion: 90,
     };
   },
+  functionOccupancy: (fn, blockSize, dynamicSharedBytes) => {
+    needContext('cuOccupancyMaxActiveBlocksPerMultiprocessor');
+    if (!functions.has(fn)) throw nativeError('INVALID_ARGUMENT', 'cuOccupancyMaxActiveBlocksPerMultiprocessor', 'unknown function');
+    if (process.env.LKT_FAKE_OCCUPANCY_BLOCKS) return Number(process.env.LKT_FAKE_OCCUPANCY_BLOCKS);
+    const warps = Math.ceil(blockSize / 32);
+    const sharedPerBlock = Math.ceil((dynamicSharedBytes + 1024) / 128) * 128;
+    return blockSize > 1024 ? 0 : Math.min(32, Math.floor(64 / warps), Math.floor((228 * 1024) / sharedPerBlock));
+  },
   functionSetMaxDynamicShared: (fn, bytes) => {
     needContext('cuFuncSetAttribute');
     if (bytes > 227 * 1024) throw nativeError('CUDA_ERROR_INVALID_VALUE', 'cuFuncSetAttribute', 'invalid argument');
@@ -253,19 +294,11 @@ module.exports = {
   },
   memFill: (ptr, elementBytes, pattern, count) => {
     needContext('cuMemsetD32');
-    const m = mem(ptr, 'cuMemsetD32');
-    const view = new DataView(m.buffer, m.byteOffset, m.byteLength);
-    for (let i = 0; i < count; i++) {
-      const at = i * elementBytes;
-      if (elementBytes === 1) view.setUint8(at, Number(pattern));
-      else if (elementBytes === 2) view.setUint16(at, Number(pattern), true);
-      else if (elementBytes === 4) view.setUint32(at, Number(pattern), true);
-      else view.setBigUint64(at, pattern, true);
-    }
+    fill(ptr, elementBytes, pattern, count);
   },
   memCopy: (dst, src, bytes) => {
     needContext('cuMemcpyDtoD');
-    mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+    copy(dst, src, bytes);
   },
 
   moduleCopyToGlobal: (module, name, src, bytes) => {
@@ -292,12 +325,45 @@ module.exports = {
     consumeConstants(launch.fn);
     runKernel(launch);
   },
+  energyBenchmark: (launch, options) => {
+    needContext('cuLaunchKernel');
+    if (process.env.LKT_FAKE_NO_NVML) throw nativeError('LIBRARY_NOT_FOUND', 'nvmlInit_v2', 'no NVML (fake)', { library: 'libnvidia-ml' });
+    runKernel(launch);
+    const elapsedMs = options.launches; // 1 ms per fake launch
+    const samples = [];
+    for (let t = 0; t <= elapsedMs; t += options.pollMs * options.sampleEvery)
+      samples.push({ tMs: t, powerMw: FAKE_POWER_W * 1000, smClockMhz: 1980, memClockMhz: 2619, temperatureC: 41 });
+    if (process.env.LKT_FAKE_NO_ENERGY_COUNTER)
+      return { launches: options.launches, elapsedMs, energyError: 'nvmlDeviceGetTotalEnergyConsumption failed: NVML_ERROR_NOT_SUPPORTED (fake)', updates: [], samples };
+    const start = energyCounterMj;
+    const updates = [];
+    for (let t = FAKE_COUNTER_PERIOD_MS; t <= elapsedMs; t += FAKE_COUNTER_PERIOD_MS) updates.push({ tMs: t + 0.5, energyMj: start + FAKE_POWER_W * t });
+    energyCounterMj = start + FAKE_POWER_W * elapsedMs;
+    return { launches: options.launches, elapsedMs, energyStartMj: start, energyEndMj: energyCounterMj, updates, samples };
+  },
+  nvmlSnapshot: () => {
+    if (process.env.LKT_FAKE_NO_NVML) throw nativeError('LIBRARY_NOT_FOUND', 'nvmlInit_v2', 'no NVML (fake)', { library: 'libnvidia-ml' });
+    return {
+      name: deviceName(0),
+      energyMj: energyCounterMj,
+      powerMw: 65000,
+      powerLimitMw: FAKE_POWER_LIMIT_W * 1000,
+      smClockMhz: 1980,
+      memClockMhz: 2619,
+      temperatureC: 38,
+      unsupported: {},
+    };
+  },
   benchmark: (launch, options) => {
     needContext('cuLaunchKernel');
     consumeConstants(launch.fn);
     if (options.flushBytes > 0) mem(options.flushPtr, 'cuMemsetD8Async');
     for (let i = 0; i < options.warmup; i++) runKernel(launch);
     return Array.from({ length: options.iterations }, (_, i) => {
+      for (const r of options.resets ?? []) {
+        if (r.kind === 'fill') fill(r.ptr, r.elementBytes, r.pattern, r.count);
+        else copy(r.dst, r.src, r.bytes);
+      }
       runKernel(launch);
       return 1 + (i % 4) * 0.01;
     });

@@ -1,40 +1,42 @@
 /**
- * TEST DOUBLE: a TuningBackend without a GPU, for the LLM layer's tests (CI has no GPU). Everything above the backend
- * (search space, geometry, restrictions, strategies, the engine) is the real code; only what a GPU would answer is
- * scripted.
+ * TEST DOUBLE: a TuningBackend without a GPU, for the tests of the tuner and the LLM layer (CI has no GPU). Everything
+ * above the backend (search space, geometry, restrictions, strategies, the measurement protocol of run/measurement.ts,
+ * the engine) is the real code; only what a GPU would do is simulated, by the rules below.
  *
  * Contract:
  * - `compile()` compiles with the real nvcc when `compile: 'nvcc'` (so a compile error is nvcc's CompileError with its
  *   real log and diagnostics) and otherwise accepts any source. Compiles are cached per source + defines for the whole
  *   test file, so repeated sessions do not pay for nvcc again. `load()` takes a kernel compiled by any FakeBackend (as
  *   GPUs of one model share compiled kernels).
- * - `check()` and `time()` ask the test's model about the variant being run (its source without the injected defines,
- *   the defines, the launch, the test data): `model.correct(variant)` is true or a reason; a reason becomes a wrong
- *   result on the first output, as the real backend reports one. `model.timeMs(variant)` is the time of every timed
- *   launch. Default correctness: right unless the source contains WRONG_MARKER (a scripted answer puts it there).
- * - The oracle (the kernel passed to `prepare`) is never judged: it defines the expected outputs.
- * - `timeDelayMs` makes each `time()` take that long (for cancelling mid-step); aborting its signal ends it at once
- *   with the GPU layer's AbortError, as a killed worker does. `log` records every compile and timing;
- *   `maxConcurrentTimings` is the most `time()` calls that were ever in flight at once on this backend (its GPU runs one
- *   at a time).
+ * - Every `load()` is a module of its own, with a memory that starts empty (its `__device__` variables) and a count of
+ *   its launches. Outputs hold, per input set, what the last launch left: a reset (resetOutputs, and before every timed
+ *   launch) poisons them; a launch that does its work writes the result of its input set, right unless
+ *   `model.correct(variant)` gives a reason (then wrong with that reason, as a wrong output the real backend reports);
+ *   a launch that skips its work leaves them as they were. `compareOutputs()` reports what is not the right result.
+ * - What a launch does is the variant's behaviour, `model.behaviour?.(variant)`: given the launch (its number in its
+ *   module, the module's memory, the input set's address and checksum, what the outputs hold before it), whether it
+ *   works and how long it takes. Without one (and always for the oracle, which is never judged: it defines the
+ *   expected outputs) every launch works and takes `model.timeMs(variant)`.
+ * - `timeDelayMs` makes each `timedLaunches()` take that long (for cancelling mid-step); aborting its signal ends it at
+ *   once with the GPU layer's AbortError, as a killed worker does. `log` records every compile and every
+ *   `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
+ *   `timedLaunches()` calls that were ever in flight at once on this backend (its GPU runs one at a time).
  */
 import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
-import { computeStats } from '../../src/gpu/stats';
 import { NvccCompiler } from '../../src/gpu/nvcc';
 import {
   programOf,
   type BuildRequest,
   type BuiltKernel,
-  type CheckOutcome,
   type CompiledKernel,
   type DeviceDescription,
   type Launch,
+  type OutputComparison,
   type PreparedTest,
   type TestData,
-  type TimingOptions,
-  type TimingOutcome,
+  type TimedLaunchOptions,
   type TuningBackend,
 } from '../../src/tuner/run/backend';
 
@@ -47,11 +49,33 @@ export interface FakeVariant {
   test: TestData;
 }
 
+/** What an input set's outputs hold: reset (poisoned, or in/out content restored), or a launch's result for a set. */
+export type FakeOutputs = { kind: 'reset' } | { kind: 'result'; inputSet: number; wrong?: string };
+
+/** One launch of a fake kernel, as its behaviour sees it. */
+export interface FakeLaunch {
+  /** Launches of this loaded module so far, this one included (1 for the first). */
+  launchOfModule: number;
+  /** The module's memory (its `__device__` variables): empty at every load, kept between its launches. */
+  memory: Map<string, unknown>;
+  inputSet: number;
+  /** The device address of the input set's buffers and a checksum of their contents: each set has its own. */
+  inputAddress: number;
+  inputChecksum: string;
+  /** What the outputs hold before this launch. */
+  outputs: FakeOutputs;
+}
+
+/** Whether a launch writes its outputs, and its time. */
+export type FakeBehaviour = (launch: FakeLaunch) => { works: boolean; timeMs: number };
+
 export interface FakeModel {
-  /** Milliseconds of one launch of this variant. */
+  /** Milliseconds of one launch of this variant that does its work. */
   timeMs(variant: FakeVariant): number;
   /** True when the variant's outputs are right, else why they are wrong. */
   correct?(variant: FakeVariant): true | string;
+  /** How each launch of this variant behaves (default: it works, in timeMs). */
+  behaviour?(variant: FakeVariant): FakeBehaviour | undefined;
 }
 
 export interface FakeBackendOptions {
@@ -98,19 +122,36 @@ class FakeCompiled implements CompiledKernel {
   ) {}
 }
 
+let modulesLoaded = 0;
+
 class FakeKernel implements BuiltKernel {
   readonly resources = { registers: 32, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
   readonly loadMs = 0;
+  /** Which load this is, for the log. */
+  readonly module = ++modulesLoaded;
+  readonly memory = new Map<string, unknown>();
+  launches = 0;
   constructor(readonly request: BuildRequest) {}
   async release(): Promise<void> {}
 }
 
 class FakePrepared implements PreparedTest {
   readonly inputSets = 2;
-  constructor(readonly data: TestData) {}
+  readonly outputs: FakeOutputs[] = [{ kind: 'reset' }, { kind: 'reset' }];
+  constructor(
+    readonly data: TestData,
+    readonly oracle: BuiltKernel,
+  ) {}
   get scalars(): Record<string, number> {
     if (this.data.kind === 'spec') return this.data.test.scalars;
     return Object.fromEntries(this.data.arguments.filter((a) => a.kind === 'scalar').map((a) => [a.name, Number(a.value)]));
+  }
+  /** The first output: its name and element count, for mismatch reports. */
+  get output(): { name: string; elements: number } {
+    const args = this.data.kind === 'spec' ? this.data.test.arguments : this.data.arguments;
+    const output = args.find((a) => a.kind === 'buffer' && a.output);
+    const elements = output && 'length' in output ? output.length : output && 'data' in output ? output.data.length : 1;
+    return { name: output?.name ?? 'output', elements };
   }
   async release(): Promise<void> {}
 }
@@ -120,10 +161,12 @@ export interface FakeLogEntry {
   source: string;
   compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
+  /** timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch, the module. */
   timeMs?: number;
-  /** time(): the timed launches asked for, and the time limit of the whole request. */
   iterations?: number;
+  warmup?: number;
   timeoutMs?: number;
+  module?: number;
 }
 
 export class FakeBackend implements TuningBackend {
@@ -173,63 +216,103 @@ export class FakeBackend implements TuningBackend {
     return new FakeKernel(kernel.request);
   }
 
-  async prepare(data: TestData): Promise<PreparedTest> {
-    return new FakePrepared(data);
+  async prepare(data: TestData, oracle: { kernel: BuiltKernel }): Promise<PreparedTest> {
+    return new FakePrepared(data, oracle.kernel);
   }
 
-  async check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number): Promise<CheckOutcome> {
-    const verdict = this.verdict(kernel as FakeKernel, launch, test as FakePrepared);
-    if (verdict === true) return { ok: true };
-    const data = (test as FakePrepared).data;
-    const output =
-      data.kind === 'spec'
-        ? data.test.arguments.find((a) => a.kind === 'buffer' && a.output)
-        : data.arguments.find((a) => a.kind === 'buffer' && a.output);
-    const elements = output && 'length' in output ? output.length : output && 'data' in output ? output.data.length : 1;
-    return {
-      ok: false,
-      inputSet,
-      afterTiming: false,
-      modifiedInputs: [],
-      mismatches: [
-        {
-          name: `${output?.name ?? 'output'} (${verdict})`,
-          elements,
-          mismatches: Math.max(1, Math.floor(elements / 2)),
-          unwritten: 0,
-          nonFinite: 0,
-          maxAbsError: 1,
-          maxRelError: 0.5,
-          firstBad: [{ index: 0, got: 1, expected: 2 }],
-          tolerance: { rtol: 1e-4, atol: 1e-5 },
-        },
-      ],
-    };
+  async resetOutputs(test: PreparedTest, inputSet: number): Promise<void> {
+    (test as FakePrepared).outputs[inputSet] = { kind: 'reset' };
   }
 
-  async time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
+  async launch(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number): Promise<void> {
+    this.run(kernel as FakeKernel, launch, test as FakePrepared, inputSet);
+  }
+
+  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
     const k = kernel as FakeKernel;
+    const test = prepared as FakePrepared;
     this.maxConcurrentTimings = Math.max(this.maxConcurrentTimings, ++this.timingsInFlight);
     try {
       if (this.options.timeDelayMs) await delay(this.options.timeDelayMs, options.signal);
     } finally {
       this.timingsInFlight--;
     }
-    const timeMs = this.options.model.timeMs(this.variant(k, launch, test as FakePrepared));
-    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.iterations, timeoutMs: options.timeoutMs });
-    return { stats: computeStats([timeMs, timeMs, timeMs]), recheck: { ok: true }, stoppedEarly: false };
+    const timeMs = this.options.model.timeMs(this.variant(k, launch, test));
+    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.count, warmup: options.warmup, timeoutMs: options.timeoutMs, module: k.module });
+    for (let i = 0; i < options.warmup; i++) this.run(k, launch, test, inputSet);
+    return Array.from({ length: options.count }, () => {
+      test.outputs[inputSet] = { kind: 'reset' };
+      return this.run(k, launch, test, inputSet);
+    });
+  }
+
+  async compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
+    const test = prepared as FakePrepared;
+    const held = test.outputs[inputSet]!;
+    if (held.kind === 'result' && held.inputSet === inputSet && held.wrong === undefined) return { mismatches: [], modifiedInputs: [] };
+    const { name, elements } = test.output;
+    const unwritten = held.kind === 'reset';
+    const why = unwritten ? 'never written' : held.wrong ?? `the result of input set ${held.inputSet + 1}`;
+    return {
+      modifiedInputs: [],
+      mismatches: [
+        {
+          name: `${name} (${why})`,
+          elements,
+          mismatches: unwritten ? elements : Math.max(1, Math.floor(elements / 2)),
+          unwritten: unwritten ? elements : 0,
+          nonFinite: 0,
+          maxAbsError: unwritten ? 0 : 1,
+          maxRelError: unwritten ? 0 : 0.5,
+          firstBad: [{ index: 0, got: unwritten ? Number.NaN : 1, expected: 2 }],
+          tolerance: { rtol: 1e-4, atol: 1e-5 },
+        },
+      ],
+    };
   }
 
   async dispose(): Promise<void> {
     this.disposed = true;
   }
 
+  /** The timed launches of each loaded module that was timed, in order: a configuration's series, or the reference's timing. */
+  timedSeries(): { module: number; defines: Record<string, string>; iterations: number }[] {
+    const series = new Map<number, { module: number; defines: Record<string, string>; iterations: number }>();
+    for (const e of this.log) {
+      if (e.kind !== 'time') continue;
+      const s = series.get(e.module!) ?? series.set(e.module!, { module: e.module!, defines: e.defines, iterations: 0 }).get(e.module!)!;
+      s.iterations += e.iterations!;
+    }
+    return [...series.values()];
+  }
+
+  /** One launch: what the variant's behaviour does with the outputs, and its time. */
+  private run(kernel: FakeKernel, launch: Launch, test: FakePrepared, inputSet: number): number {
+    const variant = this.variant(kernel, launch, test);
+    kernel.launches++;
+    const behaviour = kernel === test.oracle ? undefined : this.options.model.behaviour?.(variant);
+    const { works, timeMs } = behaviour
+      ? behaviour({
+          launchOfModule: kernel.launches,
+          memory: kernel.memory,
+          inputSet,
+          inputAddress: 0x7f0000000000 + inputSet * 0x10000000,
+          inputChecksum: `${inputSet}:${JSON.stringify(test.data.kind === 'spec' ? test.data.test.seed : 'host')}`,
+          outputs: test.outputs[inputSet]!,
+        })
+      : { works: true, timeMs: this.options.model.timeMs(variant) };
+    if (works) {
+      const verdict = kernel === test.oracle ? true : this.verdict(variant);
+      test.outputs[inputSet] = { kind: 'result', inputSet, ...(verdict !== true && { wrong: verdict }) };
+    }
+    return timeMs;
+  }
+
   private variant(kernel: FakeKernel, launch: Launch, test: FakePrepared): FakeVariant {
     return { source: kernel.request.source, defines: kernel.request.defines, launch, test: test.data };
   }
 
-  private verdict(kernel: FakeKernel, launch: Launch, test: FakePrepared): true | string {
-    const variant = this.variant(kernel, launch, test);
+  private verdict(variant: FakeVariant): true | string {
     if (this.options.model.correct) return this.options.model.correct(variant);
     return variant.source.includes(WRONG_MARKER) ? `the source contains ${WRONG_MARKER}` : true;
   }

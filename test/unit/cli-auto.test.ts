@@ -98,6 +98,8 @@ describe('llm-kernel-tuner auto', () => {
     expect(accepted.diff).toContain('+');
     const best = accepted.configs.find((c) => c.key === accepted.best!.key)!;
     expect(best).toMatchObject({ config: { block_size_x: 512 }, timeMs: 0.6291456 });
+    // Which launches had their outputs verified: both input sets, the last timed launch and random others.
+    expect(best.verified).toMatch(/^input sets 1–2, timed launches (\d+, )*\d+ and the last of 32$/);
     expect(best.GBps).toBeCloseTo((3 * 1048576 * 4) / 0.6291456e-3 / 1e9, 9);
     expect(best.bandwidthPct).toBeCloseTo((100 * best.GBps!) / 4000, 9);
     expect(best.flopsPct).toBeCloseTo((100 * best.GFlops!) / 60_000, 9);

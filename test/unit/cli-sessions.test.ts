@@ -3,7 +3,7 @@
 // --resume --from-step [--kernel FILE] starts a branch of it. The model is the scripted server, the GPU the fake backend.
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { PassThrough } from 'node:stream';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { run } from '../../src/cli/auto';
@@ -226,7 +226,17 @@ describe('stored sessions of auto', () => {
     expect((await history.get(id))!.status).toBe('failed');
 
     const rest = await server(from('step 3'));
+    // Another process runs it (this test process stands in for it, alive): the resume is refused and names it.
+    const lockFile = join(sessions, 'locks', `${id}.lock`);
+    mkdirSync(join(sessions, 'locks'), { recursive: true });
+    writeFileSync(lockFile, JSON.stringify({ pid: process.pid, host: hostname(), since: '2026-11-26T10:00:00.000Z', command: 'llm-kernel-tuner auto --resume' }));
+    await expect(auto(['--resume', id, '--base-url', `${rest.url}/v1`])).rejects.toThrow(
+      `session ${id} is already running: process ${process.pid} on ${hostname()} (llm-kernel-tuner auto --resume) since 2026-11-26T10:00:00.000Z`,
+    );
+    expect(rest.remaining()).toBe(from('step 3').length);
+    rmSync(lockFile);
     const resumed = await auto(['--resume', id, '--base-url', `${rest.url}/v1`]);
+    expect(existsSync(lockFile)).toBe(false);
     expect(resumed.stderr).not.toMatch(/^error/m);
     expect(resumed.code).toBe(0);
     expect(resumed.stderr).toContain(`resuming session ${id}`);

@@ -99,6 +99,24 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(a.best.timeMs).toBeGreaterThanOrEqual(bestOf(example('matmul_tiled', 'cache.json')).timeMs!);
   });
 
+  it('says which launches of the best were verified, and never takes a configuration whose timed launches disagree', () => {
+    // The vector add's real cache, as this version writes it: verified launches recorded, the fastest configuration
+    // flagged because its timed launches disagree.
+    const data = JSON.parse(readFileSync(join(root, example('vector_add', 'cache.json')), 'utf8'));
+    const entries = data.cache as Record<string, Record<string, unknown>>;
+    for (const entry of Object.values(entries)) entry.lkt_verified = { input_sets: 2, timed_launches: [5, 17, 23, 32], of: 32, seed: 1234 };
+    const fastest = Object.keys(entries).reduce((a, b) => ((entries[b]!.time as number) < (entries[a]!.time as number) ? b : a));
+    Object.assign(entries[fastest]!, { time: 'RuntimeFailedConfig', lkt_status: 'inconsistent_timing', lkt_error: { message: 'its timed launches disagree: launch 3 took 0.002 ms, under half the median' } });
+    const cache = join(scratch, 'flagged.json');
+    writeFileSync(cache, JSON.stringify(data));
+    const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate', cache);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`^ *${fastest} +inconsistent_timing `, 'm'));
+    expect(r.stdout).not.toMatch(new RegExp(`^best: block_size_x=${fastest} `, 'm'));
+    expect(r.stdout).toMatch(/^best: block_size_x=\d+ .*\nverified: input sets 1–2, timed launches 5, 17, 23 and the last of 32\n/m);
+    expect(r.stdout).toMatch(/: 4 ok, 1 had timed launches that disagree \(not eligible as best\); the search completed/);
+  });
+
   it('flags override the spec: --param narrows the space', () => {
     const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate', example('vector_add', 'cache.json'), '--param', 'block_size_x=128,512', '--json');
     const out = JSON.parse(r.stdout);

@@ -19,6 +19,7 @@ import {
   float32,
   int32,
   selectCompiler,
+  type BufferReset,
   type GpuOptions,
   type Kernel,
 } from '../../src/gpu';
@@ -356,6 +357,25 @@ describe('GpuWorker protocol (real child process, fake addon)', () => {
     expect(stats.medianMs).toBeCloseTo(1.015, 10);
     expect(stats.minMs).toBe(1);
     expect(stats.maxMs).toBe(1.03);
+  });
+
+  it('resets buffers before the timed launches of a benchmark (fills and copies), checked in this process first', async () => {
+    const gpu = await openFake();
+    const k = await kernels(gpu);
+    const output = await gpu.alloc('float32', 4);
+    await output.upload(new Float32Array([1, 2, 3, 4]));
+    const inOut = await gpu.alloc('int32', 3);
+    const initial = await gpu.alloc('int32', 3);
+    await initial.upload(Int32Array.from([7, 8, 9]));
+    const resetBeforeEach = [{ buffer: output, fill: NaN }, { buffer: inOut, copyFrom: initial }];
+    await gpu.benchmark(k.sleep!, { grid: 1, block: 1 }, [int32(0)], { warmup: 0, iterations: 2, resetBeforeEach });
+    expect([...(await output.download())].every(Number.isNaN)).toBe(true);
+    expect([...(await inOut.download())]).toEqual([7, 8, 9]);
+    const bench = (resets: BufferReset[]) => gpu.benchmark(k.sleep!, { grid: 1, block: 1 }, [int32(0)], { resetBeforeEach: resets });
+    await expect(bench([{ buffer: inOut, copyFrom: output as never }])).rejects.toThrow(/another DeviceBuffer<int32>\[3\] for resetBeforeEach\[0\]\.copyFrom/);
+    await expect(bench([{ buffer: output, fill: 1n }])).rejects.toThrow(ArgumentError);
+    await initial.free();
+    await expect(bench([{ buffer: inOut, copyFrom: initial }])).rejects.toThrow(/not freed/);
   });
 
   it('keeps program options intact on their way to the compiler', () => {

@@ -8,7 +8,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { NATIVE_ADDON_ENV, loadNativeAddon, nativeAddonPath } from '../../src/gpu/native';
-import type { NativeAddon, NativeCompileRequest, NativeLaunch } from '../../src/gpu/native-types';
+import type { NativeAddon, NativeCompileRequest, NativeLaunch, NativeReset } from '../../src/gpu/native-types';
 
 const root = path.resolve(__dirname, '..', '..');
 const addonFile = path.join(root, 'dist', 'native', 'kernel_tuner_native.node');
@@ -21,6 +21,7 @@ if (!fs.existsSync(addonFile)) {
 const addon: NativeAddon = loadNativeAddon();
 const hasCuda = addon.status().cuda.loaded;
 const hasNvrtc = addon.status().nvrtc.loaded;
+const hasNvml = addon.status().nvml.loaded;
 
 /** Runs `fn` (sync or async) and returns what it threw or rejected with; fails if it succeeded. */
 async function failure(fn: () => unknown): Promise<Error & Record<string, unknown>> {
@@ -126,10 +127,11 @@ describe('loading', () => {
 });
 
 describe('status', () => {
-  it('reports both libraries and never throws', () => {
+  it('reports the three libraries and never throws', () => {
     const s = addon.status();
     expect(typeof s.cuda.loaded).toBe('boolean');
     expect(typeof s.nvrtc.loaded).toBe('boolean');
+    expect(typeof s.nvml.loaded).toBe('boolean');
     expect(addon.status()).toEqual(s); // cached
   });
 });
@@ -153,6 +155,7 @@ describe.skipIf(hasCuda)('without libcuda', () => {
     ['moduleUnload', (a) => a.moduleUnload(1n)],
     ['moduleGetFunction', (a) => a.moduleGetFunction(1n, 'k')],
     ['functionAttributes', (a) => a.functionAttributes(1n)],
+    ['functionOccupancy', (a) => a.functionOccupancy(1n, 256, 0)],
     ['functionSetMaxDynamicShared', (a) => a.functionSetMaxDynamicShared(1n, 65536)],
     ['memAlloc', (a) => a.memAlloc(1024)],
     ['memFree', (a) => a.memFree(1n)],
@@ -163,6 +166,7 @@ describe.skipIf(hasCuda)('without libcuda', () => {
     ['memCopyBenchmark', (a) => a.memCopyBenchmark(1n, 2n, 16, { warmup: 1, iterations: 3 })],
     ['launch', (a) => a.launch(launch)],
     ['benchmark', (a) => a.benchmark(launch, { warmup: 1, iterations: 3, flushPtr: 0n, flushBytes: 0 })],
+    ['energyBenchmark', (a) => a.energyBenchmark(launch, { launches: 10, pciBusId: '0000:01:00.0', pollMs: 1, sampleEvery: 10 })],
   ];
   it.each(cudaCalls)('%s fails with LIBRARY_NOT_FOUND for libcuda', async (_name, call) => {
     const e = await failure(() => call(addon));
@@ -171,6 +175,22 @@ describe.skipIf(hasCuda)('without libcuda', () => {
     expect(e.message).toMatch(/libcuda/);
     expect(e.explanation).toMatch(/libcuda\.so\.1/);
     expect(e.explanation).toMatch(/install the NVIDIA driver/);
+  });
+});
+
+describe.skipIf(hasNvml)('without NVML', () => {
+  it('status() carries dlopen\'s message', () => {
+    const { nvml } = addon.status();
+    expect(nvml.loaded).toBe(false);
+    expect(nvml.error).toMatch(/libnvidia-ml\.so\.1: cannot open shared object file/);
+  });
+
+  it('nvmlSnapshot fails with LIBRARY_NOT_FOUND for libnvidia-ml, saying that it comes with the driver', async () => {
+    const e = await failure(() => addon.nvmlSnapshot('0000:01:00.0'));
+    expect(e.code).toBe('LIBRARY_NOT_FOUND');
+    expect(e.library).toBe('libnvidia-ml');
+    expect(e.message).toMatch(/NVML is not available/);
+    expect(e.explanation).toMatch(/installed with the NVIDIA driver/);
   });
 });
 
@@ -270,6 +290,17 @@ describe('argument checks (before any CUDA call)', () => {
       'benchmark: expected options.iterations to be an integer from 1 to 1000000, received 0');
     await invalid(() => addon.benchmark(launch, { warmup: 0, iterations: 1, flushPtr: 1n, flushBytes: 0 }),
       'benchmark: expected options.flushBytes to be a positive integer when flushPtr is set, received 0');
+    const resets = (r: unknown) => addon.benchmark(launch, { warmup: 0, iterations: 1, flushPtr: 0n, flushBytes: 0, resets: r as NativeReset[] });
+    await invalid(() => resets({ kind: 'fill' }), 'benchmark: expected options.resets to be an array of fills and copies, received an object');
+    await invalid(() => resets([{ kind: 'zero', ptr: 1n }]), 'benchmark: expected options.resets[0].kind to be "fill" or "copy", received "zero"');
+    await invalid(() => resets([{ kind: 'fill', ptr: 4n, elementBytes: 3, pattern: 0n, count: 1 }]),
+      'benchmark: expected options.resets[0].elementBytes to be 1, 2, 4 or 8, received 3');
+    await invalid(() => resets([{ kind: 'fill', ptr: 4n, elementBytes: 1, pattern: 0x100n, count: 1 }]),
+      'benchmark: expected options.resets[0].pattern to be a bigint that fits 1 byte(s), received 256n');
+    await invalid(() => resets([{ kind: 'fill', ptr: 4n, elementBytes: 4, pattern: 0n, count: 0 }]),
+      'benchmark: expected options.resets[0].count to be an integer of at least 1, received 0');
+    await invalid(() => resets([{ kind: 'fill', ptr: 2n, elementBytes: 4, pattern: 0n, count: 1 }]), /^benchmark: options.resets\[0\].ptr 0x2 is not aligned to 4 bytes/);
+    await invalid(() => resets([{ kind: 'copy', dst: 16n, src: 8n, bytes: 16 }]), 'benchmark: options.resets[0]: the source and destination ranges overlap', 'RangeError');
     await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: 0, iterations: 1001 }),
       'memCopyBenchmark: expected options.iterations to be an integer from 1 to 1000, received 1001');
     await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: -1, iterations: 1 }),

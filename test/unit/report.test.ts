@@ -8,6 +8,9 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { reportDataOf, renderReportHtml } from '../../src/report/html';
 import { reportFromTune, type ReportData } from '../../src/report/model';
+import { computeStats } from '../../src/gpu/stats';
+import type { ConfigResult, ParamValue } from '../../src/tuner/types';
+import { hasChromium, launchChromium } from '../support/chromium-page';
 
 const root = join(__dirname, '..', '..');
 const scratch = mkdtempSync(join(tmpdir(), 'lkt-report-'));
@@ -25,6 +28,23 @@ function tuneReport(...extra: string[]): { html: string; data: ReportData; stdou
 function stable(data: ReportData): unknown {
   const seed = String(data.reproduce.seed);
   return JSON.parse(JSON.stringify({ ...data, generatedAt: '(time)' }).replaceAll(root, '<repo>').replaceAll(scratch, '<scratch>').replaceAll(seed, '0'));
+}
+
+/** The report of a search with these results (the first is the best) and nothing else known. */
+function reportOf(kernel: string, results: ConfigResult[], tuneParams: Record<string, ParamValue[]> = {}): ReportData {
+  return reportFromTune({
+    kernel,
+    result: { best: results[0], results, strategy: 'brute_force', evaluations: results.length, elapsedMs: 1, stopReason: 'completed', seed: 1 },
+    paramNames: Object.keys(tuneParams),
+    tuneParams,
+    restrictions: [],
+    mode: 'test',
+    device: null,
+    limits: null,
+    compilerOptions: [],
+    work: null,
+    reproduce: { command: 'x', notes: [] },
+  });
 }
 
 describe('tune --report', () => {
@@ -66,21 +86,39 @@ describe('tune --report', () => {
   });
 
   it('keeps text of the data inert', () => {
-    const hostile = reportFromTune({
-      kernel: '</script><script>alert(1)</script>',
-      result: { best: undefined, results: [], strategy: 'brute_force', evaluations: 0, elapsedMs: 0, stopReason: 'completed', seed: 1 },
-      paramNames: [],
-      tuneParams: {},
-      restrictions: [],
-      mode: 'test',
-      device: null,
-      limits: null,
-      compilerOptions: [],
-      work: null,
-      reproduce: { command: 'x', notes: [] },
-    });
+    const hostile = reportOf('</script><script>alert(1)</script>', []);
     const page = renderReportHtml(hostile, 'void 0');
     expect(page.match(/<script/g)).toHaveLength(2);
     expect(reportDataOf(page).kernel).toBe('</script><script>alert(1)</script>');
   });
+
+  it.skipIf(!hasChromium)('says in its table which launches of each configuration were verified (Chromium)', async () => {
+    const result = (blockSize: number, status: ConfigResult['status'], samples: number[], verified?: ConfigResult['verified']): ConfigResult => ({
+      config: { block_size_x: blockSize },
+      key: String(blockSize),
+      status,
+      stats: computeStats(samples),
+      ...(status === 'ok' && { timeMs: computeStats(samples).medianMs }),
+      ...(status !== 'ok' && { error: { message: 'its timed launches disagree: launch 2 took 0.002 ms, under half the median 0.0245 ms' } }),
+      ...(verified && { verified }),
+    });
+    const best = result(256, 'ok', [0.047, 0.048, 0.047], { inputSets: 2, timedLaunches: [1, 3], of: 3, seed: 9 });
+    const flagged = result(128, 'inconsistent_timing', [0.047, 0.002, 0.047, 0.002], { inputSets: 2, timedLaunches: [1, 3, 4], of: 4, seed: 10 });
+    const data = reportOf('vector_add', [best, flagged], { block_size_x: [128, 256] });
+    const browser = await launchChromium();
+    try {
+      const page = await browser.newPage();
+      await page.setContent(renderReportHtml(data, readFileSync(join(root, 'dist', 'report-page.js'), 'utf8')));
+      const table = page.locator('table.configs');
+      const header = await table.locator('thead th').allInnerTexts();
+      expect(header.at(-1)).toMatch(/^verified/);
+      const rows = await table.locator('tbody tr').evaluateAll((trs) => trs.map((tr) => Array.from(tr.querySelectorAll('td'), (td) => td.textContent)));
+      expect(rows.map((r) => [r[0], r.at(-2)?.split(':')[0], r.at(-1)])).toEqual([
+        ['256', 'best', 'input sets 1–2, timed launch 1 and the last of 3'],
+        ['128', 'inconsistent timing', 'input sets 1–2, timed launches 1, 3 and the last of 4'],
+      ]);
+    } finally {
+      await browser.close();
+    }
+  }, 60_000);
 });

@@ -129,6 +129,30 @@ describe('cache: Kernel Tuner layout', () => {
     expect(loaded.repaired).toBeUndefined();
   });
 
+  it('round-trips the verified launches and a result whose timed launches disagree (a failure to Kernel Tuner)', () => {
+    const path = join(dir, 'c.json');
+    const cache = CacheFile.open(path, IDENTITY);
+    const verified = { inputSets: 2, timedLaunches: [7, 19, 28, 32], of: 32, seed: 3735928559 };
+    const ok: ConfigResult = { ...sampleResults()[0]!, verified };
+    const flagged: ConfigResult = {
+      config: { block_size_x: 64, tile: 1 },
+      key: '64,1',
+      status: 'inconsistent_timing',
+      stats: computeStats([0.047, 0.002, 0.047, 0.002]),
+      error: { message: 'its timed launches disagree: launch 2 took 0.002 ms, under half the median 0.0245 ms' },
+      verified: { ...verified, timedLaunches: [2, 4], of: 4 },
+      timestamp: '2025-03-04T05:06:09.000Z',
+    };
+    cache.append(ok);
+    cache.append(flagged);
+    cache.close();
+    const entries = JSON.parse(readFileSync(path, 'utf8')).cache;
+    expect(entries['32,1'].lkt_verified).toEqual({ input_sets: 2, timed_launches: [7, 19, 28, 32], of: 32, seed: 3735928559 });
+    expect(entries['64,1'].time).toBe('RuntimeFailedConfig');
+    expect(entries['64,1'].times).toEqual([0.047, 0.002, 0.047, 0.002]);
+    expect(CacheFile.load(path).results()).toEqual([ok, flagged]);
+  });
+
   it('closes a cache with no entries as valid JSON', () => {
     const path = join(dir, 'c.json');
     CacheFile.open(path, IDENTITY).close();

@@ -135,6 +135,8 @@ function configColumns(step: ReportStep, data: ReportData): Column[] {
     }
   }
   columns.push({ label: 'result', sort: 'status', numeric: false, cell: (c, best) => (best ? 'best' : c.status === 'ok' ? 'ok' : `${c.status.replace(/_/g, ' ')}${c.error ? `: ${c.error}` : ''}`) });
+  // Recordings from before verified launches were recorded have none to show.
+  if (step.configs.some((c) => c.verified)) columns.push({ label: 'verified', sort: 'status', numeric: false, cell: (c) => c.verified ?? '' });
   return columns;
 }
 

@@ -8,6 +8,7 @@
  * of this vocabulary: a consumer that sees a newer `v` than it knows can still show `describeEvent`'s text.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { describeVerification } from '../../tuner/run/measurement';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
 import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
@@ -34,6 +35,8 @@ export interface ConfigSummary {
   timeMs?: number;
   /** The first line of the failure message. */
   error?: string;
+  /** Which launches had their outputs verified: "input sets 1–2, timed launches 7, 19, 28 and the last of 32". */
+  verified?: string;
 }
 
 /** Why a candidate of a step was not accepted. */
@@ -222,6 +225,7 @@ export function summarizeConfig(result: ConfigResult): ConfigSummary {
     status: result.status,
     ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
     ...(error !== undefined && { error }),
+    ...(result.verified && { verified: describeVerification(result.verified) }),
   };
 }
 

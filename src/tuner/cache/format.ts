@@ -37,6 +37,7 @@ export const KT_ERROR_OF: Record<Exclude<FailureKind, 'stopped_early'>, KernelTu
   fault: 'RuntimeFailedConfig',
   timeout: 'RuntimeFailedConfig',
   wrong_result: 'RuntimeFailedConfig',
+  inconsistent_timing: 'RuntimeFailedConfig',
 };
 
 // For entries Kernel Tuner wrote (no lkt_status): what its strings mean there. It writes InvalidConfig only for a block
@@ -48,7 +49,7 @@ const STATUS_OF_KT_ERROR: Record<KernelTunerError, FailureKind> = {
 };
 
 const STATUSES: readonly ConfigStatus[] = [
-  'ok', 'compile_error', 'launch_error', 'fault', 'timeout', 'wrong_result', 'restricted', 'exceeds_device_limits', 'stopped_early',
+  'ok', 'compile_error', 'launch_error', 'fault', 'timeout', 'wrong_result', 'restricted', 'exceeds_device_limits', 'stopped_early', 'inconsistent_timing',
 ];
 
 export interface CacheHeader {
@@ -184,6 +185,10 @@ export function toEntry(result: ConfigResult, paramNames: readonly string[]): En
   if (result.gpu) entry['lkt_gpu'] = { host: result.gpu.host, ordinal: result.gpu.ordinal, pci_bus_id: result.gpu.pciBusId };
   if (result.error) entry['lkt_error'] = result.error;
   if (result.note !== undefined) entry['lkt_note'] = result.note;
+  if (result.verified) {
+    const v = result.verified;
+    entry['lkt_verified'] = { input_sets: v.inputSets, timed_launches: v.timedLaunches, of: v.of, seed: v.seed };
+  }
   if (result.resources) {
     const r = result.resources;
     entry['lkt_resources'] = { registers: r.registers, shared_bytes: r.sharedBytes, local_bytes: r.localBytes };
@@ -242,6 +247,10 @@ export function fromEntry(entry: Entry, config: Config, key: string): ConfigResu
     result.gpu = { host: gpu['host'], ordinal: gpu['ordinal'], ...(typeof gpu['pci_bus_id'] === 'string' && { pciBusId: gpu['pci_bus_id'] }) };
   }
   if (typeof entry['lkt_note'] === 'string') result.note = entry['lkt_note'];
+  const verified = entry['lkt_verified'] as Record<string, unknown> | undefined;
+  if (verified && isNumber(verified['input_sets']) && isNumber(verified['of']) && isNumber(verified['seed']) && Array.isArray(verified['timed_launches']) && verified['timed_launches'].every(isNumber)) {
+    result.verified = { inputSets: verified['input_sets'], timedLaunches: verified['timed_launches'], of: verified['of'], seed: verified['seed'] };
+  }
   const res = entry['lkt_resources'] as Record<string, number> | undefined;
   if (res) result.resources = { registers: res['registers']!, sharedBytes: res['shared_bytes']!, localBytes: res['local_bytes']! };
   const rep = entry['lkt_reproduce'] as Record<string, unknown> | undefined;

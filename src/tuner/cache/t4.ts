@@ -39,6 +39,8 @@ const INVALIDITY: Record<ConfigStatus, T4Invalidity> = {
   fault: 'runtime',
   timeout: 'timeout',
   wrong_result: 'correctness',
+  // Timed launches that disagree: Kernel Tuner's RuntimeFailedConfig in the cache, so a runtime failure here too.
+  inconsistent_timing: 'runtime',
   restricted: 'constraints',
   exceeds_device_limits: 'constraints',
 };

@@ -7,7 +7,7 @@ import type { CompilerBackend } from '../../gpu/types';
 import type { Dim3 } from '../types';
 import type { DeviceLimits } from '../space/geometry';
 import type { ResolvedTest } from '../spec/input-spec';
-import type { SampleStats, ResourceUsage } from '../types';
+import type { ResourceUsage } from '../types';
 import type { DeviceSpeedLimits } from './speed-of-light';
 
 export interface DeviceDescription extends DeviceLimits {
@@ -134,9 +134,19 @@ export interface OutputMismatch {
   tolerance: { rtol: number; atol: number } | 'exact';
 }
 
-export type CheckOutcome =
-  | { ok: true }
-  | { ok: false; mismatches: OutputMismatch[]; modifiedInputs: string[]; inputSet: number; afterTiming: boolean };
+/** An input set's outputs compared with the expected ones, and its inputs with their fingerprints: right when both are empty. */
+export interface OutputComparison {
+  mismatches: OutputMismatch[];
+  /** Inputs the kernel overwrote (restored since). */
+  modifiedInputs: string[];
+}
+
+/** Where a configuration's outputs were found wrong: the check of an input set, or a verified timed launch. */
+export interface CheckFailure extends OutputComparison {
+  inputSet: number;
+  /** The verified timed launch (1-based) whose outputs were wrong, and how many timed launches the series had. */
+  timedLaunch?: { index: number; of: number };
+}
 
 /** A test's data on the device: input sets, expected outputs, working buffers. */
 export interface PreparedTest {
@@ -147,41 +157,51 @@ export interface PreparedTest {
   release(): Promise<void>;
 }
 
-export interface TimingOptions extends DeviceRunOptions {
-  warmup: number;
-  iterations: number;
-  flushL2: boolean;
-  /** Time a few launches first and stop there when their median is already longer than this (it cannot win). */
-  stopAboveMs?: number;
-}
-
-export interface TimingOutcome {
-  stats: SampleStats;
-  /** The outputs compared again after the timed launches (catches races and results that drift with repetition). */
-  recheck: CheckOutcome;
-  /** Only the probing launches were timed (see TimingOptions.stopAboveMs). */
-  stoppedEarly: boolean;
-}
-
 /** Aborting stops what the device is running (a GPU worker is killed: a kernel cannot be stopped otherwise). */
 export interface DeviceRunOptions {
+  /** The time limit of one launch (a request of several launches gets it for each). */
   timeoutMs: number;
   signal?: AbortSignal;
 }
 
-/** One device: a tuning run on several GPUs has one backend per GPU, all of the same model. */
+export interface TimedLaunchOptions extends DeviceRunOptions {
+  /** Untimed launches first. */
+  warmup: number;
+  /** Timed launches, each between its own pair of events. */
+  count: number;
+  /** Overwrite L2 before each timed launch (outside its events). */
+  flushL2: boolean;
+}
+
+/**
+ * One device: a tuning run on several GPUs has one backend per GPU, all of the same model. Besides compiling and
+ * preparing test data, a backend offers the few device operations the measurement protocol (measurement.ts) is made
+ * of: it decides which launches run on which loaded module, which are timed and which are verified, so that the real
+ * backend and the test double run the same protocol.
+ */
 export interface TuningBackend {
   describe(): Promise<DeviceDescription>;
   /** Compiles a variant (for this device model); rejects with CompileError (log and diagnostics) when it does not compile. */
   compile(request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel>;
-  /** Loads a kernel compiled by this backend or another of the same device model. */
+  /**
+   * Loads a kernel compiled by this backend or another of the same device model. Every load is a module of its own:
+   * its `__device__` variables start as the binary initialises them, whatever launches of other loads left in theirs.
+   */
   load(kernel: CompiledKernel): Promise<BuiltKernel>;
   /** Puts a test's inputs on the device and runs the oracle on every input set to produce the expected outputs. */
   prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest>;
-  /** Runs the kernel on one input set with fresh (poisoned) outputs and compares every output with the expected one. */
-  check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome>;
-  /** Times the kernel on input set 0; afterwards its outputs are compared again when the kernel does not read them. */
-  time(kernel: BuiltKernel, launch: Launch, test: PreparedTest, options: TimingOptions): Promise<TimingOutcome>;
+  /** Resets an input set's outputs: pure outputs poisoned (NaN, 0xA5 bytes), in/out outputs copied from their initial content. */
+  resetOutputs(test: PreparedTest, inputSet: number): Promise<void>;
+  /** One launch on an input set, waited for. */
+  launch(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void>;
+  /**
+   * `warmup` untimed launches on an input set, then `count` timed ones, each after its outputs were reset as
+   * resetOutputs does, outside its events: what a timed launch leaves in the outputs is its own work. Each timed
+   * launch's milliseconds, in order.
+   */
+  timedLaunches(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]>;
+  /** Compares an input set's outputs with the expected ones and its inputs with their fingerprints (restoring any changed). */
+  compareOutputs(test: PreparedTest, inputSet: number): Promise<OutputComparison>;
   /** The device's bandwidth and FP32 limits, measured on it (speed-of-light.ts); absent where nothing can be measured. */
   speedLimits?(): Promise<DeviceSpeedLimits>;
   dispose(): Promise<void>;

@@ -20,6 +20,7 @@ import {
   isFloatDType,
   scalar,
   scalarBitPattern,
+  type BufferReset,
   type CompiledProgram,
   type DeviceBuffer,
   type DType,
@@ -35,16 +36,15 @@ import {
   programOf,
   type BuildRequest,
   type BuiltKernel,
-  type CheckOutcome,
   type CompiledKernel,
   type DeviceRunOptions,
   type DeviceDescription,
   type Launch,
+  type OutputComparison,
   type OutputMismatch,
   type PreparedTest,
   type TestData,
-  type TimingOptions,
-  type TimingOutcome,
+  type TimedLaunchOptions,
   type Tolerance,
   type TuningBackend,
 } from './backend';
@@ -61,7 +61,6 @@ import {
 } from './helper-kernels';
 import { resolveGpuSelection, singleGpu, type GpuSelection } from './gpu-selection';
 import type { BufferInit } from '../spec/input-spec';
-import type { SampleStats } from '../types';
 import {
   DEFAULT_TOLERANCE,
   InvalidTestDataError,
@@ -75,8 +74,6 @@ import {
   type NumericArray,
 } from './test-data';
 
-/** Timed launches of the probe that decides an early stop. */
-export const PROBE_LAUNCHES = 3;
 const HELPER_BLOCK = 256;
 
 /** A cubin and the kernel to take from it: loads on any GPU of the arch it was compiled for. */
@@ -94,7 +91,7 @@ class GpuCompiledKernel implements CompiledKernel {
   }
 }
 
-class GpuBuiltKernel implements BuiltKernel {
+export class GpuBuiltKernel implements BuiltKernel {
   constructor(
     readonly module: Module,
     readonly kernel: Kernel,
@@ -112,7 +109,7 @@ class GpuBuiltKernel implements BuiltKernel {
   }
 }
 
-class GpuPreparedTest implements PreparedTest {
+export class GpuPreparedTest implements PreparedTest {
   sets: InputSet[] = [];
   generation = -1;
   constructor(
@@ -131,11 +128,6 @@ class GpuPreparedTest implements PreparedTest {
     const out: Record<string, number> = {};
     for (const a of this.data.arguments) if (a.kind === 'scalar') out[a.name] = Number(a.value);
     return out;
-  }
-
-  /** Whether any output is also read by the kernel: then repeated launches legitimately change it. */
-  get hasInOutBuffers(): boolean {
-    return this.sets[0]?.buffers.some((b) => b.initial !== undefined) ?? false;
   }
 
   async release(): Promise<void> {
@@ -279,40 +271,38 @@ export class GpuBackend implements TuningBackend {
     return test;
   }
 
-  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<CheckOutcome> {
+  async resetOutputs(prepared: PreparedTest, inputSet: number): Promise<void> {
     const test = await this.current(prepared);
-    const set = test.sets[inputSet]!;
-    await this.resetOutputs(set);
-    await this.fillConstants(this.own(kernel), set);
-    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, { timeoutMs: options.timeoutMs, ...(options.signal && { signal: options.signal }) });
-    return this.compare(test, inputSet, false);
+    await this.reset(test.sets[inputSet]!);
   }
 
-  async time(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, options: TimingOptions): Promise<TimingOutcome> {
+  async launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
     const test = await this.current(prepared);
-    const set = test.sets[0]!;
-    const built = this.own(kernel);
-    const k = built.kernel;
-    await this.resetOutputs(set);
-    // Every timed series gets its constant memory, as every checked run does.
-    const series = async (o: TimingOptions) => {
-      await this.fillConstants(built, set);
-      return this.gpu.benchmark(k, launch, set.args, o);
-    };
-    let stats: SampleStats;
-    let stoppedEarly = false;
-    if (options.stopAboveMs === undefined) {
-      stats = await series(options);
-    } else {
-      // A few launches first: when their median is already over the bar, this configuration cannot win.
-      const probe = await series({ ...options, iterations: Math.min(PROBE_LAUNCHES, options.iterations) });
-      stoppedEarly = probe.medianMs > options.stopAboveMs && options.iterations > PROBE_LAUNCHES;
-      stats = stoppedEarly || options.iterations <= PROBE_LAUNCHES ? probe : await series({ ...options, warmup: 0 });
-    }
-    // Outputs after many launches must still be right (races, accumulation across launches); in/out buffers legitimately
-    // change with every launch, so they are only checked before timing.
-    const recheck: CheckOutcome = test.hasInOutBuffers ? { ok: true } : await this.compare(test, 0, true);
-    return { stats, recheck, stoppedEarly };
+    const set = test.sets[inputSet]!;
+    await this.fillConstants(this.own(kernel), set);
+    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, requestOptions(options, 1));
+  }
+
+  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+    const test = await this.current(prepared);
+    const set = test.sets[inputSet]!;
+    const resetBeforeEach = set.buffers.flatMap((slot): BufferReset[] =>
+      !slot.output ? [] : slot.initial ? [{ buffer: slot.buffer, copyFrom: slot.initial }] : [{ buffer: slot.buffer, fill: POISON[slot.dtype] }],
+    );
+    // The series gets its constant memory as every checked launch does (a kernel cannot change it in between).
+    await this.fillConstants(this.own(kernel), set);
+    const stats = await this.gpu.benchmark(this.own(kernel).kernel, launch, set.args, {
+      warmup: options.warmup,
+      iterations: options.count,
+      flushL2: options.flushL2,
+      resetBeforeEach,
+      ...requestOptions(options, options.warmup + options.count + 1),
+    });
+    return stats.samplesMs;
+  }
+
+  async compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
+    return this.compare(await this.current(prepared), inputSet);
   }
 
   async dispose(): Promise<void> {
@@ -419,7 +409,7 @@ export class GpuBackend implements TuningBackend {
   private async runOracle(test: GpuPreparedTest, s: number): Promise<void> {
     const set = test.sets[s]!;
     const givenExpected = s === 0 && test.data.kind === 'host' && test.data.arguments.some((a) => a.kind === 'buffer' && a.output && a.expected);
-    await this.resetOutputs(set);
+    await this.reset(set);
     await this.fillConstants(test.oracle.kernel, set);
     await this.gpu.launch(test.oracle.kernel.kernel, test.oracle.launch, set.args, { timeoutMs: test.timeoutMs });
     for (const slot of set.buffers) {
@@ -465,7 +455,7 @@ export class GpuBackend implements TuningBackend {
     return { rtol, atol: Math.max((override?.atolScale ?? base.atolScale) * maxAbs, SMALLEST_SUBNORMAL[dtype]) };
   }
 
-  private async resetOutputs(set: InputSet): Promise<void> {
+  private async reset(set: InputSet): Promise<void> {
     for (const slot of set.buffers) {
       if (!slot.output) continue;
       if (slot.initial) await slot.buffer.copyFrom(slot.initial);
@@ -475,7 +465,7 @@ export class GpuBackend implements TuningBackend {
 
   // ---- verification ----
 
-  private async compare(test: GpuPreparedTest, s: number, afterTiming: boolean): Promise<CheckOutcome> {
+  private async compare(test: GpuPreparedTest, s: number): Promise<OutputComparison> {
     const set = test.sets[s]!;
     const mismatches: OutputMismatch[] = [];
     const modifiedInputs: string[] = [];
@@ -495,8 +485,7 @@ export class GpuBackend implements TuningBackend {
         await this.restoreInput(test, s, slot);
       }
     }
-    if (mismatches.length === 0 && modifiedInputs.length === 0) return { ok: true };
-    return { ok: false, mismatches, modifiedInputs, inputSet: s, afterTiming };
+    return { mismatches, modifiedInputs };
   }
 
   /** The rare failing path: download both and describe the difference precisely on the host. */
@@ -578,6 +567,10 @@ export class GpuBackend implements TuningBackend {
   }
 }
 
+/** The worker's options of a request of `launches` launches: the time limit of one launch, for each. */
+function requestOptions(options: DeviceRunOptions, launches: number): { timeoutMs: number; signal?: AbortSignal } {
+  return { timeoutMs: options.timeoutMs * launches, ...(options.signal && { signal: options.signal }) };
+}
 
 /**
  * The backends of a run (the tuner's and the engine's alike): the caller's own, or one GpuBackend per GPU of `gpus`,
