@@ -1,6 +1,6 @@
 // The benchmark hub's kernels on the device (node --test after bundling: dist/gpu-tests/benchmark-hub.test.js; no vitest,
-// no node_modules there), tuned from their files unmodified (examples/benchmark_hub/hub). Every test is skipped, with
-// the reason, where the driver or a device is missing.
+// no node_modules there), tuned from their files unmodified (test/fixtures/benchmark-hub) with the specs of
+// examples/benchmark_hub. Every test is skipped, with the reason, where the driver or a device is missing.
 //  - each spec of examples/benchmark_hub tunes a random sample of its space, every configuration checked against its
 //    reference (convolution_naive, dedispersion_naive, the reference configuration) and none failing, compiled with
 //    NVRTC (the preprocessor's view of the file finds the kernels whose declaration holds an #if);
@@ -82,8 +82,8 @@ describe('the benchmark hub\'s kernels on the device', () => {
     );
   });
 
-  test("the hub's T1 problem of the convolution (hub/kernels/convolution_milo.json) tunes as it is, constant memory and all", async () => {
-    const loaded = await loadSpec(path.join(hubDir, 'hub', 'kernels', 'convolution_milo.json'));
+  test("the hub's T1 problem of the convolution (kernels/convolution_milo.json) tunes as it is, constant memory and all", async () => {
+    const loaded = await loadSpec(path.join(root, 'test', 'fixtures', 'benchmark-hub', 'kernels', 'convolution_milo.json'));
     const result = await loaded.kernel.tune(loaded.test, loaded.tuneParams, loaded.restrictions, {
       ...loaded.options,
       backend: gpu,
@@ -92,7 +92,7 @@ describe('the benchmark hub\'s kernels on the device', () => {
       maxFevals: 8,
       seed: 3,
     });
-    const message = report('hub/kernels/convolution_milo.json', result);
+    const message = report('kernels/convolution_milo.json', result);
     console.log(`# ${message.split('\n').join('\n# ')}`);
     assert.deepEqual(result.reference?.config, loaded.spec.referenceConfig, message);
     assertAllCorrect(result, message, 'max_fevals');

@@ -14,7 +14,7 @@ import type { ConfigResult } from '../../src/tuner/types';
 
 const root = path.resolve(__dirname, '..', '..');
 const cli = path.join(root, 'dist', 'cli.js');
-const hub = path.join(root, 'examples', 'benchmark_hub');
+const hub = path.join(root, 'test', 'fixtures', 'benchmark-hub');
 const schemas = path.join(root, 'test', 'fixtures', 'schemas', 'kernel_tuner');
 const scratch = mkdtempSync(path.join(tmpdir(), 'lkt-formats-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -97,7 +97,7 @@ describe('T1 tuning problems', () => {
   });
 
   it('reads the benchmark hub\'s convolution problem as Kernel Tuner does, its filter in constant memory', async () => {
-    const job = await tuningJob(loadTuningSpec(path.join(hub, 'hub', 'kernels', 'convolution_milo.json')));
+    const job = await tuningJob(loadTuningSpec(path.join(hub, 'kernels', 'convolution_milo.json')));
     expect(job.kernel.name).toBe('convolution_kernel');
     expect(Object.keys(job.spec.arguments)).toEqual(['output', 'input', 'filter']);
     expect(job.spec.arguments.input).toMatchObject({ length: (4096 + 15 - 1) * (4096 + 15 - 1) });
@@ -127,7 +127,7 @@ describe('T1 tuning problems', () => {
   it('refuses arguments that do not match the kernel\'s parameters one for one, and the hub\'s HIP-only dedispersion problem', async () => {
     const file = problem((t) => t.KernelSpecification.Arguments.pop());
     await expect(tuningJob(loadTuningSpec(file))).rejects.toThrow(`the T1 problem ${file} lists 3 arguments (result, values, coeffs), but k takes 4 (out, in, weights, n): they are passed in order`);
-    const dedispersion = path.join(hub, 'hub', 'kernels', 'dedispersion_milo.json');
+    const dedispersion = path.join(hub, 'kernels', 'dedispersion_milo.json');
     expect(() => loadTuningSpec(dedispersion)).toThrow('KernelSpecification.KernelFile: dedisp_milo/dedispersion.cu.hip is neither beside the problem');
   });
 });
@@ -184,10 +184,10 @@ describe('T4 results', () => {
   it('tune --t4 writes the results of a replay and their metadata beside the cache, both valid, one result per evaluation', () => {
     const out = path.join(scratch, 'run', 'convolution-results.json');
     mkdirSync(path.dirname(out), { recursive: true });
-    const cache = path.join(hub, 'caches', 'convolution_milo-A100.json');
+    const cache = path.join(hub, 'cachefiles', 'convolution_milo', 'A100.json.gz');
     const r = spawnSync(
       process.execPath,
-      [cli, 'tune', path.join(hub, 'hub', 'kernels', 'convolution_milo.json'), '--simulate', cache, '--param', 'block_size_x=16,32', '--param', 'block_size_y=4', '--param', 'tile_size_x=1,2', '--param', 'tile_size_y=1', '--t4', out, '--no-report', '-q'],
+      [cli, 'tune', path.join(hub, 'kernels', 'convolution_milo.json'), '--simulate', cache, '--param', 'block_size_x=16,32', '--param', 'block_size_y=4', '--param', 'tile_size_x=1,2', '--param', 'tile_size_y=1', '--t4', out, '--no-report', '-q'],
       { cwd: root, encoding: 'utf8', timeout: 60_000 },
     );
     expect(r.stderr).toBe('');
