@@ -11,7 +11,7 @@ import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
 import { SearchSpace } from '../tuner/space/search-space';
 import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
-import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
+import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type LoadedTuningSpec, type TuningSpec } from '../tuner/spec/tuning-spec';
 import type { SearchProgress } from '../tuner/strategies';
 import { formatMeasured, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
 import { describeError } from './errors';
@@ -22,9 +22,11 @@ import { commandLine, reportPath, writeReport } from './report';
 import { reportFromTune, type TuneReportInput } from '../report/model';
 import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import { GpuBackend } from '../tuner/run/gpu-backend';
+import { t4Results, writeT4, type T4Environment } from '../tuner/cache/t4';
 import { describeVerification } from '../tuner/run/measurement';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
+       llm-kernel-tuner tune PROBLEM.json [options]     a T1 tuning-problem description (the benchmark hub's kernels/*.json)
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
 
 Tunes a CUDA kernel as Kernel Tuner does: every configuration of the tunable parameters that satisfies the restrictions
@@ -54,6 +56,8 @@ options:
                            --simulate: the results replayed)
   --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
+  --t4 FILE                also write the results in the T4 format (FILE, e.g. out.json) and their metadata beside it
+                           (out-metadata.json), as Kernel Tuner's store_output_file and store_metadata_file do
   --device N               GPU ordinal (default 0)
   --gpus all|0,2|N         tune on several GPUs of one model at once, one worker each: all of them, these ordinals,
                            or the first N (default: one GPU, --device)
@@ -98,6 +102,7 @@ export async function run(args: string[]): Promise<number> {
       cache: { type: 'string' },
       simulate: { type: 'string' },
       'simulate-if-no-gpu': { type: 'string' },
+      t4: { type: 'string' },
       device: { type: 'string' },
       gpus: { type: 'string' },
       shard: { type: 'string' },
@@ -139,6 +144,7 @@ export async function run(args: string[]): Promise<number> {
   let result: TuneResult;
   let mode: string;
   let device: TuneReportInput['device'] = null;
+  let t4Environment: T4Environment = { requirements: [] };
   let limits: DeviceSpeedLimits | null = null;
   let limitsNote: string | undefined;
   let replayFile = values.simulate;
@@ -158,6 +164,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
       mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
       result = replayed.result;
       device = { name: replayed.deviceName };
+      t4Environment = { device: { name: replayed.deviceName, replayed_from: resolve(replayFile) }, requirements: [] };
       limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
     } else {
       mode = 'measured on the GPU';
@@ -177,6 +184,13 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         // The strategy that ran (auto's choice, where it chose) says how it used the GPUs.
         const ran = resolveStrategy(result.strategy)(result.strategyChoice ? {} : spec.strategyOptions);
         if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${ran.parallelism})`;
+        if (values.t4 !== undefined) {
+          const described = await backends[0]!.describe();
+          t4Environment = {
+            device: { ...described },
+            requirements: [`cuda-driver==${described.driverVersion}`, ...(described.nvrtcVersion ? [`nvrtc==${described.nvrtcVersion}`] : []), ...(result.compiler ? [`compiler==${result.compiler.backend}`] : [])],
+          };
+        }
         if (htmlReport) {
           // The GPUs of one search are of one model: the first one's limits are every one's.
           device = await backends[0]!.describe();
@@ -223,11 +237,13 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
     );
   }
 
+  const t4 = values.t4 === undefined ? undefined : writeT4(values.t4, t4Results(result.results, { work: job.work }), t4Environment);
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result, ...(htmlReport && { report: htmlReport }) }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result, ...(htmlReport && { report: htmlReport }), ...(t4 && { t4 }) }, null, 2)}\n`);
   } else {
     process.stdout.write(report(result, Object.keys(spec.tuneParams), kernel.name, mode, replayFile !== undefined));
     if (htmlReport) process.stdout.write(`\nHTML report: ${htmlReport}\n`);
+    if (t4) process.stdout.write(`T4 results: ${t4.results} (metadata: ${t4.metadata})\n`);
   }
   return result.best ? 0 : 1;
 }
@@ -401,7 +417,7 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
   return firstErrors.length ? `${text}\n` : text;
 }
 
-function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknown>): TuningSpec & { dir: string } {
+function applyFlags(spec: LoadedTuningSpec, v: Record<string, unknown>): LoadedTuningSpec {
   const out = { ...spec, tuneParams: { ...spec.tuneParams }, restrictions: [...spec.restrictions] };
   if (typeof v.kernel === 'string') out.kernel = v.kernel;
   for (const p of (v.param as string[] | undefined) ?? []) {

@@ -1,7 +1,6 @@
 // TunableKernel and KernelTest: the seed library's API (llm_kernel_tuner.TunableKernel / KernelTest) over our tuner.
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
-import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
@@ -17,11 +16,14 @@ import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
 import { checkOneModel, type GpuSelection } from './run/gpu-selection';
 import { buildWithFallback, candidatePrograms, compileSources, type CompileSources } from './compile/compile-sources';
-import { resolveTestSpec, type ResolvedTest } from './spec/input-spec';
+import { checkConstantMemory, resolveTestSpec, type ResolvedTest } from './spec/input-spec';
+import { constantSymbols, type ConstantSymbol } from './source/constant-symbols';
 import { parseKernels } from './source/kernel-parser';
 import { findKernel, nameExpression, type KernelSignature, type TemplateArguments } from './source/kernel-signature';
 import { SearchSpace } from './space/search-space';
-import { typeAliases } from './source/type-aliases';
+import { typeAliasesOf } from './source/type-aliases';
+import { kernelOfSpace, openOptions, SignatureVariesError, spaceOptions, type SourceContext } from './source/space-view';
+import { preprocess, type Preprocessed } from './source/preprocessor';
 import { DEFAULT_STRATEGY, resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 
@@ -158,6 +160,19 @@ export interface TunableKernelInfo {
   includePaths?: readonly string[];
   /** Reads a header; default the file system (an editor passes its unsaved buffers). */
   readFile?: (absolutePath: string) => string | undefined;
+  /**
+   * The space it will be tuned over, when known: the file is read as its configurations compile it (the parameters'
+   * values, the compile's -D options; see space-view.ts), and the kernel must keep its signature in all of them.
+   * Without it the parameters are unknown; tune() reads the file again for its own space.
+   */
+  space?: KernelSpace;
+}
+
+/** A tuning space as reading the kernel file needs it. */
+export interface KernelSpace {
+  tuneParams: TuneParams;
+  blockSizeNames?: readonly string[];
+  compilerOptions?: readonly string[];
 }
 
 export interface LaunchOptions {
@@ -246,9 +261,15 @@ export class TunableKernel {
     readonly info: TunableKernelInfo,
   ) {}
 
-  /** Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed). */
+  /**
+   * Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed;
+   * SignatureVariesError says which configuration of `info.space` would compile another signature).
+   */
   static async create(code: string, info: TunableKernelInfo = {}): Promise<TunableKernel> {
-    const kernels = await parseKernels(code, info.fileName ?? 'kernel.cu');
+    const fileName = info.fileName ?? 'kernel.cu';
+    const context = sourceContext(info, info.space);
+    const inSpace = info.space && (await kernelOfSpace(code, fileName, info.kernelName, info.space.tuneParams, context));
+    const kernels = inSpace ? inSpace.kernels : await parseKernels(code, fileName, { preprocess: openOptions(context) });
     const source = info.fileName ?? 'the source';
     if (kernels.length === 0) {
       throw new Error(`${source} has no __global__ kernel, so there is nothing to tune: a kernel is a function declared \`__global__ void name(...)\``);
@@ -261,7 +282,27 @@ export class TunableKernel {
       if (kernels.length > 1) throw new Error(`${source} has ${kernels.length} __global__ kernels (${kernels.map((k) => k.name).join(', ')}): name the one to tune`);
       kernel = kernels[0]!;
     }
-    return new TunableKernel(code, await withTypeAliases(code, kernel, info), info);
+    const views = inSpace && inSpace.kernel === kernel ? inSpace.views : [preprocess(code, fileName, spaceOptions({}, context))];
+    const tunable = new TunableKernel(code, await withTypeAliases(kernel, views), info);
+    if (info.space) tunable.spaces.set(spaceKey(info.space), { signature: tunable.signature, symbols: constantSymbols(views[0]!) });
+    return tunable;
+  }
+
+  /** The file as each space's configurations compile it, by spaceKey. */
+  private readonly spaces = new Map<string, SpaceReading>();
+
+  /** This kernel's signature in every configuration of a space, and the file's __constant__ symbols (read once per space). */
+  private async readIn(space: KernelSpace): Promise<SpaceReading> {
+    const key = spaceKey(space);
+    let reading = this.spaces.get(key);
+    if (!reading) {
+      const context = sourceContext(this.info, space);
+      const { kernel, views } = await kernelOfSpace(this.code, this.info.fileName ?? 'kernel.cu', this.signature.qualifiedName, space.tuneParams, context);
+      if (!kernel) throw new SignatureVariesError(`kernel '${this.signature.qualifiedName}' is not compiled in the configurations of this space (a preprocessor condition on a parameter leaves it out)`);
+      reading = { signature: await withTypeAliases(kernel, views), symbols: constantSymbols(views[0]!) };
+      this.spaces.set(key, reading);
+    }
+    return reading;
   }
 
   get name(): string {
@@ -306,7 +347,10 @@ export class TunableKernel {
   }
 
   private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
-    const { data, problemSize } = test.resolve(this.signature);
+    const reading = await this.readIn({ tuneParams, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }), ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) });
+    const { data, problemSize } = test.resolve(reading.signature);
+    const constants = data.kind === 'spec' ? data.test.constants : [];
+    checkConstantMemory(constants, reading.symbols, this.info.fileName ?? 'the kernel file');
     // Checked before any GPU work: a metric or an objective with a typo fails here.
     const metrics = ResultMetrics.create(options, Object.keys(tuneParams));
     const { objective } = metrics;
@@ -324,7 +368,7 @@ export class TunableKernel {
       const compilerOptions = options.compilerOptions ?? [];
       const initialTimeoutMs = options.launchTimeoutMs ?? UNMEASURED_LAUNCH_TIMEOUT_MS;
 
-      const oracle = await this.buildOracle(backends[0]!, device, space, paramNames, problemSize, scalars, options, compilerOptions);
+      const oracle = await this.buildOracle(backends[0]!, device, space, paramNames, problemSize, scalars, options, compilerOptions, constants.map((c) => c.symbol));
       // Every GPU loads the oracle, generates the same inputs from the same seeds and runs the oracle on them itself:
       // each configuration is compared with the oracle's outputs on the GPU that ran it.
       const devices = await Promise.all(
@@ -416,6 +460,7 @@ export class TunableKernel {
     scalars: Record<string, number>,
     options: RunOptions,
     compilerOptions: readonly string[],
+    constantSymbols: readonly string[],
   ): Promise<CompiledOracle> {
     const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
     const sources = await this.compileSources(paramNames, toolkit);
@@ -434,7 +479,7 @@ export class TunableKernel {
       const compile = (program: KernelProgram) => compileExplained(backend, { ...program, ...request });
       return { launch, compile };
     };
-    const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
+    const candidates = withConstantSymbols(candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers), constantSymbols);
     const own = buildAt(this, ownConfig, options);
     const chosen = await buildWithFallback(candidates, own.compile);
     if (!reference) {
@@ -450,8 +495,11 @@ export class TunableKernel {
     });
     const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
     const at = buildAt(oracleKernel, config, reference.launch ?? {});
+    // The reference gets the constant memory its own file declares (convolution_naive takes its filter as an argument).
+    const { symbols } = await oracleKernel.readIn({ tuneParams: Object.fromEntries(Object.entries(config).map(([k, v]) => [k, [v]])), compilerOptions });
+    const referenceConstants = constantSymbols.filter((symbol) => symbols.has(symbol));
     try {
-      const built = await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.compile);
+      const built = await buildWithFallback(withConstantSymbols(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), referenceConstants), at.compile);
       return { compiled: built.built, launch: at.launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
     } catch (e) {
       if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
@@ -474,6 +522,17 @@ export class TunableKernel {
   private async timeReference(on: { backend: TuningBackend; test: PreparedTest; oracle: BuiltKernel }, launch: Launch, timeoutMs: number): Promise<number> {
     return median(await on.backend.timedLaunches(on.oracle, launch, on.test, 0, { warmup: 1, count: REFERENCE_LAUNCHES, flushL2: false, timeoutMs }));
   }
+}
+
+/** What reading the file for a space gives: the kernel's signature and the __constant__ symbols the file declares. */
+interface SpaceReading {
+  signature: KernelSignature;
+  symbols: ReadonlyMap<string, ConstantSymbol>;
+}
+
+/** The programs, each to have these __constant__ symbols filled before every run. */
+function withConstantSymbols<T extends { programs: KernelProgram[] }>(candidates: T, symbols: readonly string[]): T {
+  return symbols.length === 0 ? candidates : { ...candidates, programs: candidates.programs.map((p) => ({ ...p, constantSymbols: symbols })) };
 }
 
 interface CompiledOracle {
@@ -553,12 +612,8 @@ export function parseDefineValue(text: string): ParamValue {
 }
 
 /** The kernel with what its parameters' typedef'd types stand for (`floatX` → `__nv_bfloat16`), for test specs. */
-async function withTypeAliases(code: string, kernel: KernelSignature, info: TunableKernelInfo): Promise<KernelSignature> {
-  const aliases = await typeAliases(code, {
-    ...(info.filePath !== undefined && { filePath: info.filePath }),
-    ...(info.includePaths && { includePaths: info.includePaths }),
-    readFile: info.readFile ?? readIfExists,
-  });
+async function withTypeAliases(kernel: KernelSignature, views: readonly Preprocessed[]): Promise<KernelSignature> {
+  const aliases = await typeAliasesOf(views);
   if (aliases.size === 0) return kernel;
   const parameters = kernel.parameters.map((p) => {
     const aliasOf = aliases.get(p.baseType.replace(/^(std::|::)/, ''));
@@ -567,12 +622,30 @@ async function withTypeAliases(code: string, kernel: KernelSignature, info: Tuna
   return { ...kernel, parameters };
 }
 
-function readIfExists(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
+/** Where the file's headers are and what the compile defines, for reading it (space-view.ts). */
+function sourceContext(info: TunableKernelInfo, space: KernelSpace | undefined): SourceContext {
+  return {
+    ...(info.filePath !== undefined && { filePath: info.filePath }),
+    ...(info.includePaths && { includePaths: info.includePaths }),
+    ...(info.readFile && { readFile: info.readFile }),
+    ...(space?.blockSizeNames && { blockSizeNames: space.blockSizeNames }),
+    defines: definesOf(space?.compilerOptions ?? []),
+  };
+}
+
+/** The macros of -DNAME and -DNAME=VALUE (also `-D NAME`) among compiler options. */
+export function definesOf(options: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  options.forEach((o, i) => {
+    const text = o === '-D' ? options[i + 1] : o.startsWith('-D') ? o.slice(2) : undefined;
+    const m = text === undefined ? null : /^([A-Za-z_]\w*)(?:=(.*))?$/s.exec(text);
+    if (m) out[m[1]!] = m[2] ?? '1';
+  });
+  return out;
+}
+
+function spaceKey(space: KernelSpace): string {
+  return JSON.stringify([space.tuneParams, space.blockSizeNames ?? null, space.compilerOptions ?? []]);
 }
 
 function launchSpec(o: LaunchOptions) {

@@ -74,6 +74,7 @@ describe('the inputs of a profiled launch', () => {
         problemSize: ['n'],
         scalars: { n: 1000 },
         totalBytes: 0,
+        constants: [],
         arguments: [
           { kind: 'buffer', name: 'c', dtype: 'float32', length: 1000, output: true },
           { kind: 'buffer', name: 'a', dtype: 'float32', length: 1000, output: false, init: { kind: 'random', distribution: { kind: 'normal', mean: 1, std: 2 } } },

@@ -1,8 +1,8 @@
 // The cache file of one run: opened (created, resumed or checked against the run's identity), read by configuration,
 // appended to as each result comes, and closed the way Kernel Tuner closes it (the format: format.ts).
-import { gunzipSync } from 'node:zlib';
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs';
 import type { Evaluate } from '../strategies/search';
+import { constants as zlibConstants, gunzipSync } from 'node:zlib';
 import { configKey, type Config, type ConfigResult } from '../types';
 import {
   CacheFormatError,
@@ -20,6 +20,13 @@ import {
 } from './format';
 
 // ---------------------------------------------------------------- the cache file
+
+/** A cache file's text; a gzipped one is unpacked (a gzip cut short gives what it holds, as a cut-off cache does). */
+function readCacheText(path: string): string {
+  const bytes = readFileSync(path);
+  if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes.toString('utf8');
+  return gunzipSync(bytes, { finishFlush: zlibConstants.Z_SYNC_FLUSH }).toString('utf8');
+}
 
 export class CacheFile {
   private readonly byKey = new Map<string, { entry: Entry; config: Config }>();
@@ -46,12 +53,10 @@ export class CacheFile {
     }
   }
 
-  /** Reads a cache without preparing it for writing (for replay and inspection). */
+  /** Reads a cache without preparing it for writing (for replay and inspection); gzipped as the benchmark hub ships them, too. */
   static load(path: string): CacheFile {
     if (!existsSync(path)) throw new CacheFormatError(path, 'the file does not exist');
-    // Gzipped caches (the benchmark hub ships Kernel Tuner's caches as .json.gz) are read as they are.
-    const bytes = readFileSync(path);
-    const parsed = parseCacheText(path, (path.endsWith('.gz') ? gunzipSync(bytes) : bytes).toString('utf8'));
+    const parsed = parseCacheText(path, readCacheText(path));
     return new CacheFile(path, parsed.header, parsed.entries, parsed.repaired);
   }
 

@@ -25,6 +25,7 @@ import type { CompilerBackend } from '../../gpu/types';
 import type { KernelProgram } from '../run/backend';
 import { isDeviceUsableToolkitHeader, NVCC_IMPLICIT_PRELUDE, systemHeaderStandIn } from './system-headers';
 import { blankRanges, hostCodeRanges, isHostOnly, outlineSource, type SourceOutline, type TopLevelItem } from '../source/translation-unit';
+import { preprocess } from '../source/preprocessor';
 
 export interface CompileSourcesOptions {
   /** The file's absolute path, when it is on disk: its directory is searched for quoted includes. */
@@ -121,6 +122,13 @@ class SourcesBuilder {
   private readonly blankedHost: string[] = [];
   private readonly visited = new Set<string>();
   private unavailable: string | undefined;
+  /** Macros that stand for __device__ & co. anywhere in the file or its headers (`INLINE_FUNC` → `__device__ inline`). */
+  private spaceMacros: ReadonlyMap<string, string> = new Map();
+  /**
+   * Each file as the preprocessor leaves it for every configuration (the open world of preprocessor.ts, kernel_tuner
+   * defined): what is host code is read there, so that `__global__ void #if ... #endif k(...)` is the kernel it is.
+   */
+  private readonly views = new Map<string, string>();
 
   constructor(private readonly options: CompileSourcesOptions) {
     this.tunables = new Set(options.tunableNames ?? []);
@@ -134,6 +142,9 @@ class SourcesBuilder {
     const filePath = this.options.filePath ? path.resolve(this.options.filePath) : undefined;
     const name = filePath ?? this.options.fileName ?? 'kernel.cu';
     if (filePath) this.visited.add(filePath);
+    const unit = preprocess(code, name, { world: 'open', defines: { kernel_tuner: '1' }, includes: { ...(filePath && { filePath }), includePaths: this.includePaths, readFile: this.readFile } });
+    this.spaceMacros = unit.spaceMacros;
+    unit.files.forEach((f, i) => this.views.set(i === 0 ? name : f.path!, f.view));
     const main = await this.process(code, name, filePath ? path.dirname(filePath) : undefined);
     const userDirs = [...(filePath ? [path.dirname(filePath)] : []), ...this.includePaths];
     const nvrtc: CompileSources['nvrtc'] = this.unavailable
@@ -155,7 +166,8 @@ class SourcesBuilder {
 
   /** Blanks one file's host code (and tunable defines) and resolves its includes, recursively. */
   private async process(code: string, name: string, dir: string | undefined): Promise<ProcessedFile> {
-    const outline = await outlineSource(code);
+    const view = this.views.get(name);
+    const outline = await outlineSource(view?.length === code.length ? view : code, { spaceMacros: this.spaceMacros });
     const tunableDefines = this.tunableDefines(outline, code);
     const host = hostCodeRanges(outline.items);
     for (const item of outline.items.filter(isHostOnly)) this.blankedHost.push(describeItem(item, code, name));

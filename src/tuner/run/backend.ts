@@ -5,6 +5,7 @@ import { withDefineClashHint } from '../../gpu/define-clash';
 import type { EnergyResult } from '../../gpu/energy';
 import { CompileError, DeviceLimitError } from '../../gpu/errors';
 import type { ProgramInit } from '../../gpu/program';
+import { withLoopUnrollFactors } from '../compile/unroll-factors';
 import type { CompilerBackend } from '../../gpu/types';
 import type { Dim3 } from '../types';
 import type { DeviceLimits } from '../space/geometry';
@@ -48,6 +49,8 @@ export interface KernelProgram {
   /** In-memory headers (include spelling → text) and directories searched for the others. */
   headers?: Readonly<Record<string, string>>;
   includePaths?: readonly string[];
+  /** `__constant__` symbols of the program that the test's constant memory fills before every run (cmem_args). */
+  constantSymbols?: readonly string[];
 }
 
 /** One variant of a kernel to compile: its program with the configuration's defines. */
@@ -58,13 +61,17 @@ export interface BuildRequest extends KernelProgram {
   compilerOptions: readonly string[];
 }
 
-/** The compiler's program for a build request: its source, headers and include paths, with the defines and options. */
+/**
+ * The compiler's program for a build request: its source, headers and include paths, with the defines (loop unroll
+ * factors as constexpr, unroll-factors.ts) and options.
+ */
 export function programOf(request: BuildRequest): ProgramInit {
+  const { source, defines } = withLoopUnrollFactors(request.source, request.defines);
   return {
-    source: request.source,
+    source,
     fileName: request.fileName,
     nameExpressions: [request.nameExpression],
-    defines: request.defines,
+    defines,
     options: [...request.compilerOptions],
     ...(request.headers && { headers: request.headers }),
     ...(request.includePaths && { includePaths: request.includePaths }),

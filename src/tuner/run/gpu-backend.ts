@@ -89,6 +89,8 @@ class GpuCompiledKernel implements CompiledKernel {
     readonly compiled: CompiledProgram,
     readonly nameExpression: string,
     readonly compileMs: number,
+    /** Filled from the test's constant memory before every run of the kernel. */
+    readonly constantSymbols: readonly string[],
   ) {}
 
   get log(): string {
@@ -101,6 +103,7 @@ export class GpuBuiltKernel implements BuiltKernel {
     readonly module: Module,
     readonly kernel: Kernel,
     readonly loadMs: number,
+    readonly constantSymbols: readonly string[],
   ) {}
 
   async metrics(launch: Launch, options: { signal?: AbortSignal } = {}): Promise<DriverMetrics> {
@@ -135,7 +138,7 @@ export class GpuPreparedTest implements PreparedTest {
   }
 
   async release(): Promise<void> {
-    const buffers = this.sets.flatMap((s) => s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]));
+    const buffers = this.sets.flatMap((s) => [...s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]), ...s.ownConstants]);
     this.sets = [];
     await Promise.all(buffers.map((b) => b?.free()));
   }
@@ -253,7 +256,7 @@ export class GpuBackend implements TuningBackend {
     if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
     const t0 = performance.now();
     const compiled = await compiler.compile(programOf(request), signal ? { signal } : {});
-    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0);
+    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0, request.constantSymbols ?? []);
   }
 
   async load(kernel: CompiledKernel): Promise<GpuBuiltKernel> {
@@ -266,7 +269,7 @@ export class GpuBackend implements TuningBackend {
     const module = await this.gpu.loadModule(compiled);
     try {
       const loaded = await module.getKernel(nameExpression);
-      return new GpuBuiltKernel(module, loaded, performance.now() - t0);
+      return new GpuBuiltKernel(module, loaded, performance.now() - t0, kernel.constantSymbols);
     } catch (e) {
       await module.unload();
       throw e;
@@ -286,7 +289,9 @@ export class GpuBackend implements TuningBackend {
 
   async launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
     const test = await this.current(prepared);
-    await this.gpu.launch(this.own(kernel).kernel, launch, test.sets[inputSet]!.args, requestOptions(options, 1));
+    const set = test.sets[inputSet]!;
+    await this.fillConstants(this.own(kernel), set);
+    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, requestOptions(options, 1));
   }
 
   async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: EnergyOptions): Promise<EnergyResult> {
@@ -310,6 +315,8 @@ export class GpuBackend implements TuningBackend {
     const resetBeforeEach = set.buffers.flatMap((slot): BufferReset[] =>
       !slot.output ? [] : slot.initial ? [{ buffer: slot.buffer, copyFrom: slot.initial }] : [{ buffer: slot.buffer, fill: POISON[slot.dtype] }],
     );
+    // The series gets its constant memory as every checked launch does (a kernel cannot change it in between).
+    await this.fillConstants(this.own(kernel), set);
     const stats = await this.gpu.benchmark(this.own(kernel).kernel, launch, set.args, {
       warmup: options.warmup,
       iterations: options.count,
@@ -404,7 +411,31 @@ export class GpuBackend implements TuningBackend {
       buffers.push(slot);
       args.push(buffer);
     }
-    return { args, buffers };
+    const constants = new Map<string, DeviceBuffer>();
+    const ownConstants: DeviceBuffer[] = [];
+    for (const [index, c] of (test.data.kind === 'spec' ? test.data.test.constants : []).entries()) {
+      if (c.source.kind === 'argument') {
+        const name = c.source.name;
+        constants.set(c.symbol, buffers.find((b) => b.name === name)!.buffer);
+        continue;
+      }
+      const buffer = await this.gpu.alloc(c.dtype, c.length);
+      ownConstants.push(buffer);
+      const source = c.source.init;
+      const init: BufferInit & { seed?: number } = source.kind === 'random' ? { ...source, seed: mixSeed(baseSeed + s, entries.length + index) } : source;
+      await this.initialize(buffer, init);
+      constants.set(c.symbol, buffer);
+    }
+    return { args, buffers, constants, ownConstants };
+  }
+
+  /** Copies the set's constant memory into the symbols the kernel's module has (before each run: cmem_args). */
+  private async fillConstants(kernel: GpuBuiltKernel, set: InputSet): Promise<void> {
+    for (const symbol of kernel.constantSymbols) {
+      const data = set.constants.get(symbol);
+      if (!data) throw new Error(`internal: the test has no constant memory for __constant__ ${symbol}`);
+      await kernel.module.copyToSymbol(symbol, data);
+    }
   }
 
   private async initialize(buffer: DeviceBuffer, init: BufferInit | { kind: 'upload'; data: ArrayBufferView }): Promise<void> {
@@ -427,6 +458,7 @@ export class GpuBackend implements TuningBackend {
     const set = test.sets[s]!;
     const givenExpected = s === 0 && test.data.kind === 'host' && test.data.arguments.some((a) => a.kind === 'buffer' && a.output && a.expected);
     await this.reset(set);
+    await this.fillConstants(test.oracle.kernel, set);
     await this.gpu.launch(test.oracle.kernel.kernel, test.oracle.launch, set.args, { timeoutMs: test.timeoutMs });
     for (const slot of set.buffers) {
       if (!slot.output) {

@@ -74,6 +74,9 @@ export interface BufferSlot {
 export interface InputSet {
   args: KernelArg[];
   buffers: BufferSlot[];
+  /** `__constant__` symbol → its data in this set: an argument's buffer, or one of its own (`ownConstants`). */
+  constants: Map<string, DeviceBuffer>;
+  ownConstants: DeviceBuffer[];
 }
 
 /** The reference kernel misbehaves on the test data (a test that cannot be trusted). */
