@@ -230,7 +230,7 @@ module.exports = {
     needContext('cuModuleLoadData');
     const { kernels, behaviour, source } = JSON.parse(Buffer.from(cubin).toString('utf8'));
     const handle = nextHandle++;
-    modules.set(handle, { kernels, behaviour, symbols: constantSymbols(source) });
+    modules.set(handle, { kernels, behaviour, symbols: constantSymbols(source ?? "") });
     return handle;
   },
   moduleUnload: (module) => {
