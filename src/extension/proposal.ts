@@ -371,6 +371,11 @@ export function applyChanges(state: ReviewState, changes: readonly TextChange[])
 
 // --- reading the state -------------------------------------------------------------------------------------------
 
+/** A review is open while it has pending hunks. */
+export function isOpen(state: ReviewState | null | undefined): state is ReviewState {
+  return state !== null && state !== undefined && state.pending.length > 0;
+}
+
 /** The pending hunk at `offset` (inside its lines), else the next one below, else the last one above. */
 export function hunkNear(state: ReviewState, offset: number): HunkState | undefined {
   return hunkAt(state, offset) ?? state.pending.find((h) => h.start >= offset) ?? state.pending.at(-1);
