@@ -48,6 +48,7 @@ import {
   type WithdrawnHunk,
 } from './proposal';
 import { lineSpan, ReviewView, type DrawnReview } from './inline-diff-view';
+import type { WindowState } from './window-state';
 
 export const PROPOSAL_SCHEME = 'kernel-tuner-proposal';
 /** After a save took the proposal out, it goes back in only if the document's editor is still open by then. */
@@ -103,7 +104,11 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     all: () => [...this.docs.values()].map((d) => this.drawn(d)!),
   });
 
-  constructor(private readonly log: vscode.LogOutputChannel) {
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    /** Where the open reviews are kept across a window reload. */
+    private readonly kept: WindowState,
+  ) {
     this.disposables.push(
       this.view,
       this.proposalChanged,
@@ -113,8 +118,33 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
       vscode.workspace.onWillSaveTextDocument((e) => this.onWillSave(e)),
       vscode.workspace.onDidSaveTextDocument((doc) => this.onDidSave(doc)),
       vscode.workspace.onDidCloseTextDocument((doc) => this.onDocumentClosed(doc)),
+      vscode.workspace.onDidOpenTextDocument((doc) => this.restore(doc)),
       vscode.window.tabGroups.onDidChangeTabs((e) => this.onTabsChanged(e)),
     );
+    for (const document of vscode.workspace.textDocuments) this.restore(document);
+  }
+
+  /**
+   * The review a reload interrupted, when its document opens again: hot exit brings the unsaved text back with the
+   * proposal's lines in it, and the review comes back with it. A document that comes back as it was saved (without
+   * the proposal, which stays in the history) ends the stored review.
+   */
+  private restore(document: vscode.TextDocument): void {
+    const key = document.uri.toString();
+    const stored = this.kept.review(key);
+    if (!stored || this.docs.has(key)) return;
+    if (stored.state.text !== document.getText()) {
+      this.kept.setReview(key, undefined);
+      this.log.info(`${key}: came back without the proposal that was open before the reload (it stays in the history)`);
+      return;
+    }
+    const d = this.entry(document.uri);
+    d.title = stored.title;
+    d.onFinished = (outcome) => this.log.info(`${key}: ${outcome.accepted} change(s) accepted, ${outcome.rejected} rejected, ${outcome.dropped} withdrawn (${stored.title}, reviewed across a reload)`);
+    this.serial = Math.max(this.serial, stored.state.review);
+    d.timeline.remember(stored.state.text, stored.state);
+    this.setState(d, stored.state);
+    this.log.info(`${key}: the proposal open before the reload is a review again (${stored.state.pending.length} pending change(s))`);
   }
 
   /**
@@ -484,6 +514,7 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     this.proposalChanged.fire(sideBySideUri(d.uri, 'without'));
     this.proposalChanged.fire(sideBySideUri(d.uri, 'with'));
     this.reviewsChanged.fire(d.uri);
+    this.kept.setReview(d.uri.toString(), isOpen(d.state) ? { title: d.title, state: d.state } : undefined);
   }
 
   private entry(uri: vscode.Uri): DocReview {

@@ -21,6 +21,11 @@ export function workspaceUri(...path: string[]): vscode.Uri {
   return vscode.Uri.joinPath(folder.uri, ...path);
 }
 
+/** Where the first window writes which sessions' reports it leaves open (beside the workspace, for the reload suite). */
+export function reportsOpenAtCloseFile(): string {
+  return join(workspaceUri().fsPath, '..', 'reports-open-at-close.json');
+}
+
 export async function extensionApi(): Promise<KernelTunerApi> {
   const extension = vscode.extensions.getExtension<KernelTunerApi>(EXTENSION_ID);
   if (!extension) throw new Error(`extension ${EXTENSION_ID} is not installed in this host`);
@@ -35,6 +40,12 @@ export async function until<T>(what: string, probe: () => T | undefined | false 
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
+}
+
+/** Undo or Redo as a user gives it: in the document's editor, with the keyboard focus there (not in a panel). */
+export async function inEditor(command: 'undo' | 'redo', document: vscode.TextDocument): Promise<void> {
+  await vscode.window.showTextDocument(document, { preserveFocus: false, preview: false });
+  await vscode.commands.executeCommand(command);
 }
 
 export function assert(condition: unknown, message: string): asserts condition {
