@@ -1,8 +1,9 @@
 /**
  * How an open proposal looks in the editor; src/extension/inline-diff.ts keeps the reviews and applies their edits.
- * The old lines red and the new ones green (backgrounds and overview ruler), the lenses (Accept All | Reject All |
- * Side by side for the file, Accept | Reject on each change), the status bar item counting the changes left, and the
- * context keys the menus and keybindings read.
+ * The old lines red and the new ones green (backgrounds and overview ruler), the lenses, the status bar item counting
+ * the changes left, and the context keys the menus and keybindings read. The file's Accept All | Reject All | Side by
+ * side are on the first line, each change's Accept | Reject right below its new lines: one line of lenses per line of
+ * text, so a change at the top of the file would otherwise share the file's line, and two adjacent changes one line.
  */
 import * as vscode from 'vscode';
 import { describeHunk, hunkAt, isOpen, type ReviewState } from './proposal';
@@ -79,11 +80,15 @@ export class ReviewView implements vscode.CodeLensProvider, vscode.Disposable {
       new vscode.CodeLens(top, { title: '$(diff) Side by side', tooltip: 'The file without and with the proposal in the diff editor', command: 'kernelTuner.openSideBySide', arguments: [uri] }),
     ];
     for (const h of state.pending) {
-      const line = new vscode.Range(document.positionAt(h.start), document.positionAt(h.start));
+      // Below the change; at its top only where nothing follows it (a last line without a line break).
+      const below = lineSpan(document, h.start, h.end).end;
+      const at = below < document.lineCount ? below : document.positionAt(h.start).line;
+      const line = new vscode.Range(at, 0, at, 0);
+      const what = describeHunk(h, state.text);
       lenses.push(
         new vscode.CodeLens(line, { title: '$(check) Accept', tooltip: 'Keep the new (green) lines of this change (Ctrl+Alt+Y)', command: 'kernelTuner.acceptHunk', arguments: [uri, h.hunk.id] }),
         new vscode.CodeLens(line, { title: '$(close) Reject', tooltip: 'Keep the old (red) lines of this change (Ctrl+Alt+N, or Escape)', command: 'kernelTuner.rejectHunk', arguments: [uri, h.hunk.id] }),
-        new vscode.CodeLens(line, { title: describeHunk(h, state.text), command: '' }),
+        new vscode.CodeLens(line, { title: at === below ? `$(arrow-up) ${what}` : what, command: '' }),
       );
     }
     return lenses;
