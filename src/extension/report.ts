@@ -64,7 +64,7 @@ export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
   return reportFromSession({
     header,
     events,
-    ...(entry.run && { compilerOptions: entry.run.compilerOptions }),
+    ...(entry.run && { compilerOptions: entry.run.compilerOptions, iterations: entry.run.iterations }),
     reproduce: {
       command: `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
       file: header.fileName,
