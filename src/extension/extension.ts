@@ -1,6 +1,6 @@
 /**
  * Entry point of the VS Code extension. Activation is cheap: it registers commands, the CodeLens providers, the
- * history view and the panel serializer. The engine (LangChain, LangGraph, the GPU client) lives in a second bundle,
+ * history view, and reopens the reports that were open before a window reload. The engine (LangChain, LangGraph, the GPU client) lives in a second bundle,
  * dist/engine-runtime.js, loaded on the first "Tune this kernel".
  *
  * Test hook (test-only): when the environment variable KERNEL_TUNER_TEST_BACKEND names a JavaScript module when the
@@ -537,7 +537,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   updateDraftContext();
   // Last: what the window keeps is written once more as it closes, after the panels and reviews are gone.
   context.subscriptions.push({ dispose: () => kept.flush() });
-  void panels.reopenMissing().catch((error: unknown) => log.error(`could not reopen the reports open before the reload: ${error instanceof Error ? error.message : String(error)}`));
+  void panels.reopen().catch((error: unknown) => log.error(`could not reopen the reports open before the reload: ${error instanceof Error ? error.message : String(error)}`));
 
   // Sessions that were running when their window went away become "interrupted" (resumable).
   void history.markInterruptedOnStartup().then(

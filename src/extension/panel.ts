@@ -1,9 +1,14 @@
 /**
- * The tuning panel's host: one webview panel per session (opening it again reveals it), restored after a window
- * reload by a WebviewPanelSerializer. A new panel opens where the code stays readable: in a group below the code by
- * default (kernelTuner.panelLocation), or in the group where the user keeps the other panels. Strict CSP with a fresh crypto nonce per page; the script and styles come from
- * dist/ and media/ through asWebviewUri; nothing remote. Messages both ways follow protocol.ts; the panel's content is
- * the session's event log (SessionManager.snapshot) plus the events appended since.
+ * The tuning panel's host: one webview panel per session (opening it again reveals it). A new panel opens where the
+ * code stays readable: in a group below the code by default (kernelTuner.panelLocation), or in the group where the
+ * user keeps the other panels. Strict CSP with a fresh crypto nonce per page; the script and styles come from dist/ and
+ * media/ through asWebviewUri; nothing remote. Messages both ways follow protocol.ts; the panel's content is the
+ * session's event log (SessionManager.snapshot) plus the events appended since.
+ *
+ * After a window reload the extension opens the reports that were open again itself (window-state.ts keeps which), and
+ * registers no WebviewPanelSerializer: VS Code restores a panel from the layout it saved last, which a window that
+ * closes before its next save (a browser's tab) does not have or has in part, and a restored tab whose panel VS Code
+ * does not revive stays empty. Without a serializer VS Code keeps no report tabs, and every report comes back one way.
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
@@ -15,11 +20,6 @@ import type { OpenReport, WindowState } from './window-state';
 export const PANEL_VIEW_TYPE = 'kernelTuner.session';
 /** How long a reopened report may take to load before the next one opens. */
 const REOPEN_WAIT_MS = 10_000;
-
-/** What the webview keeps with setState; the serializer gets it back after a reload. */
-interface PersistedState {
-  sessionId?: string;
-}
 
 export type PanelMessageHandler = (message: FromWebviewMessage) => Promise<void>;
 
@@ -33,10 +33,10 @@ interface PanelEntry {
   related?: string;
 }
 
-export class PanelManager implements vscode.WebviewPanelSerializer<PersistedState>, vscode.Disposable {
+export class PanelManager implements vscode.Disposable {
   private readonly panels = new Map<string, PanelEntry>();
   private readonly disposables: vscode.Disposable[] = [];
-  /** The reports open when the window last closed (read before VS Code restores any). */
+  /** The reports open when the window last closed. */
   private readonly openBefore: readonly OpenReport[];
   /** Set while the window closes: its panels go with it, and stay remembered as open. */
   private closing = false;
@@ -53,7 +53,6 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
   ) {
     this.openBefore = [...kept.reports];
     this.disposables.push(
-      vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, this),
       sessions.onDidAppend(({ sessionId, from, events }) => this.post(sessionId, { type: 'events', sessionId, from, events })),
       sessions.onDidChangeLive(({ sessionId, live, header }) => {
         this.post(sessionId, { type: 'live', sessionId, live, header });
@@ -107,26 +106,18 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
     return vscode.window.tabGroups.activeTabGroup.viewColumn;
   }
 
-  /**
-   * Opens the reports that were open when the window closed and that VS Code did not bring back (its saved layout can
-   * miss the last changes of a window that closed quickly). A report whose tab VS Code restored is left to it: VS Code
-   * restores the panel through the serializer when the tab shows.
-   */
-  async reopenMissing(): Promise<void> {
-    const restoredTitles = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith(PANEL_VIEW_TYPE)).map((t) => t.label);
-    const missing = this.openBefore.filter((report) => {
-      const restored = restoredTitles.findIndex((title) => title.endsWith(`: ${report.kernelName}`));
-      if (restored >= 0) restoredTitles.splice(restored, 1);
-      return restored < 0 && !this.panels.has(report.sessionId);
-    });
-    if (missing.length === 0) return;
-    this.log.info(`reopening ${missing.length} report(s) open before the reload: ${missing.map((r) => r.sessionId).join(', ')}`);
+  /** Opens the reports that were open when the window last closed, in their order, where new panels open. */
+  async reopen(): Promise<void> {
+    const reports = this.openBefore.filter((report) => !this.panels.has(report.sessionId));
+    if (reports.length === 0) return;
+    this.log.info(`reopening ${reports.length} report(s) open before the reload: ${reports.map((r) => r.sessionId).join(', ')}`);
     // The window may still be restoring its editors: the code is the active group's tab, not yet an editor.
     const codeGroup = vscode.window.tabGroups.activeTabGroup;
     const code = codeGroup.activeTab?.input instanceof vscode.TabInputText ? codeGroup.activeTab.input.uri : undefined;
     const viewColumn = await this.placeNewPanel();
-    // One after the other, in their order, each drawn before the next opens in front of it.
-    for (const report of missing) {
+    // One after the other, each drawn before the next opens in front of it (a panel hidden before it loaded would load
+    // only when shown).
+    for (const report of reports) {
       this.create(report.sessionId, report.kernelName, viewColumn, true);
       await this.whenReady(report.sessionId, REOPEN_WAIT_MS);
     }
@@ -143,19 +134,6 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
       }
       this.readyWaiters.set(sessionId, done);
     });
-  }
-
-  async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: PersistedState | undefined): Promise<void> {
-    // VS Code may restore a panel from a layout saved before its page stored its state: it shows the most recently
-    // opened report of its kernel that is not back yet.
-    const sessionId = typeof state?.sessionId === 'string' ? state.sessionId : this.openBefore.findLast((r) => panel.title.endsWith(`: ${r.kernelName}`) && !this.panels.has(r.sessionId))?.sessionId;
-    if (!sessionId || this.panels.has(sessionId)) {
-      panel.dispose();
-      return;
-    }
-    panel.webview.options = this.options();
-    // Until the session is read: the kernel its restored title names.
-    this.attach(panel, sessionId, panel.title.replace(/^[^:]*:\s*/, ''));
   }
 
   /** How many events the session's panel has drawn (0 without a panel). */
@@ -259,7 +237,7 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
     });
   }
 
-  /** Keeps the open reports (those whose kernel is known) for the next window. */
+  /** Keeps the open reports for the next window. */
   private remember(): void {
     this.kept.setReports([...this.panels].map(([sessionId, e]) => ({ sessionId, kernelName: e.kernelName })));
   }

@@ -1,8 +1,7 @@
 /**
- * What this window has open that VS Code may not bring back after a reload, in a JSON file in the workspace's storage
+ * What this window has open that VS Code does not bring back after a reload, in a JSON file in the workspace's storage
  * folder, written a moment after each change and at the end:
- * - the open reports (tuning panels): VS Code restores them from its own saved layout, which a browser window that
- *   closes before its next save loses;
+ * - the open reports (tuning panels), which the extension opens again itself (panel.ts says why not VS Code);
  * - the proposals under review: hot exit brings a dirty document back with the proposal's lines in it, and only the
  *   stored review says which lines are old and which are new.
  */

@@ -175,22 +175,27 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       check(attempt < 3, 'the command palette takes the focus');
       await quiet();
     }
-    // The item named exactly so (the list may rank another one first: "Browse Color Themes in Marketplace").
-    const choose = async (text: string) => {
-      await page.keyboard.type(text, { delay: 10 });
+    // The text goes into the quick input itself, never to where the focus may have gone meanwhile (an editor that a
+    // session's end brings to the front); then the item named exactly so, which the list may not rank first ("Browse
+    // Color Themes in Marketplace" before "Color Theme"): Enter when it is the focused one, else a click on it.
+    const input = page.locator('.quick-input-widget input');
+    const choose = async (text: string, prefix: string) => {
+      await input.fill(`${prefix}${text}`);
       const item = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exactly(text) }) }).first();
-      await item.click({ timeout: 10_000 });
+      await item.waitFor({ timeout: 10_000 });
+      if ((await item.getAttribute('class'))?.split(' ').includes('focused')) await input.press('Enter');
+      else await item.click({ timeout: 10_000 });
     };
-    await choose(command);
+    await choose(command, '>');
     if (then) {
       // The command's own quick pick or input box: the palette's text ('>' and the command) gone from the input.
-      const input = page.locator('.quick-input-widget input:focus');
-      for (let i = 0; i < 50 && (await input.inputValue({ timeout: 200 }).catch(() => '>')) !== ''; i++) await page.waitForTimeout(100);
-      check((await input.inputValue().catch(() => '>')) === '', `the quick input of ${command} opened`);
-      if ('pick' in then) await choose(then.pick);
+      const value = () => input.inputValue({ timeout: 200 }).catch(() => '>');
+      for (let i = 0; i < 50 && (await value()) !== ''; i++) await page.waitForTimeout(100);
+      check((await value()) === '', `the quick input of ${command} opened`);
+      if ('pick' in then) await choose(then.pick, '');
       else {
-        await page.keyboard.type(then.type, { delay: 10 });
-        await page.keyboard.press('Enter');
+        await input.fill(then.type);
+        await input.press('Enter');
       }
     }
     await page.waitForSelector('.quick-input-widget', { state: 'hidden', timeout: 10_000 });
@@ -501,6 +506,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     it('the panel shows the plan, the steps with their outcomes, a diff and the chart', step('panel', async () => {
       const frame = await panelFrame(page, '#app header', 30_000, 'saxpy');
       await frame.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 90_000 });
+      // The session's end puts its proposal in the editor, which takes the focus: nothing is typed before.
+      await lens('Accept All').waitFor({ timeout: 30_000 });
       const chat = server.requests.filter((r) => r.method === 'POST');
       check(chat.length > 0 && chat.every((r) => r.headers.authorization === 'Bearer sk-test-key'), `the key went with every request, as the user said: ${JSON.stringify(chat.map((r) => r.headers.authorization))}`);
       const steps = await frame.locator('#plan vscode-collapsible').evaluateAll((els) => els.map((e) => [e.getAttribute('heading'), e.getAttribute('description')]));

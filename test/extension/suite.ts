@@ -5,7 +5,7 @@
  * reviewed inline (Accept + undo, Reject, one hunk), and the history keeps it. suite-reload.ts checks, in a new window
  * on the same profile, that the history survived.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KernelTunerApi } from '../../src/extension/extension';
@@ -25,6 +25,12 @@ let finalCode: string;
 /** The document with the session's proposal open in it. */
 let display: string;
 let SAXPY: string;
+
+/** Every file below `dir` (none when it does not exist). */
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
+}
 
 /** The lenses' titles by line (each line's in the order VS Code shows them). */
 function lensRows(lenses: readonly vscode.CodeLens[]): Record<number, string[]> {
@@ -552,6 +558,11 @@ describe('the window closes with reports and a proposal open', () => {
     const pending = await applyAgain();
     assert(pending.length > 0 && document.isDirty, 'an unsaved proposal');
     assertEqual(readFileSync(document.uri.fsPath, 'utf8'), SAXPY, 'the file on disk');
+    // Hot exit brings back what VS Code backed up (a second after the last change): the window closes once the
+    // proposal is in a backup (User/Backups in a browser's profile, Backups beside User on the desktop).
+    const profile = join(api.history.root, '..', '..', '..');
+    const text = document.getText();
+    await until('a backup of saxpy.cu with the proposal in it', () => [join(profile, 'Backups'), join(profile, '..', 'Backups')].some((dir) => filesUnder(dir).some((f) => readFileSync(f, 'utf8').includes(text))), 30_000);
     const open = (await api.history.list()).sessions.filter((s) => api.panels.hasPanel(s.id)).map((s) => s.id);
     assert(open.length >= 2, `several reports open, got ${JSON.stringify(open)}`);
     writeFileSync(reportsOpenAtCloseFile(), JSON.stringify(open));

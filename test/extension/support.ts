@@ -42,10 +42,18 @@ export async function until<T>(what: string, probe: () => T | undefined | false 
   }
 }
 
-/** Undo or Redo as a user gives it: in the document's editor, with the keyboard focus there (not in a panel). */
+/**
+ * Undo or Redo as a user gives it: in the document's editor, with the keyboard focus there. Given again (at most
+ * twice) when the document did not change: a command given while the focus is still on its way from elsewhere (a
+ * panel, a closing diff editor) goes there instead.
+ */
 export async function inEditor(command: 'undo' | 'redo', document: vscode.TextDocument): Promise<void> {
-  await vscode.window.showTextDocument(document, { preserveFocus: false, preview: false });
-  await vscode.commands.executeCommand(command);
+  const version = document.version;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    await vscode.window.showTextDocument(document, { preserveFocus: false, preview: false });
+    await vscode.commands.executeCommand(command);
+    if (await until(`${command} in ${document.uri.path}`, () => document.version !== version, 2_000).then(() => true, () => false)) return;
+  }
 }
 
 export function assert(condition: unknown, message: string): asserts condition {
