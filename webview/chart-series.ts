@@ -15,6 +15,8 @@ import { metricRows } from './config-metrics';
 export interface TimelinePoint {
   label: string;
   timeMs: number;
+  /** The plan's number of the step (none for the baseline; a series without it counts the accepted steps). */
+  step?: number;
 }
 
 export interface ChartData {
@@ -46,6 +48,8 @@ export type ScaleKind = 'linear' | 'logarithmic';
 export interface ChartSeries {
   /** x = 0 for the baseline, i for the i-th accepted step. */
   steps: ChartPoint[];
+  /** The step axis' labels, one per position: "baseline", then "step n" as the plan numbers the step. */
+  stepLabels: string[];
   /** Each related session's steps on the same axis, in the order given: its step i stands above this one's step i. */
   others: { label: string; points: ChartPoint[] }[];
   /** Configurations with a time (ok or stopped early); x = 1-based evaluation order. */
@@ -131,7 +135,7 @@ function timelinePoints(timeline: readonly TimelinePoint[], session?: string): C
     x: i,
     y: p.timeMs,
     info: {
-      title: (i === 0 ? 'Baseline (original kernel)' : `Step ${i}: ${p.label}`) + (session === undefined ? '' : ` — ${session}`),
+      title: (i === 0 ? 'Baseline (original kernel)' : `Step ${p.step ?? i}: ${p.label}`) + (session === undefined ? '' : ` — ${session}`),
       rows: [
         ['Time', formatTime(p.timeMs)],
         ['Speed-up', i === 0 ? '1.00× (reference)' : speedupText(baselineMs, p.timeMs)],
@@ -181,7 +185,10 @@ export function chartSeries(data: ChartData): ChartSeries {
       rows: [['Result', c.status.replace(/_/g, ' ')], ['Step', step], ...(c.error ? [['Error', c.error] as [string, string]] : []), ...metricRows(c)] as [string, string][],
     },
   }));
-  return { steps, others, configs: timed, ...(best && { best: best.point }), failed, ...(baselineMs !== undefined && { baselineMs }), scale, yMin, yMax, ...(data.stepTitle !== undefined && { stepTitle: data.stepTitle }), summary: summarize(data, steps, others, timed, failed, best?.point, scale, objective) };
+  // Where a related session has more steps than this one, the axis goes on with its numbers.
+  const stepCount = Math.max(data.timeline.length, ...(data.others ?? []).map((o) => o.timeline.length));
+  const stepLabels = Array.from({ length: stepCount }, (_, x) => (x === 0 ? 'baseline' : `step ${(data.timeline[x] ?? data.others?.map((o) => o.timeline[x]).find((p) => p !== undefined))?.step ?? x}`));
+  return { steps, stepLabels, others, configs: timed, ...(best && { best: best.point }), failed, ...(baselineMs !== undefined && { baselineMs }), scale, yMin, yMax, ...(data.stepTitle !== undefined && { stepTitle: data.stepTitle }), summary: summarize(data, steps, others, timed, failed, best?.point, scale, objective) };
 }
 
 function summarize(data: ChartData, steps: ChartPoint[], others: ChartSeries['others'], timed: ChartPoint[], failed: ChartPoint[], best: ChartPoint | undefined, scale: ScaleKind, objective: Objective): string {
@@ -301,7 +308,7 @@ export function chartConfig(series: ChartSeries, theme: ChartTheme, external?: E
           min: -0.3,
           max: stepsMax + 0.3,
           afterBuildTicks: (axis) => void (axis.ticks = Array.from({ length: stepCount }, (_, value) => ({ value }))),
-          ticks: { ...ticks, callback: (value) => (value === 0 ? 'baseline' : `step ${String(value)}`) },
+          ticks: { ...ticks, callback: (value) => series.stepLabels[Number(value)] ?? '' },
           grid,
           title: axisTitle('Accepted steps'),
         },

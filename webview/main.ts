@@ -1,7 +1,7 @@
 /**
  * The tuning panel. Everything shown is derived from the session's event log (session-view.ts's reducer); the host
  * sends the log (`session`) and appends to it (`events`). The log and the panel's own choices (diff mode, sort order,
- * open steps, a plan being edited) are kept with setState, so a reload or a hidden tab comes back as it was.
+ * open steps, a plan being edited) are kept with setState, so a page loaded again comes back as it was.
  * DOM is built with textContent only: event text comes from an LLM and is never parsed as HTML.
  */
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
@@ -526,7 +526,7 @@ setInterval(() => {
 }, 1000);
 
 window.addEventListener('resize', () => commit(false));
-// Saved at once, so that a window reload can restore this panel even before its first message arrived.
+// Saved at once, so that a page loaded again has its session even before its first message arrived.
 if (state.header) commit(true);
 else api.setState(state);
 post({ type: 'ready', sessionId: state.sessionId });

@@ -207,6 +207,10 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
   if (shard) mode += `, shard ${shard.index}/${shard.count} of the space`;
 
   if (htmlReport) {
+    const timing =
+      replayFile !== undefined
+        ? `those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}`
+        : `each the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}, every configuration checked against the reference on two input sets first`;
     writeReport(
       htmlReport,
       reportFromTune({
@@ -221,17 +225,14 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         ...(limitsNote && { limitsNote }),
         compilerOptions: [...(job.options.compilerOptions ?? [])],
         work: job.work,
+        timing,
         reproduce: {
           command: commandLine('tune', args),
           spec: { path: resolve(specPath), text: readFileSync(specPath, 'utf8') },
           file: job.file,
           ...((values.cache ?? replayFile) !== undefined && { cache: resolve((values.cache ?? replayFile)!) }),
           seed: result.seed,
-          notes: [
-            replayFile !== undefined
-              ? `The times are those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}.`
-              : `Each time is the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}; every configuration was checked against the reference on two input sets first.`,
-          ],
+          notes: [],
         },
       }),
     );

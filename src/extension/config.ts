@@ -9,6 +9,7 @@ import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
 import { STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session/session-settings';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gpu-selection';
+import { ALLOWED_NAMES, refusedCompilerOptions } from './compiler-options';
 
 export const SECTION = 'kernelTuner';
 
@@ -135,6 +136,14 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     return v as string[];
   };
 
+  const compilerOptions = (): string[] => {
+    const options = strings('compilerOptions', []);
+    const refused = refusedCompilerOptions(options);
+    if (refused.length === 0) return options;
+    problem('compilerOptions', `has options the tuner does not pass to the compiler: ${refused.map((r) => `${r.option} (${r.why})`).join(', ')}. It takes ${ALLOWED_NAMES.join(', ')} and their long forms`);
+    return [];
+  };
+
   const provider = oneOf('llm.provider', ['ollama', 'openai'] as const, 'ollama');
   const modelSetting = get('llm.model');
   const model = typeof modelSetting === 'string' ? modelSetting.trim() : '';
@@ -196,13 +205,22 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     iterations: number('iterations', 32, 1, 1000, true),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
     launchTimeoutS: number('launchTimeout', 0, 0, 3600, false),
-    compilerOptions: strings('compilerOptions', []),
+    compilerOptions: compilerOptions(),
     includePaths: strings('includePaths', []),
   };
   const config: EngineConfig = { ...settings, gpus };
   const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
   if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };
   return { ok: true, config, endpoint: `${provider === 'ollama' ? 'Ollama' : 'OpenAI-compatible server'} at ${baseUrl}` };
+}
+
+/**
+ * The setting's value in effect comes from a workspace's settings (the workspace's or a folder's), which a repository
+ * can ship in .vscode/settings.json, not from the user's own.
+ */
+export function setByWorkspace(inspected: { workspaceValue?: unknown; workspaceFolderValue?: unknown } | undefined): boolean {
+  const value = inspected?.workspaceFolderValue ?? inspected?.workspaceValue;
+  return typeof value === 'string' && value.trim() !== '';
 }
 
 /** The config with the secret removed, for logs and reports. */

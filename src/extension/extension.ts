@@ -1,7 +1,8 @@
 /**
  * Entry point of the VS Code extension. Activation is cheap: it registers commands, the CodeLens providers, the
- * history view and the panel serializer. The engine (LangChain, LangGraph, the GPU client) lives in a second bundle,
- * dist/engine-runtime.js, loaded on the first "Tune this kernel" or "Tune parameters" (the tuner alone, over a spec).
+ * history view, and reopens the reports that were open before a window reload. The engine (LangChain, LangGraph, the
+ * GPU client) lives in a second bundle, dist/engine-runtime.js, loaded on the first "Tune this kernel" or "Tune
+ * parameters" (the tuner alone, over a spec).
  *
  * Test hook (test-only): when the environment variable KERNEL_TUNER_TEST_BACKEND names a JavaScript module when the
  * extension activates, sessions run on the TuningBackend that module creates instead of the GPU. It is logged loudly
@@ -13,11 +14,12 @@ import * as vscode from 'vscode';
 import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/store/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
-import { readEngineConfig, readGpuSettings, redactConfig, SECTION, type EngineConfig } from './config';
+import { readEngineConfig, readGpuSettings, redactConfig, SECTION, setByWorkspace, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
 import { htmlReportCommands } from './html-report';
 import { InlineDiffController } from './inline-diff';
+import { announceSaved } from './saved-file';
 import { isCudaDocument, KernelIndex, type KernelTarget, type ParametersTarget } from './kernels';
 import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
@@ -27,9 +29,12 @@ import { reduceAll, stepCode } from '../engine/session/session-view';
 import { SessionManager, type StartRequest } from './sessions';
 import { specsBeside, specsForKernel } from '../tuner/spec/spec-files';
 import type { GpuSelection } from '../tuner/run/gpu-selection';
+import { WindowState } from './window-state';
 
 export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';
 const API_KEY_SECRET = 'kernelTuner.openai.apiKey';
+/** The user's answers, by base URL, to "send the stored API key to this URL from the workspace's settings?". */
+const KEY_CONSENT_STATE = 'kernelTuner.apiKeyConsent';
 
 /** What activate() returns: used by the extension tests to observe the extension from outside. */
 export interface KernelTunerApi {
@@ -50,7 +55,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   const testBackendModule = process.env[TEST_BACKEND_ENV] || undefined;
   if (testBackendModule) log.warn(`TEST MODE: sessions run on the test backend ${testBackendModule} (${TEST_BACKEND_ENV}), not on the GPU`);
 
-  const inlineDiff = new InlineDiffController(log);
+  // Kept per workspace; a window without one keeps nothing across a reload.
+  const kept = new WindowState(context.storageUri && join(context.storageUri.fsPath, 'window-state.json'), (message) => log.warn(message));
+  const inlineDiff = new InlineDiffController(log, kept);
   const kernels = new KernelIndex(log, (uri) => inlineDiff.hasReview(uri));
   inlineDiff.onDidChangeReview(() => kernels.refresh());
   const relative = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
@@ -74,7 +81,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return runtime;
   };
 
-  const panels = new PanelManager(context.extensionUri, sessions, (message) => onPanelMessage(message), log);
+  const panels = new PanelManager(context.extensionUri, sessions, (message) => onPanelMessage(message), log, kept);
 
   async function onPanelMessage(message: FromWebviewMessage): Promise<void> {
     switch (message.type) {
@@ -113,7 +120,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     });
     if (!dest) return;
     await vscode.workspace.fs.writeFile(dest, bytes);
-    void vscode.window.showInformationMessage(`Saved the chart to ${relative(dest)}.`);
+    void announceSaved(`Saved the chart to ${relative(dest)}.`, dest);
   }
 
   /** Opens the inline diff of a session's final kernel (or of one accepted step). Returns the document's uri. */
@@ -143,7 +150,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function engineConfig(): Promise<{ config: EngineConfig; endpoint: string } | undefined> {
     const apiKey = await context.secrets.get(API_KEY_SECRET);
     const result = readEngineConfig(settingsGetter(), apiKey);
-    if (result.ok) return result;
+    if (result.ok) return withKeyConsent(result);
     if (result.needsApiKey && result.problems.length === 0) {
       const choice = await vscode.window.showErrorMessage('Kernel Tuner needs an API key for OpenAI. It is kept in VS Code\'s secret storage, never in settings.', 'Set API key', 'Open settings');
       if (choice === 'Set API key') await vscode.commands.executeCommand('kernelTuner.setApiKey');
@@ -155,6 +162,34 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     const choice = await vscode.window.showErrorMessage(`Setting ${first.setting} ${first.message}${more}.`, 'Open settings');
     if (choice) await openSettings(first.setting);
     return undefined;
+  }
+
+  /**
+   * The stored API key goes to a server the user's own settings name; to a base URL from the workspace's settings (a
+   * repository's .vscode/settings.json can set one) only once the user said so, asked once per URL. Undefined: the
+   * user closed the question (no session starts).
+   */
+  async function withKeyConsent(settings: { config: EngineConfig; endpoint: string }): Promise<{ config: EngineConfig; endpoint: string } | undefined> {
+    const { llm } = settings.config;
+    const url = llm.baseUrl;
+    if (llm.provider !== 'openai' || llm.apiKey === undefined || url === undefined || !setByWorkspace(vscode.workspace.getConfiguration(SECTION).inspect('llm.baseUrl'))) return settings;
+    const answers = context.globalState.get<Record<string, boolean>>(KEY_CONSENT_STATE, {});
+    let send = answers[url];
+    if (send === undefined) {
+      const choice = await vscode.window.showWarningMessage(
+        `This workspace's settings (kernelTuner.llm.baseUrl) send Kernel Tuner's requests to ${url}. Send your stored API key there too?`,
+        { modal: true, detail: "The kernel's code goes there either way. Your answer is kept for this URL until the API key is set or cleared again." },
+        'Send the key',
+        'Do not send it',
+      );
+      if (choice === undefined) return undefined;
+      send = choice === 'Send the key';
+      await context.globalState.update(KEY_CONSENT_STATE, { ...answers, [url]: send });
+    }
+    if (send) return settings;
+    log.info(`the stored API key is not sent to ${url}, which the workspace's settings name (as the user answered)`);
+    const { apiKey: _withheld, ...withoutKey } = llm;
+    return { ...settings, config: { ...settings.config, llm: withoutKey } };
   }
 
   async function reportFailures(failures: EngineFailure[]): Promise<void> {
@@ -172,8 +207,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
    */
   async function preflight(gpus: GpuSelection, model?: { config: EngineConfig; endpoint: string }): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
     const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
+    // In the status bar, which drops it the moment the check ends (a notification would stay a moment longer, beside
+    // the error that follows).
     const checked = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: model ? `Kernel Tuner: checking ${model.endpoint} and the GPU…` : 'Kernel Tuner: opening the GPU…' },
+      { location: vscode.ProgressLocation.Window, title: model ? `Kernel Tuner: checking ${model.endpoint} and the GPU…` : 'Kernel Tuner: opening the GPU…' },
       async (): Promise<{ engine: EngineRuntime; backend: BackendLease } | { failures: EngineFailure[] }> => {
         let engine: EngineRuntime;
         try {
@@ -245,11 +282,19 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   type StoredStart = { resume: HistoryEntry } | { branch: NonNullable<StartRequest['branch']> } | { replay: HistoryEntry };
 
   /**
-   * Whether a new session must wait: one runs already (timings taken while another session uses the GPU would be
-   * worthless), or the document holds an open proposal besides its own lines (nothing to tune there until it is decided).
-   * Says which, with the way out.
+   * Whether a new session must wait, or may not run at all: the workspace is not trusted (tuning compiles and runs its
+   * kernels), one session runs already (timings taken while another session uses the GPU would be worthless), or the
+   * document holds an open proposal besides its own lines (nothing to tune there until it is decided). Says which, with
+   * the way out.
    */
   async function mustWait(document: vscode.Uri | undefined): Promise<boolean> {
+    if (!vscode.workspace.isTrusted) {
+      log.info('tuning refused: the workspace is in Restricted Mode');
+      void vscode.window
+        .showWarningMessage("Tuning compiles and runs this workspace's kernels (and an LLM session sends them to the model): trust the workspace to tune. Its history and reports stay readable in Restricted Mode.", 'Manage Workspace Trust')
+        .then((choice) => choice && vscode.commands.executeCommand('workbench.trust.manage'));
+      return true;
+    }
     const running = sessions.current();
     if (running) {
       const choice = await vscode.window.showWarningMessage('A tuning session is already running; timings of two sessions on one GPU would disturb each other.', 'Show it', 'Cancel it');
@@ -374,7 +419,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     });
     if (!dest) return;
     await history.export(entry.id, format, dest.fsPath);
-    void vscode.window.showInformationMessage(`Exported to ${relative(dest)}.`);
+    void announceSaved(`Exported to ${relative(dest)}.`, dest);
   }
 
   /** Files the user edits before a branch starts from them: `<id>.cu`, with `<id>.json` saying which session and step. */
@@ -493,6 +538,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
         ignoreFocusOut: true,
       });
       if (key === undefined) return;
+      // A new key (or none) is asked about again wherever a workspace's settings send it.
+      await context.globalState.update(KEY_CONSENT_STATE, undefined);
       if (key.trim() === '') {
         await context.secrets.delete(API_KEY_SECRET);
         void vscode.window.showInformationMessage('Kernel Tuner: the API key was removed.');
@@ -503,6 +550,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.clearApiKey', async () => {
       await context.secrets.delete(API_KEY_SECRET);
+      await context.globalState.update(KEY_CONSENT_STATE, undefined);
       void vscode.window.showInformationMessage('Kernel Tuner: the API key was removed.');
     }),
     command('kernelTuner.showLog', () => log.show()),
@@ -532,7 +580,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
     command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
-    ...htmlReportCommands(command, entryFor, saveFolder),
+    ...htmlReportCommands(command, entryFor, saveFolder, () => panels.placeNewPanel()),
     command('kernelTuner.history.delete', async (arg) => {
       const entry = await entryFor(arg);
       if (!entry) return;
@@ -562,6 +610,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     { dispose: () => relatedTimer && clearTimeout(relatedTimer) },
   );
   updateDraftContext();
+  // Last: what the window keeps is written once more as it closes, after the panels and reviews are gone.
+  context.subscriptions.push({ dispose: () => kept.flush() });
+  void panels.reopen().catch((error: unknown) => log.error(`could not reopen the reports open before the reload: ${error instanceof Error ? error.message : String(error)}`));
 
   // Sessions that were running when their window went away become "interrupted" (resumable).
   void history.markInterruptedOnStartup().then(

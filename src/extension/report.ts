@@ -69,7 +69,7 @@ export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
   return reportFromSession({
     header,
     events,
-    ...(entry.run && { compilerOptions: entry.run.compilerOptions }),
+    ...(entry.run && { compilerOptions: entry.run.compilerOptions, iterations: entry.run.iterations }),
     reproduce: {
       command: tunerAlone
         ? `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune parameters" (${header.model})`

@@ -5,7 +5,7 @@
  * reproduces the run (command, spec, cache, session). Pure; no vscode, no GPU.
  */
 import type { ConfigSummary, EventOf, TuningEvent } from '../engine/progress/events';
-import { acceptedTimeline, reduceAll, type SessionHeader } from '../engine/session/session-view';
+import { acceptedTimeline, decidedCandidate, focusStep, reduceAll, type SessionHeader } from '../engine/session/session-view';
 import type { DeviceDescription } from '../tuner/run/backend';
 import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
@@ -71,6 +71,8 @@ export interface ReportData {
   generatedAt: string;
   /** How the times were obtained: measured on the GPU, or replayed from a cache. */
   mode: string;
+  /** How each time was taken (launches, warm-up, median), when known. */
+  timing?: string;
   device: ReportDevice | null;
   limits: DeviceSpeedLimits | null;
   /** Why there are no limits (a replay has no device to measure). */
@@ -83,9 +85,11 @@ export interface ReportData {
   summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; /** Configurations in the results, those over the device's limits included (as the CLI counts them). */ evaluations: number };
   /** The original kernel's profile at the baseline configuration (a session's). */
   baselineProfile?: ReportProfile;
-  /** The chart's line: baseline (or reference) first, then each improvement. */
-  timeline: { label: string; timeMs: number }[];
+  /** The chart's line: baseline (or reference) first, then each improvement (`step`: the plan's number of its step). */
+  timeline: { label: string; timeMs: number; step?: number }[];
   steps: ReportStep[];
+  /** The step whose configurations the chart shows (the panel's choice); absent in reports written before it was kept. */
+  chartStepId?: string;
   reproduce: {
     /** The command that reruns this (the tuner's, as it was called). */
     command: string;
@@ -127,6 +131,7 @@ export interface TuneReportInput {
   limitsNote?: string;
   compilerOptions: string[];
   work: LaunchWork | null;
+  timing?: string;
   reproduce: ReportData['reproduce'];
   generatedAt?: string;
 }
@@ -177,6 +182,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     kernel: input.kernel,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
     mode: input.mode,
+    ...(input.timing && { timing: input.timing }),
     device: reportDevice(input.device),
     limits: input.limits,
     ...(input.limitsNote && { limitsNote: input.limitsNote }),
@@ -192,6 +198,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     },
     timeline,
     steps: [step],
+    chartStepId: step.id,
     reproduce: input.reproduce,
   };
 }
@@ -201,6 +208,8 @@ export interface SessionReportInput {
   events: readonly TuningEvent[];
   /** Compiler options of the session, when known (the events do not carry them). */
   compilerOptions?: string[];
+  /** Timed launches per configuration, when known (from the session's settings). */
+  iterations?: number;
   reproduce: ReportData['reproduce'];
   generatedAt?: string;
 }
@@ -213,8 +222,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
   const work = of('tests.ready').at(-1)?.tests[0]?.work ?? null;
   const steps = view.order.map((id): ReportStep => {
     const s = view.steps[id]!;
-    // The candidate the step was decided on: the accepted one, else the last tried.
-    const candidate = s.candidates.find((c) => c.candidate === s.accepted?.candidate) ?? s.candidates.at(-1);
+    const candidate = decidedCandidate(s);
     const configs = candidate?.configs ?? [];
     return {
       id,
@@ -232,6 +240,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
   });
   const tracker = view.final?.tracker;
   const timeline = acceptedTimeline(view);
+  const chartStep = focusStep(view);
   const baseline = view.baseline?.timeMs ?? null;
   const bestTime = tracker?.finalTimeMs ?? timeline.at(-1)?.timeMs ?? null;
   return {
@@ -241,6 +250,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     kernel: input.header.kernelName,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
     mode: `${input.header.strategy === 'tuner' ? `${input.header.model}` : `LLM session (${input.header.model}, ${input.header.strategy} strategy)`}, ${view.status}; every configuration measured on the GPU`,
+    ...(input.iterations !== undefined && { timing: `each the median of ${input.iterations} timed launches after a warm-up launch, every configuration checked against the original kernel first` }),
     device: view.device ? { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } : null,
     limits,
     ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),
@@ -257,6 +267,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     ...(view.baselineProfile && { baselineProfile: reportProfile(view.baselineProfile) }),
     timeline,
     steps,
+    ...(chartStep && { chartStepId: chartStep.id }),
     reproduce: input.reproduce,
   };
 }

@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EVENTS_VERSION, type TuningEvent, type TuningEventBody } from '../../src/engine/progress/events';
 import type { HistoryEntry } from '../../src/engine/store/history-store';
 import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../../src/engine/session/session-settings';
 import { buildReport, isSessionReport, sessionReportData } from '../../src/extension/report';
+import { reportFromSession } from '../../src/report/model';
 import { acceptedTimeline, focusStep, historyFields, reduceAll, speedup, stepCode, type SessionHeader } from '../../src/engine/session/session-view';
 import { progressMessage } from '../../src/extension/progress';
 
@@ -62,7 +65,7 @@ describe('session view reducer', () => {
     expect(view.lastEventAt).toBe('2026-01-01T10:00:14.000Z');
     expect(acceptedTimeline(view)).toEqual([
       { label: 'baseline', timeMs: 2 },
-      { label: 'Tune the block size', timeMs: 1.5 },
+      { label: 'Tune the block size', timeMs: 1.5, step: 2 },
     ]);
     expect(speedup(view)).toBeCloseTo(2 / 1.5);
     expect(stepCode(view, '2')).toBe(
@@ -188,10 +191,40 @@ describe('session view reducer', () => {
     expect(data.compiler.options).toEqual(['-DN=4096']);
     expect(data.reproduce).toMatchObject({ session: 's2', file: 'saxpy.cu' });
     expect(data.reproduce.notes.at(-1)).toContain('"Replay with the recorded model answers"');
+    expect(data.timing).toBe('each the median of 32 timed launches after a warm-up launch, every configuration checked against the original kernel first');
     // A session stored before exchanges were recorded replays nothing; one stored without events has no report.
     const { llmExchanges: _none, ...older } = entry;
     expect(sessionReportData(older)!.reproduce.notes.join(' ')).not.toContain('Replay');
     expect(sessionReportData({ ...entry, report: undefined })).toBeUndefined();
+  });
+
+  it("charts the step the panel's chart shows, the accepted one, numbered as the plan numbers it (the recorded H100 session)", () => {
+    const events = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'sessions', 'h100-matmul-naive.events.json'), 'utf8')) as TuningEvent[];
+    const h100: SessionHeader = { ...header, sessionId: 'h100', kernelName: 'matmul_naive', fileName: 'matmul_naive.cu' };
+    const view = reduceAll(h100, events);
+    // Two configurations each: the rejected first step's failed ones, the accepted second step's timed ones.
+    expect(view.order.map((id) => [id, view.steps[id]!.status, view.steps[id]!.candidates.at(-1)!.configs.length])).toEqual([
+      ['1', 'rejected', 2],
+      ['2', 'accepted', 2],
+    ]);
+    expect(focusStep(view)?.id).toBe('2');
+    const data = reportFromSession({ header: h100, events, reproduce: { command: 'x', notes: [] } });
+    expect(data.chartStepId).toBe('2');
+    expect(data.timeline.map((p) => p.step)).toEqual([undefined, 2]);
+  });
+
+  it('charts the last accepted step of a finished session, not a rejected one after it; a running step while it runs', () => {
+    clock = 100;
+    const events = [
+      ...session(),
+      ev({ type: 'step.started', stepId: '3', title: 'Unroll' }),
+      ev({ type: 'candidate', stepId: '3', candidate: 1, attempt: 1, code: 'c', diff: '', tuneParams: {}, restrictions: [] }),
+      ev({ type: 'configs.evaluated', stepId: '3', candidate: 1, done: 1, total: 1, failures: 0, bestTimeMs: 1.49, result: { key: 'a', config: {}, status: 'ok', timeMs: 1.49 } }),
+    ];
+    expect(focusStep(reduceAll(header, events))?.id).toBe('3');
+    const finished = [...events, ev({ type: 'step.rejected', stepId: '3', reason: { kind: 'insufficient_gain', oldTimeMs: 1.5, newTimeMs: 1.49, improvementPct: 0.7, thresholdPct: 1 } })];
+    const view = reduceAll(header, [...finished, ev({ type: 'session.cancelled' })]);
+    expect(focusStep(view)?.id).toBe('2');
   });
 });
 

@@ -120,6 +120,17 @@ describe('performance chart series', () => {
     );
   });
 
+  it("numbers a step as the plan numbers it, in its tooltip and on the step axis", () => {
+    const numbered = chartSeries({ ...data, timeline: [data.timeline[0]!, { ...data.timeline[1]!, step: 2 }] });
+    expect(numbered.steps[1]!.info.title).toBe('Step 2: Tile the loop');
+    expect(numbered.stepLabels).toEqual(['baseline', 'step 2']);
+    const scales = chartConfig(numbered, theme).options!.scales as Record<string, { ticks: { callback: (v: number) => string } }>;
+    expect([0, 1].map((v) => scales.steps!.ticks.callback(v))).toEqual(['baseline', 'step 2']);
+    // A related session with more steps goes on with its own numbers.
+    const parent = { label: 'parent', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Tile', timeMs: 1.5, step: 1 }, { label: 'Unroll', timeMs: 1, step: 3 }] };
+    expect(chartSeries({ ...data, timeline: [data.timeline[0]!, { ...data.timeline[1]!, step: 2 }], others: [parent] }).stepLabels).toEqual(['baseline', 'step 2', 'step 3']);
+  });
+
   it('never calls a configuration that stopped early the fastest', () => {
     const s = chartSeries({ ...data, configs: [config(64, 'stopped_early', 0.5), config(128, 'ok', 1)] });
     expect(s.best?.info.title).toBe('block_size_x=128');

@@ -82,14 +82,15 @@ function device(data: ReportData): HTMLElement {
       ['Compiler', data.compiler.backend ? `${data.compiler.backend}${data.compiler.note ? ` (${data.compiler.note})` : ''}` : undefined],
       ['Compiler options', data.compiler.options.length > 0 ? h('code', {}, data.compiler.options.join(' ')) : '(none)'],
       ['Work of one launch', data.work ? `${num(data.work.bytes, 4)} bytes${data.work.flops !== undefined ? `, ${num(data.work.flops, 4)} floating-point operations` : ''} (${data.work.source})` : 'unknown: no speed-of-light figures'],
-      ['Times', data.mode],
+      ['Times', `${time(data.summary.baselineTimeMs)} (${data.kind === 'tune' ? 'reference kernel' : 'baseline'}) → ${time(data.summary.bestTimeMs)} (best)${data.timing ? `; ${data.timing}` : ''}`],
     ]),
   );
 }
 
 function chart(data: ReportData): HTMLElement {
-  // Beside the line of improvements: the configurations of the step with the most of them.
-  const step = [...data.steps].sort((a, b) => b.configs.length - a.configs.length)[0];
+  // Beside the line of improvements: the configurations of the step the panel's chart shows (a report written before
+  // the report kept which: the last step with any).
+  const step = data.steps.find((s) => s.id === data.chartStepId) ?? data.steps.findLast((s) => s.configs.length > 0);
   const holder = h('div', { class: 'chart-holder', id: 'chart' });
   mountPerformanceChart(holder, {
     timeline: data.timeline,

@@ -309,24 +309,30 @@ export function stepCode(view: SessionView, stepId: string): string | undefined 
 }
 
 /** Time per accepted step against the baseline: the points of the performance chart's line. */
-export function acceptedTimeline(view: SessionView): { label: string; timeMs: number }[] {
+export function acceptedTimeline(view: SessionView): { label: string; timeMs: number; step?: number }[] {
   if (!view.baseline) return [];
-  const points = [{ label: 'baseline', timeMs: view.baseline.timeMs }];
-  for (const stepId of view.order) {
+  const points: { label: string; timeMs: number; step?: number }[] = [{ label: 'baseline', timeMs: view.baseline.timeMs }];
+  view.order.forEach((stepId, i) => {
     const accepted = view.steps[stepId]?.accepted;
-    if (accepted) points.push({ label: view.steps[stepId]!.title, timeMs: accepted.newTimeMs });
-  }
+    // `step`: numbered as the plan numbers it.
+    if (accepted) points.push({ label: view.steps[stepId]!.title, timeMs: accepted.newTimeMs, step: i + 1 });
+  });
   return points;
 }
 
-/** The step whose configurations the chart shows: the running one, else the last that has any. */
+/**
+ * The step whose configurations the chart shows: the running one; when none runs, the last accepted one (the kernel
+ * the session ends with comes from it), else the last that has any.
+ */
 export function focusStep(view: SessionView): StepView | undefined {
   if (view.currentStepId && view.steps[view.currentStepId]) return view.steps[view.currentStepId];
-  for (let i = view.order.length - 1; i >= 0; i--) {
-    const step = view.steps[view.order[i]!]!;
-    if (step.candidates.some((c) => c.configs.length > 0)) return step;
-  }
-  return undefined;
+  const tried = view.order.map((id) => view.steps[id]!).filter((s) => s.candidates.some((c) => c.configs.length > 0));
+  return tried.findLast((s) => s.accepted) ?? tried.at(-1);
+}
+
+/** The candidate a step was decided on: the accepted one, else the last tried. */
+export function decidedCandidate(step: StepView): CandidateView | undefined {
+  return step.candidates.find((c) => c.candidate === step.accepted?.candidate) ?? step.candidates.at(-1);
 }
 
 /** The best time reached so far (baseline if nothing was accepted). */
