@@ -56,9 +56,13 @@ describe('the benchmark hub\'s kernels on the device', () => {
       const message = report(spec, result);
       console.log(`# ${message.split('\n').join('\n# ')}`);
       assert.equal(result.results.length, samples, message);
-      assertAllCorrect(result, message, 'max_fevals');
+      // The hub's spaces were made for other GPUs: some configurations exceed this one's limits (as Kernel Tuner's
+      // caches record them, invalid); every one that runs is correct.
+      assertAllCorrect(result, message, 'max_fevals', { allowDeviceLimits: true });
       assert.equal(result.compiler?.backend, 'nvrtc', message);
-      assert.ok(t4Results(result.results).results.every((r) => r.invalidity === 'correct' && r.correctness === 1), message);
+      const ran = result.results.filter((r) => r.status !== 'exceeds_device_limits');
+      assert.ok(ran.length >= samples / 2, `most of the sample runs on this GPU\n${message}`);
+      assert.ok(t4Results(ran).results.every((r) => r.invalidity === 'correct' && r.correctness === 1), message);
     });
   }
 
@@ -95,7 +99,7 @@ describe('the benchmark hub\'s kernels on the device', () => {
     const message = report('kernels/convolution_milo.json', result);
     console.log(`# ${message.split('\n').join('\n# ')}`);
     assert.deepEqual(result.reference?.config, loaded.spec.referenceConfig, message);
-    assertAllCorrect(result, message, 'max_fevals');
+    assertAllCorrect(result, message, 'max_fevals', { allowDeviceLimits: true });
   });
 
   test('tune --t4 on the device writes results and metadata that name the GPU', async () => {

@@ -17,12 +17,17 @@ export function report(title: string, result: TuneResult): string {
   return [`${title}: compiler ${compiler}, reference ${JSON.stringify(result.reference?.config)}`, ...lines].join('\n');
 }
 
-/** Asserts a search that ended as `stopReason` with a correct best and no failed configuration. */
-export function assertAllCorrect(result: TuneResult, message: string, stopReason: StopReason = 'completed'): void {
+/**
+ * Asserts a search that ended as `stopReason` with a correct best and no failed configuration. `allowDeviceLimits`:
+ * the space holds configurations this GPU cannot run (a benchmark hub's space, made for other GPUs, whose caches
+ * record them as Kernel Tuner's invalid configurations); those may end over the device's limits, the rest may not fail.
+ */
+export function assertAllCorrect(result: TuneResult, message: string, stopReason: StopReason = 'completed', { allowDeviceLimits = false } = {}): void {
   assert.equal(result.stopReason, stopReason, message);
   assert.ok(result.best, `no best configuration\n${message}`);
   assert.equal(result.best.status, 'ok', message);
   for (const r of result.results) {
+    if (allowDeviceLimits && r.status === 'exceeds_device_limits') continue;
     assert.ok(!FAILURES.includes(r.status), `${r.key} ended as ${r.status}\n${message}`);
     assert.ok(r.status === 'ok' || r.status === 'stopped_early', `${r.key}: ${r.status}\n${message}`);
   }

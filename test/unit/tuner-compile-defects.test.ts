@@ -5,7 +5,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { CompileError } from '../../src/gpu/errors';
+import { CompileError, LaunchError } from '../../src/gpu/errors';
 import { findNvcc } from '../../src/gpu/toolkit';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
 import { FakeBackend } from '../support/fake-backend';
@@ -72,5 +72,46 @@ describe.skipIf(!findNvcc())('compile defects as the tuner reports them (real nv
     expect((failure as CompileError).message).toMatch(
       /The tunable parameter 'mode' is also a name in a header \(cuda_runtime_api\.h:\d+: .*\): parameters are #defines, so rename it to something no header uses \(e\.g\. 'mode_value'\)\./,
     );
+  });
+});
+
+describe('a block the kernel cannot launch', () => {
+  /** TEST DOUBLE: a fake GPU whose kernel uses so many registers that blocks over 256 threads do not launch, as the driver says. */
+  class RegisterHungryBackend extends FakeBackend {
+    override async launch(...args: Parameters<FakeBackend['launch']>): Promise<void> {
+      this.refuseLarge(args[1]);
+      return super.launch(...args);
+    }
+    override async timedLaunches(...args: Parameters<FakeBackend['timedLaunches']>): Promise<number[]> {
+      this.refuseLarge(args[1]);
+      return super.timedLaunches(...args);
+    }
+    private refuseLarge(launch: { block: readonly number[] }): void {
+      const threads = launch.block.reduce((a, b) => a * b, 1);
+      if (threads > 256) {
+        throw new LaunchError(`A block of ${threads} threads exceeds this kernel's limit of 256 (it uses 255 registers per thread)`, {
+          code: 'CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES',
+          explanation: 'Too many resources requested for launch.',
+          call: 'launch',
+        });
+      }
+    }
+  }
+
+  it('is over the device limits, as Kernel Tuner counts too many resources requested for launch', async () => {
+    const kernel = await TunableKernel.create(
+      `__global__ void fill(float* out, int n) {
+  int i = blockIdx.x * block_size_x + threadIdx.x;
+  if (i < n) out[i] = 1.0f;
+}
+`,
+      { fileName: 'fill.cu' },
+    );
+    const gpu = new RegisterHungryBackend({ model: { timeMs: (v) => 1 + Number(v.defines.block_size_x) / 1000 } });
+    const result = await kernel.tune(test, { block_size_x: [128, 256, 512] }, [], { backend: gpu, referenceConfig: { block_size_x: 128 } });
+    const byBlock = Object.fromEntries(result.results.map((r) => [r.config.block_size_x, r]));
+    expect(byBlock[512]!.status).toBe('exceeds_device_limits');
+    expect(byBlock[512]!.error!.message).toMatch(/exceeds this kernel's limit of 256/);
+    expect(result.best!.config.block_size_x).toBe(128);
   });
 });

@@ -18,6 +18,9 @@ import { configProfile, type ConfigProfile } from './profile';
 import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from '../space/geometry';
 import { configKey, type Config, type ConfigResult, type EnergyReadings, type FailureKind, type GpuId, type Reproduction } from '../types';
 
+/** The launch errors (src/gpu/launch-config.ts, the driver's) that say a configuration does not fit the device. */
+const DEVICE_LIMIT_LAUNCH_ERRORS: ReadonlySet<string> = new Set(['CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', 'LAUNCH_BLOCK_TOO_LARGE', 'LAUNCH_SHARED_MEMORY_TOO_LARGE']);
+
 export interface EvaluatorOptions {
   /** The program every configuration compiles (with its defines), for the compiler chosen for this file. */
   program: KernelProgram;
@@ -290,7 +293,9 @@ export class Evaluator {
     } catch (e) {
       if (e instanceof KernelTimeoutError) throw new EvaluationFailure('timeout', e.message);
       if (e instanceof KernelFaultError) throw new EvaluationFailure('fault', e.message);
-      if (e instanceof LaunchError) throw new EvaluationFailure('launch_error', e.message);
+      // More threads than the kernel's registers allow (or shared memory over the limit) is a limit of the device for
+      // this kernel, as Kernel Tuner counts "too many resources requested for launch": not a failure of the code.
+      if (e instanceof LaunchError) throw new EvaluationFailure(DEVICE_LIMIT_LAUNCH_ERRORS.has(e.code) ? 'exceeds_device_limits' : 'launch_error', e.message);
       if (e instanceof WorkerCrashedError) throw new EvaluationFailure('fault', e.message);
       throw e;
     }
