@@ -14,7 +14,11 @@ Needs an NVIDIA GPU, kernel_tuner (1.4.0 for the figures in BENCHMARKS.md), cupy
 (cupy-cuda12x or cupy-cuda13x) and numpy; none of them come with this repository, whose machines install from the npm
 registry only.
 
-    python3 bench/kernel_tuner/measure.py [--cases probe,vector_add,matmul] [--out results.json]
+    python3 bench/kernel_tuner/measure.py [--cases probe,vector_add,matmul] [--out results.json] [--vendor DIR]
+
+--vendor DIR takes kernel_tuner and python-constraint from their sources in DIR (bench/search-quality/prepare.sh lays
+them out in bench/search-quality/kernel_tuner/.vendor), with stand-ins for the two modules Kernel Tuner imports but
+does not use here (xmltodict, for its T4 XML output, and jsonschema, for its T1/T4 validation) where they are missing.
 """
 import argparse
 import importlib.util
@@ -123,12 +127,34 @@ def case_matmul():
 CASES = {"probe": case_probe, "vector_add": case_vector_add, "matmul": case_matmul}
 
 
+def use_vendored(directory):
+    """Kernel Tuner from its sources in `directory`; stand-ins for the optional modules it imports but these cases never call."""
+    import types
+
+    sys.path.insert(0, os.path.abspath(directory))
+    for name in ("xmltodict", "jsonschema"):
+        if importlib.util.find_spec(name) is None:
+            stand_in = types.ModuleType(name)
+
+            def unavailable(attribute, name=name):
+                def call(*_args, **_kwargs):
+                    raise ImportError(f"{name} is a stand-in here: {name}.{attribute} is not available")
+
+                return call
+
+            stand_in.__getattr__ = unavailable
+            sys.modules[name] = stand_in
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
     parser.add_argument("--out", help="also write the figures as JSON to this file")
+    parser.add_argument("--vendor", help="take kernel_tuner and python-constraint from their sources in this directory")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in the child process
     args = parser.parse_args()
+    if args.vendor:
+        use_vendored(args.vendor)
     if args.case:
         print(json.dumps(CASES[args.case]()))
         return
@@ -140,7 +166,8 @@ def main():
         if name not in CASES:
             parser.error(f"unknown case {name!r}; the cases are {', '.join(CASES)}")
         started = time.perf_counter()
-        child = subprocess.run([sys.executable, __file__, "--case", name], capture_output=True, text=True)
+        vendor = ["--vendor", args.vendor] if args.vendor else []
+        child = subprocess.run([sys.executable, __file__, "--case", name, *vendor], capture_output=True, text=True)
         if child.returncode != 0:
             sys.exit(f"{name} failed:\n{child.stderr}")
         figures[name] = {**json.loads(child.stdout.strip().splitlines()[-1]), "process_wall_s": time.perf_counter() - started}
