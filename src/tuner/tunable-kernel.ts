@@ -2,7 +2,6 @@
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
 import { readFileSync } from 'node:fs';
-import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
@@ -11,6 +10,7 @@ import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
 import { type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
 import { CacheFile } from './cache/cache-file';
 import { describeCheckFailure, Evaluator } from './run/evaluator';
+import { compileLookahead, defaultCompileConcurrency } from './run/compile-concurrency';
 import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
 import { checkOneModel, type GpuSelection } from './run/gpu-selection';
@@ -216,7 +216,11 @@ export interface TuneOptions extends RunOptions {
    * cannot win; its time is their median and its status 'stopped_early'); default 1.5, false: time every one fully.
    */
   earlyStop?: number | false;
-  /** Compiles running ahead of the GPUs; default 4 per GPU (8 with nvcc), at most one per CPU core beyond that. */
+  /**
+   * Compiles running ahead of the GPUs (NVRTC in the compile pool's processes, or nvcc's); default one per CPU core
+   * less one per GPU, no more than the free memory holds (defaultCompileConcurrency). The strategy announces twice as
+   * many configurations ahead.
+   */
   compileConcurrency?: number;
   /** Evaluate only this share of the space (brute force), for a search split over hosts and merged afterwards. */
   shard?: Shard;
@@ -327,6 +331,7 @@ export class TunableKernel {
             ? Promise.resolve(options.launchTimeoutMs)
             : this.timeReference(devices[0]!, oracle.launch, initialTimeoutMs).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
 
+      const compileConcurrency = options.compileConcurrency ?? defaultCompileConcurrency(devices.length);
       const evaluator = new Evaluator(devices, {
         program: oracle.candidateProgram,
         nameExpression: this.nameExpression,
@@ -338,7 +343,7 @@ export class TunableKernel {
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
-        compileConcurrency: options.compileConcurrency ?? defaultCompileConcurrency(oracle.candidateProgram.compiler, devices.length),
+        compileConcurrency,
       });
       cleanups.push(() => evaluator.dispose());
 
@@ -364,6 +369,7 @@ export class TunableKernel {
           ...(options.signal && { signal: options.signal }),
           ...(options.shard && { shard: options.shard }),
           workers: devices.length,
+          lookahead: compileLookahead(compileConcurrency),
           onUpcoming: (configs: readonly Config[]) => evaluator.prefetch(configs.filter((c) => !cache?.has(space.key(c)))),
           onResult: (r: ConfigResult, p: SearchProgress) => {
             // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
@@ -481,18 +487,6 @@ async function backendsFor(options: RunOptions, cleanups: (() => Promise<unknown
 const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;
 /** Timed launches of the reference kernel. */
 const REFERENCE_LAUNCHES = 5;
-/** nvcc compiles run as processes: more of them run ahead than NVRTC's in-process compiles. */
-const NVCC_CONCURRENCY = 8;
-
-/**
- * Compiles run ahead by default: 4 per GPU with NVRTC (8 with nvcc, whose compiles are processes), and with several
- * GPUs no more than the CPU has cores, unless one GPU's share alone is more.
- */
-export function defaultCompileConcurrency(compiler: 'nvrtc' | 'nvcc', gpus: number): number {
-  const perGpu = compiler === 'nvcc' ? NVCC_CONCURRENCY : 4;
-  return Math.min(perGpu * gpus, Math.max(perGpu, availableParallelism()));
-}
-
 /**
  * The time limit of one launch of a configuration: a hundred times the reference kernel's time, and at least a second
  * (a configuration much slower than that has lost anyway; one that hangs costs about a second, not ten).

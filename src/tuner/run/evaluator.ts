@@ -1,8 +1,9 @@
 // Evaluating one configuration: geometry → compile → load → check every input set → the timed series, verified, on a
 // module loaded afresh (the protocol: measurement.ts) → result. Every failure becomes a result with its kind (compile
 // error, launch error, fault, timeout, wrong result, inconsistent timing) and the search goes on. Compiles of
-// configurations announced through prefetch() run ahead, several at once, while the GPUs time the current ones (NVRTC
-// in the GPU workers' thread pools, or nvcc subprocesses).
+// configurations announced through prefetch() run ahead, up to compileConcurrency at once (NVRTC in the compile pool's
+// processes, or nvcc's), while the GPUs time the current ones: whenever one finishes, the next announced configuration
+// starts compiling, as long as the free memory allows (compile-concurrency.ts).
 //
 // With several GPUs (all of one model) the evaluator has one device per GPU, each with the test data prepared on it:
 // the same inputs from the same seeds, and the oracle's outputs computed there by the oracle itself, so a configuration
@@ -11,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
+import { availableMemoryBytes, memoryAllowsCompile } from './compile-concurrency';
 import { computeStats } from '../../gpu/stats';
 import type { BuildRequest, BuiltKernel, CheckFailure, CompiledKernel, DeviceDescription, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
 import { checkInputSets, newSeed, TIMED_SERIES_ATTEMPTS, timeSeries, timingDisagreement, type TimedSeries } from './measurement';
@@ -38,6 +40,8 @@ export interface EvaluatorOptions {
   launchTimeoutMs: () => Promise<number>;
   /** Compiles running ahead at most (over all GPUs). */
   compileConcurrency: number;
+  /** Memory free for another compile (bytes); default the system's, within the cgroup's limit (compile-concurrency.ts). */
+  freeMemoryBytes?: () => number;
 }
 
 /** One GPU of an evaluation: its backend, what it is, and the test data prepared on it (with its own oracle outputs). */
@@ -65,6 +69,8 @@ export class Evaluator {
   /** Compiles run ahead (running, or finished and not taken yet), by build key, oldest first. */
   private readonly compiles = new Map<string, { promise: Promise<CompiledKernel>; settled: boolean }>();
   private compilesRunning = 0;
+  /** The strategy's latest announcement, not compiling yet: started in order as compiles finish. */
+  private upcoming: BuildRequest[] = [];
   private nextCompiler = 0;
   private readonly sourceHash: string;
   private readonly gpus: GpuId[];
@@ -85,17 +91,18 @@ export class Evaluator {
     return this.gpus;
   }
 
-  /** Starts compiling these configurations in the background (bounded by compileConcurrency), spread over the GPUs' compilers. */
+  /**
+   * The configurations the strategy will evaluate next, in order: they compile in the background, up to
+   * compileConcurrency at once, each next one as soon as another finishes. A new announcement replaces the last one.
+   */
   prefetch(configs: readonly Config[]): void {
-    for (const config of configs) {
-      if (this.compilesRunning >= this.options.compileConcurrency) return;
-      const request = this.tryRequest(config);
-      if (request && !this.compiles.has(buildKey(request))) this.startCompile(request);
-    }
+    this.upcoming = configs.flatMap((config) => this.tryRequest(config) ?? []);
+    this.compileAhead();
   }
 
   /** Drops the compiles run ahead and never evaluated (they hold no device memory). */
   async dispose(): Promise<void> {
+    this.upcoming = [];
     const pending = [...this.compiles.values()].map((c) => c.promise);
     this.compiles.clear();
     await Promise.allSettled(pending);
@@ -207,7 +214,17 @@ export class Evaluator {
     }
   }
 
-  /** Compiles ahead through the next GPU's compiler in turn (NVRTC runs in each GPU worker's thread pool). */
+  /** Starts the next announced compiles while fewer than compileConcurrency run and memory allows another. */
+  private compileAhead(): void {
+    const freeBytes = this.options.freeMemoryBytes ?? availableMemoryBytes;
+    while (this.upcoming.length > 0 && this.compilesRunning < this.options.compileConcurrency) {
+      if (!memoryAllowsCompile(this.compilesRunning, freeBytes())) return; // the next one to finish tries again
+      const request = this.upcoming.shift()!;
+      if (!this.compiles.has(buildKey(request))) this.startCompile(request);
+    }
+  }
+
+  /** Compiles ahead through the next GPU's backend in turn (a run's GPUs share one compile pool; nvcc runs anywhere). */
   private startCompile(request: BuildRequest): void {
     const backend = this.devices[this.nextCompiler++ % this.devices.length]!.backend;
     const key = buildKey(request);
@@ -219,6 +236,7 @@ export class Evaluator {
         this.compilesRunning--;
         entry.settled = true;
         this.forgetOldCompiles();
+        this.compileAhead();
       });
     this.compiles.set(key, entry);
   }
@@ -235,10 +253,13 @@ export class Evaluator {
     const key = buildKey(request);
     const promise = this.compiles.get(key)?.promise ?? backend.compile(request, signal);
     this.compiles.delete(key);
+    this.upcoming = this.upcoming.filter((r) => buildKey(r) !== key);
     try {
       return await promise;
     } catch (e) {
       if (e instanceof CompileError) throw new EvaluationFailure('compile_error', withCollisionHint(e, request.defines).message, e.log);
+      // A compile process that died on every attempt (GpuWorker sends a compile to a fresh one twice) dies on this program.
+      if (e instanceof WorkerCrashedError && e.code === 'WORKER_REPLACED') throw new EvaluationFailure('compile_error', `the compiler crashed on this configuration: ${e.message}`);
       throw e;
     }
   }

@@ -12,7 +12,8 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { availableCompilers, noCompilerError, type AvailableCompilers } from '../../gpu/compiler';
+import { availableCompilers, noCompilerError, type Compiler } from '../../gpu/compiler';
+import { CompilePool, type CompilePoolOptions } from '../../gpu/compile-pool';
 import {
   CompileError,
   Gpu,
@@ -137,6 +138,11 @@ export class GpuPreparedTest implements PreparedTest {
 export interface GpuBackendOptions extends GpuOptions {
   /** Where compiled helper kernels are kept between sessions; default <tmp>/llm-kernel-tuner. */
   cacheDir?: string;
+  /**
+   * The compile processes NVRTC compiles run in (shared by the GPUs of a run: openAll gives them one); default a pool
+   * of its own, as many processes as the host has cores. The backend shares it and lets go of it when disposed.
+   */
+  compilePool?: CompilePool;
 }
 
 export class GpuBackend implements TuningBackend {
@@ -146,44 +152,62 @@ export class GpuBackend implements TuningBackend {
 
   private constructor(
     readonly gpu: Gpu,
-    private readonly compilers: AvailableCompilers,
+    private readonly compilers: { nvrtc: Compiler | null; nvcc: Compiler | null },
     private readonly cacheDir: string,
+    /** Where its NVRTC compiles run (the one pool of every GPU of the run). */
+    readonly compilePool: CompilePool,
   ) {}
 
   /**
    * Starts the GPU worker; rejects with CudaUnavailableError (saying what to install) without a driver or device, or
-   * when neither NVRTC nor nvcc is there to compile with.
+   * when neither NVRTC nor nvcc is there to compile with. NVRTC compiles run in the compile pool's processes.
    */
   static async open(options: GpuBackendOptions = {}): Promise<GpuBackend> {
-    const gpu = await Gpu.open(options);
+    const { compilePool, cacheDir, ...gpuOptions } = options;
+    const pool = compilePool?.share() ?? new CompilePool(compilePoolOptions(gpuOptions));
     try {
-      const compilers = await availableCompilers(gpu);
-      if (!compilers.nvrtc && !compilers.nvcc) throw noCompilerError(gpu);
-      return new GpuBackend(gpu, compilers, options.cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'));
+      const gpu = await Gpu.open(gpuOptions);
+      try {
+        const { nvrtc, nvcc } = await availableCompilers(gpu);
+        if (!nvrtc && !nvcc) throw noCompilerError(gpu);
+        // The compile processes load the NVRTC the GPU worker loaded (the same bundle in the same environment).
+        if (nvrtc) pool.warm();
+        return new GpuBackend(gpu, { nvrtc: nvrtc && pool.compilerFor(gpu.arch), nvcc }, cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'), pool);
+      } catch (e) {
+        await gpu.dispose();
+        throw e;
+      }
     } catch (e) {
-      await gpu.dispose();
+      await pool.dispose();
       throw e;
     }
   }
 
   /**
-   * Opens one GpuBackend (one worker process) per selected GPU. The first is opened on its own and lists the host's
-   * GPUs (a single GPU needs no listing); the others start in parallel. Either all open, or none is left running.
+   * Opens one GpuBackend (one worker process) per selected GPU, all compiling in one compile pool. The first is opened
+   * on its own and lists the host's GPUs (a single GPU needs no listing); the others start in parallel. Either all
+   * open, or none is left running.
    */
   static async openAll(selection: GpuSelection, options: Omit<GpuBackendOptions, 'device'> = {}): Promise<GpuBackend[]> {
+    const pool = options.compilePool?.share() ?? new CompilePool(compilePoolOptions(options));
+    const shared = { ...options, compilePool: pool };
     const first = selection.kind === 'list' ? selection.ordinals[0]! : 0;
-    const opened = [await GpuBackend.open({ ...options, device: first })];
     try {
-      if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
-      const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
-      const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...options, device })));
-      for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
-      const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-      if (failed) throw failed.reason;
-      return opened;
-    } catch (e) {
-      await Promise.allSettled(opened.map((b) => b.dispose()));
-      throw e;
+      const opened = [await GpuBackend.open({ ...shared, device: first })];
+      try {
+        if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
+        const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
+        const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...shared, device })));
+        for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
+        const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+        if (failed) throw failed.reason;
+        return opened;
+      } catch (e) {
+        await Promise.allSettled(opened.map((b) => b.dispose()));
+        throw e;
+      }
+    } finally {
+      await pool.dispose(); // openAll's own hold: the backends hold it from here on
     }
   }
 
@@ -301,7 +325,7 @@ export class GpuBackend implements TuningBackend {
   async dispose(): Promise<void> {
     this.helpers = undefined;
     this.scratch = undefined;
-    await this.gpu.dispose();
+    await Promise.all([this.gpu.dispose(), this.compilePool.dispose()]);
   }
 
   private own(kernel: BuiltKernel): GpuBuiltKernel {
@@ -533,6 +557,17 @@ export class GpuBackend implements TuningBackend {
     this.helpers = { module, kernels, dtypes: all };
     await previous?.module.unload();
   }
+}
+
+/** A compile pool's processes start as the GPU worker does (same bundle, environment and time limits). */
+function compilePoolOptions(o: GpuOptions): CompilePoolOptions {
+  return {
+    ...(o.workerPath !== undefined && { workerPath: o.workerPath }),
+    ...(o.env && { env: o.env }),
+    ...(o.compileTimeoutMs !== undefined && { compileTimeoutMs: o.compileTimeoutMs }),
+    ...(o.startTimeoutMs !== undefined && { startTimeoutMs: o.startTimeoutMs }),
+    ...(o.onLog && { onLog: o.onLog }),
+  };
 }
 
 /** The worker's options of a request of `launches` launches: the time limit of one launch, for each. */
