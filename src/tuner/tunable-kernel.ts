@@ -298,6 +298,7 @@ export class TunableKernel {
   private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
     const { data, problemSize } = test.resolve(this.signature);
     const cleanups: (() => Promise<unknown> | void)[] = [];
+    let setupRunning: Promise<unknown> | undefined;
     try {
       const backends = await backendsFor(options, cleanups);
       const descriptions = await Promise.all(backends.map((b) => b.describe()));
@@ -310,18 +311,25 @@ export class TunableKernel {
       const compilerOptions = options.compilerOptions ?? [];
       const initialTimeoutMs = options.launchTimeoutMs ?? UNMEASURED_LAUNCH_TIMEOUT_MS;
 
-      const oracle = await this.buildOracle(backends[0]!, device, space, paramNames, problemSize, scalars, options, compilerOptions);
-      // Every GPU loads the oracle, generates the same inputs from the same seeds and runs the oracle on them itself:
-      // each configuration is compared with the oracle's outputs on the GPU that ran it.
-      const devices = await Promise.all(
-        backends.map(async (backend, i) => {
-          const kernel = await backend.load(oracle.compiled);
-          cleanups.push(() => kernel.release());
-          const prepared = await backend.prepare(data, { kernel, launch: oracle.launch }, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
-          cleanups.push(() => prepared.release());
-          return { backend, device: descriptions[i]!, test: prepared, oracle: kernel };
-        }),
-      );
+      const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
+      const sources = await this.compileSources(paramNames, toolkit);
+      const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
+      // The setup: the oracle built, then on every GPU loaded, the same inputs generated from the same seeds and the
+      // oracle run on them there (each configuration is compared with the oracle's outputs on the GPU that ran it). The
+      // search starts meanwhile: its first configurations compile while the setup runs, and evaluate once it is done.
+      const setup = this.buildOracle(backends[0]!, device, space, problemSize, scalars, options, compilerOptions, { sources, candidates, toolkit }).then(async (oracle) => {
+        const devices = await Promise.all(
+          backends.map(async (backend) => {
+            const kernel = await backend.load(oracle.compiled);
+            cleanups.push(() => kernel.release());
+            const test = await backend.prepare(data, { kernel, launch: oracle.launch }, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
+            cleanups.push(() => test.release());
+            return { backend, test, oracle: kernel };
+          }),
+        );
+        return { oracle, devices };
+      });
+      setupRunning = setup.catch(() => undefined); // also observes a failure before anything awaits the setup
       // The launch time limit scales with the reference kernel, timed (on the first GPU) when the first configuration needs the limit.
       let referenceMs: number | undefined;
       let launchLimit: Promise<number> | undefined;
@@ -329,11 +337,13 @@ export class TunableKernel {
         (launchLimit ??=
           options.launchTimeoutMs !== undefined
             ? Promise.resolve(options.launchTimeoutMs)
-            : this.timeReference(devices[0]!, oracle.launch, initialTimeoutMs).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
+            : setup.then(({ oracle, devices }) => this.timeReference(devices[0]!, oracle.launch, initialTimeoutMs)).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
 
-      const compileConcurrency = options.compileConcurrency ?? defaultCompileConcurrency(devices.length);
-      const evaluator = new Evaluator(devices, {
-        program: oracle.candidateProgram,
+      const compileConcurrency = options.compileConcurrency ?? defaultCompileConcurrency(backends.length);
+      const evaluationSetup = setup.then(({ oracle, devices }) => ({ program: oracle.candidateProgram, tests: devices.map((d) => d.test) }));
+      const evaluator = new Evaluator(backends.map((backend, i) => ({ backend, device: descriptions[i]! })), evaluationSetup, {
+        ...(candidates.programs[0] && { likelyProgram: candidates.programs[0] }),
+        scalars,
         nameExpression: this.nameExpression,
         compilerOptions,
         geometry,
@@ -352,6 +362,22 @@ export class TunableKernel {
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 
+      // Results reported before the setup is done (the configurations over the device's limits) wait for it: a run
+      // whose oracle fails reports nothing, as before the search.
+      const reportResult = (r: ConfigResult, p: SearchProgress): void => {
+        // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
+        if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
+        options.onResult?.(r, p);
+      };
+      let setupDone = false;
+      const earlyResults: [ConfigResult, SearchProgress][] = [];
+      setup.then(
+        () => {
+          setupDone = true;
+          for (const [r, p] of earlyResults.splice(0)) reportResult(r, p);
+        },
+        () => undefined,
+      );
       const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
       const result = await strategy.run(
         space,
@@ -368,16 +394,13 @@ export class TunableKernel {
           ...(options.seed !== undefined && { seed: options.seed }),
           ...(options.signal && { signal: options.signal }),
           ...(options.shard && { shard: options.shard }),
-          workers: devices.length,
+          workers: backends.length,
           lookahead: compileLookahead(compileConcurrency),
           onUpcoming: (configs: readonly Config[]) => evaluator.prefetch(configs.filter((c) => !cache?.has(space.key(c)))),
-          onResult: (r: ConfigResult, p: SearchProgress) => {
-            // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
-            if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
-            options.onResult?.(r, p);
-          },
+          onResult: (r: ConfigResult, p: SearchProgress) => (setupDone ? reportResult(r, p) : earlyResults.push([r, p])),
         },
       );
+      const { oracle } = await setup; // a search that evaluated nothing still fails with the oracle's error
       return {
         ...result,
         compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
@@ -385,6 +408,7 @@ export class TunableKernel {
         gpus: [...evaluator.gpuIds],
       };
     } finally {
+      await setupRunning; // what the setup made is in the clean-ups before they run
       for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
     }
   }
@@ -393,20 +417,19 @@ export class TunableKernel {
    * The oracle (the given reference code, or this kernel at its reference configuration: the file's own values of
    * the tunable parameters it #defines, else the first valid configuration), compiled once for every GPU, and the
    * program every configuration of this kernel compiles: NVRTC's device unit, or the whole file with nvcc where NVRTC
-   * cannot take it.
+   * cannot take it (the first of `program.candidates` that compiles this kernel at its reference configuration).
    */
   private async buildOracle(
     backend: TuningBackend,
     device: DeviceDescription,
     space: SearchSpace,
-    paramNames: readonly string[],
     problemSize: ProblemSizeSpec,
     scalars: Record<string, number>,
     options: RunOptions,
     compilerOptions: readonly string[],
+    program: { sources: CompileSources; candidates: { programs: KernelProgram[]; skipped?: string }; toolkit: CudaToolkit | null },
   ): Promise<CompiledOracle> {
-    const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
-    const sources = await this.compileSources(paramNames, toolkit);
+    const { sources, candidates, toolkit } = program;
     const reference = options.oracle;
     const firstValid = space.size > 0 ? space.config(0) : undefined;
     // The kernel under test is built at its reference configuration; a separate reference at its own configuration.
@@ -425,29 +448,34 @@ export class TunableKernel {
         });
       return { launch, compile };
     };
-    const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
     const own = buildAt(this, ownConfig, options);
-    const chosen = await buildWithFallback(candidates, own.compile);
+    const choosing = buildWithFallback(candidates, own.compile);
     if (!reference) {
+      const chosen = await choosing;
       return { compiled: chosen.built, launch: own.launch, config: ownConfig, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
     }
-    // A separate reference implementation: the candidate's program was chosen above; the reference is compiled on its own.
+    // A separate reference implementation, compiled on its own while the candidate's program is chosen.
     const config = reference.config ?? ownConfig;
-    const oracleKernel = await TunableKernel.create(reference.code, {
-      kernelName: reference.kernelName ?? this.name,
-      fileName: reference.filePath ? basename(reference.filePath) : `${reference.kernelName ?? this.name}.reference.cu`,
-      ...(reference.filePath && { filePath: reference.filePath }),
-      ...(this.info.includePaths && { includePaths: this.info.includePaths }),
-    });
-    const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
-    const at = buildAt(oracleKernel, config, reference.launch ?? {});
-    try {
-      const built = await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.compile);
-      return { compiled: built.built, launch: at.launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
-    } catch (e) {
-      if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
-      throw e;
-    }
+    const referenceBuild = (async () => {
+      const oracleKernel = await TunableKernel.create(reference.code, {
+        kernelName: reference.kernelName ?? this.name,
+        fileName: reference.filePath ? basename(reference.filePath) : `${reference.kernelName ?? this.name}.reference.cu`,
+        ...(reference.filePath && { filePath: reference.filePath }),
+        ...(this.info.includePaths && { includePaths: this.info.includePaths }),
+      });
+      const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
+      const at = buildAt(oracleKernel, config, reference.launch ?? {});
+      try {
+        return { built: await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.compile), launch: at.launch };
+      } catch (e) {
+        if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
+        throw e;
+      }
+    })();
+    referenceBuild.catch(() => undefined); // the candidate's own failure is the one reported when both fail
+    const chosen = await choosing;
+    const { built, launch } = await referenceBuild;
+    return { compiled: built.built, launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
   }
 
   private compileSources(tunableNames: readonly string[], toolkit: CudaToolkit | null): Promise<CompileSources> {

@@ -3,9 +3,9 @@
 // each configuration once. The backend is the fake GPU (test/support/fake-backend.ts) with compiles that wait until
 // the test lets them finish.
 import { describe, expect, it, vi } from 'vitest';
-import type { BuildRequest, CompiledKernel } from '../../src/tuner/run/backend';
+import type { BuildRequest, CompiledKernel, KernelProgram } from '../../src/tuner/run/backend';
 import { COMPILE_MEMORY_BYTES, compileLookahead, defaultCompileConcurrency, memoryAllowsCompile } from '../../src/tuner/run/compile-concurrency';
-import { Evaluator } from '../../src/tuner/run/evaluator';
+import { Evaluator, type EvaluationSetup } from '../../src/tuner/run/evaluator';
 import { Geometry } from '../../src/tuner/space/geometry';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
 import { FakeBackend } from '../support/fake-backend';
@@ -20,11 +20,14 @@ const BLOCKS = [32, 64, 96, 128, 160, 192, 224, 256, 288, 320];
 
 /** The fake GPU, whose compiles of the block sizes `gated` selects wait for release() (all of them once releaseAll() opened the gate); the oracle's (no block size) never waits. */
 class GatedCompiles extends FakeBackend {
-  /** Block sizes whose compile started, in order. */
+  /** Block sizes whose compile started and waits (or waited) for the test, in order. */
   readonly started: number[] = [];
+  /** Every compile: its block size (undefined for a program without one) and compiler, in order. */
+  readonly compiles: { block: number | undefined; compiler: string }[] = [];
   running = 0;
   maxRunning = 0;
-  private readonly waiting = new Map<number, () => void>();
+  /** The compiles of each block size that wait (the oracle's and an evaluation's may compile the same one). */
+  private readonly waiting = new Map<number, (() => void)[]>();
   private open = false;
 
   constructor(private readonly gated: (blockSize: number) => boolean) {
@@ -32,11 +35,12 @@ class GatedCompiles extends FakeBackend {
   }
 
   override async compile(request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel> {
-    const block = Number(request.defines.block_size_x);
-    if (request.defines.block_size_x === undefined || !this.gated(block)) return super.compile(request, signal);
+    const block = request.defines.block_size_x === undefined ? undefined : Number(request.defines.block_size_x);
+    this.compiles.push({ block, compiler: request.compiler });
+    if (block === undefined || !this.gated(block)) return super.compile(request, signal);
     this.started.push(block);
     this.maxRunning = Math.max(this.maxRunning, ++this.running);
-    if (!this.open) await new Promise<void>((resolve) => this.waiting.set(block, resolve));
+    if (!this.open) await new Promise<void>((resolve) => this.waiting.set(block, [...(this.waiting.get(block) ?? []), resolve]));
     this.running--;
     return super.compile(request, signal);
   }
@@ -45,7 +49,7 @@ class GatedCompiles extends FakeBackend {
     const finish = this.waiting.get(block);
     if (!finish) throw new Error(`no compile of block ${block} is waiting (started: ${this.started.join(', ')})`);
     this.waiting.delete(block);
-    finish();
+    for (const f of finish) f();
   }
 
   releaseAll(): void {
@@ -65,6 +69,21 @@ const test = () =>
   });
 
 describe('compiling ahead in a search', () => {
+  it('compiles the first configurations while the oracle is built', async () => {
+    // The oracle is this kernel at block 32, and its compile waits: the search has started meanwhile.
+    const gpu = new GatedCompiles((block) => block === 32);
+    const kernel = await TunableKernel.create(COPY, { fileName: 'copy.cu' });
+    const reported: string[] = [];
+    const tuning = kernel.tune(test(), { block_size_x: BLOCKS }, [], { backend: gpu, compileConcurrency: 2, earlyStop: false, onResult: (r) => reported.push(r.key) });
+    await vi.waitFor(() => expect(gpu.compiles.map((c) => c.block)).toEqual(expect.arrayContaining([64, 96, 128, 160])));
+    expect(gpu.started).toContain(32); // still waiting
+    expect(reported).toEqual([]);
+    gpu.releaseAll();
+    const result = await tuning;
+    expect(result.results.map((r) => r.status)).toEqual(BLOCKS.map(() => 'ok'));
+    expect(reported).toHaveLength(BLOCKS.length);
+  });
+
   it('starts the next announced compile when one finishes, while the GPU still waits for another', async () => {
     // Block 32 (the oracle and the first evaluation) compiles at once; the others wait for the test.
     const gpu = new GatedCompiles((block) => block !== 32);
@@ -84,13 +103,20 @@ describe('compiling ahead in a search', () => {
   });
 });
 
-describe('Evaluator.prefetch', () => {
-  async function evaluatorOn(gpu: GatedCompiles, freeBytes: () => number): Promise<Evaluator> {
-    const source = COPY;
-    const oracle = await gpu.load(await gpu.compile({ compiler: 'nvcc', source, fileName: 'copy.cu', nameExpression: 'copy', defines: {}, compilerOptions: [] }));
-    const prepared = await gpu.prepare({ kind: 'host', arguments: [] }, { kernel: oracle });
-    return new Evaluator([{ backend: gpu, device: await gpu.describe(), test: prepared }], {
-      program: { compiler: 'nvcc', source, fileName: 'copy.cu' },
+describe('Evaluator', () => {
+  const NVRTC_UNIT: KernelProgram = { compiler: 'nvrtc', source: COPY, fileName: 'copy.cu' };
+  const WHOLE_FILE: KernelProgram = { compiler: 'nvcc', source: COPY, fileName: 'copy.cu' };
+
+  /** The setup evaluations wait for: the fake GPU's test data, prepared when the test says which program won. */
+  async function setupOn(gpu: GatedCompiles, program: KernelProgram): Promise<EvaluationSetup> {
+    const oracle = await gpu.load(await gpu.compile({ ...program, nameExpression: 'copy', defines: {}, compilerOptions: [] }));
+    return { program, tests: [await gpu.prepare({ kind: 'host', arguments: [] }, { kernel: oracle })] };
+  }
+
+  async function evaluatorOn(gpu: GatedCompiles, freeBytes: () => number, setup: Promise<EvaluationSetup> = new Promise(() => undefined)): Promise<Evaluator> {
+    return new Evaluator([{ backend: gpu, device: await gpu.describe() }], setup, {
+      likelyProgram: NVRTC_UNIT,
+      scalars: {},
       nameExpression: 'copy',
       compilerOptions: [],
       geometry: new Geometry({ problemSize: 4096 }, { paramNames: ['block_size_x'] }),
@@ -131,6 +157,23 @@ describe('Evaluator.prefetch', () => {
     gpu.release(64);
     await vi.waitFor(() => expect(gpu.started).toEqual([32, 64, 96, 128, 256, 288]));
     gpu.releaseAll();
+    await evaluator.dispose();
+  });
+
+  it('compiles with the likely program before the setup is done, and never uses those compiles when the setup chose another', async () => {
+    const gpu = new GatedCompiles(() => false);
+    let chooseProgram: (setup: EvaluationSetup) => void = () => undefined;
+    const evaluator = await evaluatorOn(gpu, () => 64 * COMPILE_MEMORY_BYTES, new Promise((resolve) => (chooseProgram = resolve)));
+    evaluator.prefetch([{ block_size_x: 64 }, { block_size_x: 96 }]);
+    const evaluation = evaluator.evaluate({ block_size_x: 32 });
+    await vi.waitFor(() => expect(gpu.compiles).toEqual([64, 96, 32].map((block) => ({ block, compiler: 'nvrtc' }))));
+    // NVRTC could not take the file after all: the setup's program is nvcc's whole file.
+    chooseProgram(await setupOn(gpu, WHOLE_FILE));
+    const result = await evaluation;
+    expect(result.status).toBe('ok');
+    expect(result.reproduce?.nvrtcVersion).toBe('nvcc');
+    const byNvcc = gpu.compiles.filter((c) => c.compiler === 'nvcc' && c.block !== undefined).map((c) => c.block);
+    expect(byNvcc.sort((a, b) => a! - b!)).toEqual([32, 64, 96]); // the evaluated one, and the announced ones again
     await evaluator.dispose();
   });
 });

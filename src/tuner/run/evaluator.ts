@@ -5,6 +5,10 @@
 // processes, or nvcc's), while the GPUs time the current ones: whenever one finishes, the next announced configuration
 // starts compiling, as long as the free memory allows (compile-concurrency.ts).
 //
+// Evaluations wait for the setup (the oracle built, the test data prepared on every GPU, and with it the program the
+// file compiles with, NVRTC's or nvcc's), but compiles do not: they start with the likely program (the first candidate)
+// while the oracle is built, and a compile made with a program the setup did not choose is never used.
+//
 // With several GPUs (all of one model) the evaluator has one device per GPU, each with the test data prepared on it:
 // the same inputs from the same seeds, and the oracle's outputs computed there by the oracle itself, so a configuration
 // is always compared with the oracle on the GPU that ran it. Compiles are shared: a kernel compiled through any GPU's
@@ -21,8 +25,13 @@ import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type Launch
 import { configKey, type Config, type ConfigResult, type FailureKind, type GpuId, type Reproduction } from '../types';
 
 export interface EvaluatorOptions {
-  /** The program every configuration compiles (with its defines), for the compiler chosen for this file. */
-  program: KernelProgram;
+  /**
+   * The program compiles start with before the setup says which one the file compiles with (the first candidate);
+   * without one, nothing compiles before the setup is done.
+   */
+  likelyProgram?: KernelProgram;
+  /** The scalar arguments, for problem sizes that name them. */
+  scalars: Record<string, number>;
   nameExpression: string;
   compilerOptions: readonly string[];
   geometry: Geometry;
@@ -44,11 +53,16 @@ export interface EvaluatorOptions {
   freeMemoryBytes?: () => number;
 }
 
-/** One GPU of an evaluation: its backend, what it is, and the test data prepared on it (with its own oracle outputs). */
+/** One GPU of an evaluation: its backend and what it is. */
 export interface EvaluationDevice {
   backend: TuningBackend;
   device: DeviceDescription;
-  test: PreparedTest;
+}
+
+/** What evaluations wait for: the program the file compiles with, and the test data prepared on each GPU (by worker) with its own oracle outputs. */
+export interface EvaluationSetup {
+  program: KernelProgram;
+  tests: readonly PreparedTest[];
 }
 
 /** A configuration failed: what kind of failure, and the message (with the compiler log for compile errors). */
@@ -70,20 +84,33 @@ export class Evaluator {
   private readonly compiles = new Map<string, { promise: Promise<CompiledKernel>; settled: boolean }>();
   private compilesRunning = 0;
   /** The strategy's latest announcement, not compiling yet: started in order as compiles finish. */
-  private upcoming: BuildRequest[] = [];
+  private upcoming: Config[] = [];
+  /** The latest announcement less what was taken since: compiled again when the setup chose another program. */
+  private announced: Config[] = [];
   private nextCompiler = 0;
-  private readonly sourceHash: string;
+  /** The likely program until the setup is ready, then the setup's. */
+  private program: KernelProgram | undefined;
   private readonly gpus: GpuId[];
   private bestMs = Infinity;
+  private readonly sourceHashes = new Map<KernelProgram, string>();
 
   constructor(
     private readonly devices: readonly EvaluationDevice[],
+    private readonly setup: Promise<EvaluationSetup>,
     private readonly options: EvaluatorOptions,
   ) {
     if (devices.length === 0) throw new RangeError('an evaluator needs at least one device');
-    this.sourceHash = createHash('sha256').update(options.program.source).digest('hex');
+    this.program = options.likelyProgram;
     const host = hostname();
     this.gpus = devices.map((d) => ({ host, ordinal: d.device.ordinal, ...(d.device.pciBusId && { pciBusId: d.device.pciBusId }) }));
+    setup.then(
+      ({ program }) => {
+        if (program.compiler !== this.program?.compiler) this.upcoming = [...this.announced]; // their compiles are another program's
+        this.program = program;
+        this.compileAhead();
+      },
+      () => undefined, // every evaluation rejects with the setup's error
+    );
   }
 
   /** The GPUs configurations are evaluated on, by worker number. */
@@ -96,13 +123,15 @@ export class Evaluator {
    * compileConcurrency at once, each next one as soon as another finishes. A new announcement replaces the last one.
    */
   prefetch(configs: readonly Config[]): void {
-    this.upcoming = configs.flatMap((config) => this.tryRequest(config) ?? []);
+    this.upcoming = [...configs];
+    this.announced = [...configs];
     this.compileAhead();
   }
 
   /** Drops the compiles run ahead and never evaluated (they hold no device memory). */
   async dispose(): Promise<void> {
     this.upcoming = [];
+    this.announced = [];
     const pending = [...this.compiles.values()].map((c) => c.promise);
     this.compiles.clear();
     await Promise.allSettled(pending);
@@ -110,18 +139,26 @@ export class Evaluator {
 
   /** Evaluates a configuration on the GPU of `worker` (0 when there is one); aborting stops what that GPU runs. */
   async evaluate(config: Config, worker = 0, signal?: AbortSignal): Promise<ConfigResult> {
-    const on = this.devices[worker];
-    if (!on) throw new RangeError(`worker ${worker} does not exist: this evaluator has ${this.devices.length} GPU${this.devices.length > 1 ? 's' : ''}`);
-    const started = performance.now();
+    const target = this.devices[worker];
+    if (!target) throw new RangeError(`worker ${worker} does not exist: this evaluator has ${this.devices.length} GPU${this.devices.length > 1 ? 's' : ''}`);
     const key = configKey(config, this.options.paramNames);
     const timings = { compileMs: 0, loadMs: 0, verifyMs: 0, benchmarkMs: 0 };
     const result: ConfigResult = { config, key, status: 'ok' };
+    const notTaken = (c: Config) => configKey(c, this.options.paramNames) !== key; // taken: never compiled ahead again
+    this.upcoming = this.upcoming.filter(notTaken);
+    this.announced = this.announced.filter(notTaken);
+    // Its compile starts now, before the setup is ready (with the likely program: the one the setup chooses, mostly).
+    const launchable = this.tryRequest(config);
+    if (launchable && !this.compiles.has(buildKey(launchable))) this.startCompile(launchable, target.backend, { ahead: false, signal });
+    const setup = await this.setup;
+    const on = { ...target, test: setup.tests[worker]! };
+    const started = performance.now();
     let kernel: BuiltKernel | undefined;
     try {
       const launch = this.launchOf(config);
       result.geometry = { grid: launch.grid, block: launch.block };
-      const request = this.request(config, launch);
-      result.reproduce = this.reproduction(request, on.device);
+      const request = this.request(config, launch, setup.program);
+      result.reproduce = this.reproduction(request, setup.program, on.device);
       const compiled = await this.compiled(request, on.backend, signal);
       timings.compileMs = compiled.compileMs;
       result.gpu = this.gpus[worker]!;
@@ -186,7 +223,7 @@ export class Evaluator {
   private launchOf(config: Config): Launch {
     let g: LaunchGeometry;
     try {
-      g = this.options.geometry.launch(config, this.devices[0]!.test.scalars);
+      g = this.options.geometry.launch(config, this.options.scalars);
     } catch (e) {
       if (e instanceof GeometryError) throw new EvaluationFailure('launch_error', e.message);
       throw e;
@@ -197,18 +234,20 @@ export class Evaluator {
     return { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
   }
 
-  private request(config: Config, launch: Launch): BuildRequest {
+  private request(config: Config, launch: Launch, program: KernelProgram): BuildRequest {
     return {
-      ...this.options.program,
+      ...program,
       nameExpression: this.options.nameExpression,
       defines: defines(config, launch, this.options.geometry.blockSizeNames),
       compilerOptions: this.options.compilerOptions,
     };
   }
 
+  /** The request of a configuration with the program known now (none before the setup without a likely program). */
   private tryRequest(config: Config): BuildRequest | undefined {
+    if (!this.program) return undefined;
     try {
-      return this.request(config, this.launchOf(config));
+      return this.request(config, this.launchOf(config), this.program);
     } catch {
       return undefined; // its evaluation reports the problem
     }
@@ -219,26 +258,27 @@ export class Evaluator {
     const freeBytes = this.options.freeMemoryBytes ?? availableMemoryBytes;
     while (this.upcoming.length > 0 && this.compilesRunning < this.options.compileConcurrency) {
       if (!memoryAllowsCompile(this.compilesRunning, freeBytes())) return; // the next one to finish tries again
-      const request = this.upcoming.shift()!;
-      if (!this.compiles.has(buildKey(request))) this.startCompile(request);
+      const request = this.tryRequest(this.upcoming.shift()!);
+      if (request && !this.compiles.has(buildKey(request))) this.startCompile(request, this.devices[this.nextCompiler++ % this.devices.length]!.backend, { ahead: true });
     }
   }
 
-  /** Compiles ahead through the next GPU's backend in turn (a run's GPUs share one compile pool; nvcc runs anywhere). */
-  private startCompile(request: BuildRequest): void {
-    const backend = this.devices[this.nextCompiler++ % this.devices.length]!.backend;
-    const key = buildKey(request);
-    const entry = { promise: backend.compile(request), settled: false };
-    this.compilesRunning++;
+  /**
+   * Starts a compile kept for the evaluation that takes it: run ahead (counted against compileConcurrency; through the
+   * GPUs' backends in turn: a run's GPUs share one compile pool, nvcc runs anywhere), or the one an evaluation waits for.
+   */
+  private startCompile(request: BuildRequest, backend: TuningBackend, { ahead, signal }: { ahead: boolean; signal?: AbortSignal }): void {
+    const entry = { promise: backend.compile(request, signal), settled: false };
+    if (ahead) this.compilesRunning++;
     entry.promise
       .catch(() => undefined) // observed when evaluated; a compile run ahead may never be
       .finally(() => {
-        this.compilesRunning--;
+        if (ahead) this.compilesRunning--;
         entry.settled = true;
         this.forgetOldCompiles();
         this.compileAhead();
       });
-    this.compiles.set(key, entry);
+    this.compiles.set(buildKey(request), entry);
   }
 
   /** Keeps the newest few finished compiles nobody took (a local search announced them, then moved elsewhere). */
@@ -253,7 +293,6 @@ export class Evaluator {
     const key = buildKey(request);
     const promise = this.compiles.get(key)?.promise ?? backend.compile(request, signal);
     this.compiles.delete(key);
-    this.upcoming = this.upcoming.filter((r) => buildKey(r) !== key);
     try {
       return await promise;
     } catch (e) {
@@ -277,9 +316,15 @@ export class Evaluator {
     }
   }
 
-  private reproduction(request: BuildRequest, device: DeviceDescription): Reproduction {
+  private sourceHashOf(program: KernelProgram): string {
+    let hash = this.sourceHashes.get(program);
+    if (hash === undefined) this.sourceHashes.set(program, (hash = createHash('sha256').update(program.source).digest('hex')));
+    return hash;
+  }
+
+  private reproduction(request: BuildRequest, program: KernelProgram, device: DeviceDescription): Reproduction {
     return {
-      sourceHash: this.sourceHash,
+      sourceHash: this.sourceHashOf(program),
       defines: request.defines,
       compilerOptions: [...request.compilerOptions],
       deviceName: device.name,
@@ -290,8 +335,9 @@ export class Evaluator {
   }
 }
 
+/** What a compile is kept under: a compile made with another program (another compiler) than a request's is not its. */
 function buildKey(request: BuildRequest): string {
-  return JSON.stringify([request.defines, request.nameExpression]);
+  return JSON.stringify([request.compiler, request.defines, request.nameExpression]);
 }
 
 /** One readable paragraph: where the outputs were wrong, which outputs differ, how, and where; which inputs the kernel overwrote. */
