@@ -21,6 +21,7 @@ import { commandLine, reportPath, writeReport } from './report';
 import { reportFromTune, type TuneReportInput } from '../report/model';
 import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import { GpuBackend } from '../tuner/run/gpu-backend';
+import { markPhase } from '../phases';
 import { describeVerification } from '../tuner/run/measurement';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
@@ -68,6 +69,7 @@ past one host (brute force):
 `;
 
 export async function run(args: string[]): Promise<number> {
+  markPhase('command loaded');
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -109,16 +111,29 @@ export async function run(args: string[]): Promise<number> {
   const isSource = ['.cu', '.cuh'].includes(extname(first).toLowerCase());
   const specPath = isSource ? values.spec : first;
   if (!specPath) throw new TuningSpecError(`${first} needs a tuning spec for its inputs: --spec SPEC.yaml`);
-  const spec = applyFlags(loadTuningSpec(specPath), values);
-  const job = await tuningJob(spec, isSource ? { file: first } : {});
+  if (values.gpus !== undefined && values.device !== undefined) throw new TuningSpecError('give --device N (one GPU) or --gpus, not both');
+  if (!values.slurm && (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined)) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
+  const shard = values.shard === undefined || values.slurm ? undefined : parseShard(values.shard);
+  if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
+  const selection = values.gpus !== undefined ? parseGpuSelection(values.gpus) : singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
+  // A run on the GPU starts its GPUs (workers, CUDA contexts, NVRTC) while the spec and the kernel's file are read and
+  // parsed; their failure is reported where the run needs them, after the spec's own errors.
+  const measuring = !values.slurm && values.simulate === undefined && values['simulate-if-no-gpu'] === undefined;
+  const opening = measuring ? GpuBackend.openAll(selection) : undefined;
+  opening?.catch(() => undefined);
+  const { spec, job, htmlReport } = await (async () => {
+    const spec = applyFlags(loadTuningSpec(specPath), values);
+    markPhase('spec read');
+    const job = await tuningJob(spec, isSource ? { file: first } : {});
+    markPhase('kernel file read and parsed');
+    const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
+    return { spec, job, htmlReport };
+  })().catch(async (e: unknown) => {
+    await opening?.then((backends) => Promise.all(backends.map((b) => b.dispose())), () => undefined);
+    throw e;
+  });
   const { kernel } = job;
   if (values.slurm) return slurm(values, kernel.name, spec.strategy, ['tune', resolve(first), ...(isSource ? ['--spec', resolve(specPath)] : []), ...taskFlags(values)]);
-  if (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
-  const shard = values.shard === undefined ? undefined : parseShard(values.shard);
-  if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
-  if (values.gpus !== undefined && values.device !== undefined) throw new TuningSpecError('give --device N (one GPU) or --gpus, not both');
-  const gpus = values.gpus === undefined ? undefined : parseGpuSelection(values.gpus);
-  const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
 
   const progress = values.quiet ? undefined : new TuningProgress();
   const onResult = (r: ConfigResult, p: SearchProgress) => progress?.add(r, p);
@@ -148,8 +163,8 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
       limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
     } else {
       mode = 'measured on the GPU';
-      const selection = gpus ?? singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
-      const backends = await GpuBackend.openAll(selection);
+      const backends = await (opening ?? GpuBackend.openAll(selection));
+      markPhase('GPUs ready');
       try {
         const options: TuneOptions = {
           ...job.options,
@@ -160,6 +175,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
           onResult,
         };
         result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+        markPhase('search done');
         const used = result.gpus ?? [];
         if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
         if (htmlReport) {
@@ -167,6 +183,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
           device = await backends[0]!.describe();
           // After the search, so that the probe's second of copies competes with nothing.
           limits = await backends[0]!.speedLimits();
+          markPhase('speed limits measured');
         }
       } finally {
         await Promise.all(backends.map((b) => b.dispose()));
@@ -206,6 +223,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         },
       }),
     );
+    markPhase('HTML report written');
   }
 
   if (values.json) {

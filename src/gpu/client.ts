@@ -26,6 +26,7 @@ import {
 } from './dtype';
 import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS, type EnergyResult } from './energy';
 import { ArgumentError, argumentError } from './errors';
+import { markPhase } from '../phases';
 import { GpuWorker, isStaleGeneration, type CallOptions, type GpuWorkerOptions, type RequestOptions } from './gpu-worker';
 import { kernelMetrics, type KernelMetrics } from './kernel-metrics';
 import { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-config';
@@ -399,6 +400,7 @@ export class Gpu {
     try {
       const ready = await worker.start();
       if (ready.addonError) throw ready.addonError;
+      markPhase('GPU worker ready (process, addon, driver and NVRTC loaded)');
       const device = await worker.request('deviceInfo', { ordinal: worker.device });
       return new Gpu(worker, device, ready.status);
     } catch (e) {

@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os';
 import { checkPositiveInteger } from './check';
 import { compileInWorker } from './client';
 import { AbortError, GpuError } from './errors';
+import { markPhase } from '../phases';
 import { GpuWorker, type GpuWorkerOptions } from './gpu-worker';
 import type { Program, ProgramInit } from './program';
 import type { CompiledProgram, CompileOptions, Compiler } from './types';
@@ -57,7 +58,7 @@ export class CompilePool {
   /** Starts the first process now, so that the first compile does not wait for it to start. */
   warm(): void {
     if (this.processes.length > 0 || this.disposing) return;
-    this.add(false).worker.start().catch(() => undefined); // a start that fails is reported by the first compile
+    this.add(false).worker.start().then(() => markPhase('compile process ready'), () => undefined); // a start that fails is reported by the first compile
   }
 
   /** Compiles in the first free process (starting one while fewer than `size` run); waits for one otherwise. */

@@ -22,6 +22,7 @@ import { SearchSpace } from './space/search-space';
 import { typeAliases } from './source/type-aliases';
 import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
+import { markPhase } from '../phases';
 
 /**
  * A configuration produced wrong outputs (the message says which, how many, how wrong and where), or its timed launches
@@ -318,6 +319,7 @@ export class TunableKernel {
       // oracle run on them there (each configuration is compared with the oracle's outputs on the GPU that ran it). The
       // search starts meanwhile: its first configurations compile while the setup runs, and evaluate once it is done.
       const setup = this.buildOracle(backends[0]!, device, space, problemSize, scalars, options, compilerOptions, { sources, candidates, toolkit }).then(async (oracle) => {
+        markPhase('oracle compiled');
         const devices = await Promise.all(
           backends.map(async (backend) => {
             const kernel = await backend.load(oracle.compiled);
@@ -327,6 +329,7 @@ export class TunableKernel {
             return { backend, test, oracle: kernel };
           }),
         );
+        markPhase('setup done (test data and oracle outputs on every GPU)');
         return { oracle, devices };
       });
       setupRunning = setup.catch(() => undefined); // also observes a failure before anything awaits the setup

@@ -10,8 +10,8 @@
 // and rebuilds the test data on a fresh worker before it goes on.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { hostname, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { availableCompilers, noCompilerError, type Compiler } from '../../gpu/compiler';
 import { CompilePool, type CompilePoolOptions } from '../../gpu/compile-pool';
 import {
@@ -31,6 +31,7 @@ import {
   type Module,
 } from '../../gpu/client';
 import { measureBandwidth } from '../../gpu/bandwidth';
+import { markPhase } from '../../phases';
 import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
 import {
   backendList,
@@ -165,13 +166,17 @@ export class GpuBackend implements TuningBackend {
   static async open(options: GpuBackendOptions = {}): Promise<GpuBackend> {
     const { compilePool, cacheDir, ...gpuOptions } = options;
     const pool = compilePool?.share() ?? new CompilePool(compilePoolOptions(gpuOptions));
+    // A compile process starts (and loads NVRTC: the same bundle in the same environment as the GPU worker) beside the
+    // GPU worker, ready for the first compile; where NVRTC is missing it idles until the backend is disposed.
+    pool.warm();
     try {
       const gpu = await Gpu.open(gpuOptions);
       try {
+        // The CUDA context is created on the worker's first request that needs one: now, while the caller reads its
+        // spec and builds the oracle, rather than when the oracle loads. Its failure is the first real request's.
+        gpu.memInfo().then(() => markPhase('CUDA context created'), () => undefined);
         const { nvrtc, nvcc } = await availableCompilers(gpu);
         if (!nvrtc && !nvcc) throw noCompilerError(gpu);
-        // The compile processes load the NVRTC the GPU worker loaded (the same bundle in the same environment).
-        if (nvrtc) pool.warm();
         return new GpuBackend(gpu, { nvrtc: nvrtc && pool.compilerFor(gpu.arch), nvcc }, cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'), pool);
       } catch (e) {
         await gpu.dispose();
@@ -242,10 +247,24 @@ export class GpuBackend implements TuningBackend {
 
   /**
    * The device's limits for speed-of-light figures: the bandwidth measured by the copy kernel (gpu/bandwidth.ts), the
-   * FP32 peak by the formula of speed-of-light.ts. Measured once per backend (about a second).
+   * FP32 peak by the formula of speed-of-light.ts. Measured once per GPU (about a second) and kept on disk for a week:
+   * a later run on the same GPU (host, PCI bus, driver) reuses them, and says when they were measured.
    */
   speedLimits(): Promise<DeviceSpeedLimits> {
-    return (this.limits ??= this.measureLimits());
+    return (this.limits ??= this.keptLimits());
+  }
+
+  private async keptLimits(): Promise<DeviceSpeedLimits> {
+    const { driverVersion, device } = await this.gpu.runtime();
+    const key = createHash('sha256').update(JSON.stringify([hostname(), device.name, device.pciBusId, driverVersion])).digest('hex').slice(0, 24);
+    const file = join(this.cacheDir, `speed-limits-${key}.json`);
+    const kept = readKept<{ measuredAt: string; limits: DeviceSpeedLimits }>(file);
+    if (kept && Date.now() - Date.parse(kept.measuredAt) < SPEED_LIMITS_KEPT_MS) {
+      return { ...kept.limits, bandwidthMethod: `${kept.limits.bandwidthMethod} (measured on this GPU at ${kept.measuredAt})` };
+    }
+    const limits = await this.measureLimits();
+    keep(file, JSON.stringify({ measuredAt: new Date().toISOString(), limits }));
+    return limits;
   }
 
   private async measureLimits(): Promise<DeviceSpeedLimits> {
@@ -535,20 +554,17 @@ export class GpuBackend implements TuningBackend {
       .slice(0, 24);
     const cachePath = join(this.cacheDir, `helpers-${key}.json`);
     let compiled: CompiledProgram;
-    try {
-      const cached = JSON.parse(readFileSync(cachePath, 'utf8')) as CompiledProgram & { cubin: string };
+    const cached = readKept<CompiledProgram & { cubin: string }>(cachePath);
+    if (cached) {
       compiled = { ...cached, cubin: Buffer.from(cached.cubin, 'base64') };
-    } catch {
+    } else {
       try {
         compiled = await this.defaultCompiler.compile(program);
       } catch (e) {
         if (e instanceof CompileError) throw new Error(`internal: the tuner's helper kernels do not compile on this toolkit:\n${e.message}`);
         throw e;
       }
-      mkdirSync(this.cacheDir, { recursive: true });
-      const tmp = `${cachePath}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify({ ...compiled, cubin: compiled.cubin.toString('base64') }));
-      renameSync(tmp, cachePath);
+      keep(cachePath, JSON.stringify({ ...compiled, cubin: compiled.cubin.toString('base64') }));
     }
     const previous = this.helpers;
     const module = await this.gpu.loadModule(compiled);
@@ -583,4 +599,24 @@ export async function backendsOf(o: { backend?: TuningBackend | readonly TuningB
   if (o.backend) return { backends: backendList(o.backend), opened: false };
   if (o.gpus && o.device !== undefined) throw new RangeError('give device (one GPU) or gpus, not both');
   return { backends: await GpuBackend.openAll(o.gpus ?? singleGpu(o.device ?? 0)), opened: true };
+}
+
+/** How long measured speed limits are reused on the same GPU. */
+const SPEED_LIMITS_KEPT_MS = 7 * 24 * 3600 * 1000;
+
+/** What keep() wrote to `file`; undefined when it is not there (or unreadable: it is made again). */
+function readKept<T>(file: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes `file` whole or not at all (through a file of this process renamed over it): runs side by side never see half of one. */
+function keep(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
 }
