@@ -2,7 +2,10 @@
 // model would give them, recorded in examples/matmul_naive/expert-session.json) replayed through the whole graph on
 // this GPU with no model: analysis, test, baseline, four planned steps, each tuned and verified here. Reports the final
 // kernel's time, its ratio to the original and to cuBLAS fp32 (torch.matmul with TF32 off, measured in the same run,
-// same size, CUDA events, median of many), and the wall time of the graph, which here has no model latency in it.
+// same size, CUDA events, median of many), and the wall time of the graph, which here has no model latency in it. The
+// requests of the replay carry this GPU's measurements (its limits, the kernel's speed of light, the profile of each
+// step's best configuration: Nsight Compute's where it runs, else the driver's metrics); the benchmark prints them and
+// fails when a step's request lacks them.
 //   node dist/bench/expert-replay.js        (JSON also to $OUT/bench-expert-replay.json when OUT is set)
 // cuBLAS is measured by /opt/torch/.venv/bin/python (or $LKT_TORCH_PYTHON) after the replay, once its GPU worker is gone.
 import { execFileSync } from 'node:child_process';
@@ -13,6 +16,7 @@ import type { EventOf, TuningEvent } from '../src/engine/progress/events';
 import { HistoryEntrySchema } from '../src/engine/store/history-store';
 import type { LlmExchange } from '../src/engine/llm/exchange';
 import { ReplayChatModel } from '../src/engine/llm/replay';
+import { GPU_HEADING, measuredLines, PROFILE_HEADING } from '../src/engine/prompts';
 import { transformerOptionsFrom } from '../src/engine/session/session-options';
 import { LLMKernelTransformer } from '../src/engine/session/transformer';
 import type { TuningBackend } from '../src/tuner/run/backend';
@@ -117,6 +121,7 @@ export async function run(backend: TuningBackend, cublasAt: (n: number) => Cubla
     console.error('(a step rejected on this GPU, e.g. not 1 % faster than the one before, changes what the graph asks next: the recording holds no answer for that)');
     process.exit(1);
   }
+  const requests = measuredPartsOfRequests(events);
   const n = recordedSize(entry.llmExchanges ?? []);
   const baselineMs = finished.tracker.baselineTimeMs!;
   const finalMs = finished.tracker.finalTimeMs!;
@@ -140,6 +145,8 @@ export async function run(backend: TuningBackend, cublasAt: (n: number) => Cubla
     speedupOverOriginal: baselineMs / finalMs,
     fractionOfCublas: cublas.medianMs / finalMs,
     goal: { fractionOfCublas: GOAL, met: cublas.medianMs / finalMs >= GOAL },
+    profiles: events.filter((e): e is EventOf<'profile'> => e.type === 'profile').map((e) => ({ step: e.stepId ?? 'original', source: e.profile.source, config: e.profile.config, summary: e.profile.summary, ...(e.profile.unavailable && { unavailable: e.profile.unavailable }) })),
+    requests,
   };
 
   console.log(`\nexpert session of examples/matmul_naive replayed on ${device.name} (${device.arch}), ${n} x ${n} fp32`);
@@ -149,8 +156,25 @@ export async function run(backend: TuningBackend, cublasAt: (n: number) => Cubla
   console.log(`  cuBLAS fp32 (torch ${cublas.torch}, TF32 off)  ${cublas.medianMs.toFixed(3)} ms  ${report.cublas.tflops.toFixed(1)} TFLOP/s (median of ${cublas.reps})`);
   console.log(`  final: ${report.speedupOverOriginal.toFixed(2)}x the original, ${(100 * report.fractionOfCublas).toFixed(1)} % of cuBLAS (goal ${100 * GOAL} %: ${report.goal.met ? 'met' : 'NOT met'})`);
 
+  console.log('\nwhat the requests that plan or rewrite told the model about this GPU and the kernel:');
+  for (const r of requests) console.log(`  ${r.purpose}:\n${r.lines.map((l) => `    ${l}`).join('\n')}`);
+
   const file = writeBenchJson('expert-replay', report);
   if (file) console.log(`\nwrote ${file}`);
+  const lacking = requests.filter((r) => !r.lines.some((l) => l.startsWith(GPU_HEADING)) || !r.lines.some((l) => l.startsWith(PROFILE_HEADING)));
+  if (lacking.length > 0) {
+    console.error(`these requests lack the GPU or the profile: ${lacking.map((r) => r.purpose).join(', ')}`);
+    process.exit(1);
+  }
+}
+
+/** The measured parts (the GPU, the profile) of the plan's and the steps' requests of this run, as sent. */
+function measuredPartsOfRequests(events: readonly TuningEvent[]): { purpose: string; lines: string[] }[] {
+  return events.flatMap((e) => {
+    if (e.type !== 'llm.exchange' || !/^(plan|step \d+)$/.test(e.exchange.purpose)) return [];
+    const text = e.exchange.messages.at(-1)?.content;
+    return typeof text === 'string' ? [{ purpose: e.exchange.purpose, lines: measuredLines(text) }] : [];
+  });
 }
 
 function describe(e: TuningEvent): string {

@@ -3,6 +3,8 @@
 // scripts/install-code-server.sh into .tools/) driven by Playwright with Debian's Chromium.
 //   1. extension tests, first window   (dist/extension-tests/suite.js, the @vscode/test-electron `run()` contract)
 //   2. extension tests, after a reload (dist/extension-tests/suite-reload.js, same VS Code and browser profile)
+//   2b. extension tests in Restricted Mode (dist/extension-tests/suite-restricted.js: the same profile, Workspace
+//      Trust on, a workspace that is not trusted)
 //   3. the UI test a person would recognise (dist/extension-tests/ui.e2e.js), screenshots in test-results/, on the
 //      extension as users get it: packaged with vsce and installed from the .vsix.
 // Sessions run on the scripted LLM server and the fake GPU backend (the extension's test hook). Prints
@@ -10,7 +12,7 @@
 //   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--update-screenshots]
 // --update-screenshots: the UI test also writes the README's screenshots (media/screenshots/).
 import { execFileSync, spawn } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -65,8 +67,11 @@ function freePort() {
   });
 }
 
-/** A code-server with its own profile, XDG dirs and TMPDIR, so nothing lands in ~ or /tmp. */
-async function startCodeServer(name, env) {
+/**
+ * A code-server with its own profile, XDG dirs and TMPDIR, so nothing lands in ~ or /tmp. `trust`: Workspace Trust on
+ * (a folder is then untrusted, in Restricted Mode, and nothing asks about it); otherwise off, every folder trusted.
+ */
+async function startCodeServer(name, env, { trust = false } = {}) {
   const dir = join(work, name);
   for (const d of ['user-data', 'extensions', 'xdg-config', 'xdg-data', 'tmp']) mkdirSync(join(dir, d), { recursive: true });
   const port = await freePort();
@@ -76,11 +81,11 @@ async function startCodeServer(name, env) {
   mkdirSync(join(dir, 'user-data', 'User'), { recursive: true });
   writeFileSync(
     join(dir, 'user-data', 'User', 'settings.json'),
-    JSON.stringify({ 'workbench.startupEditor': 'none', 'security.workspace.trust.enabled': false, 'telemetry.telemetryLevel': 'off', 'workbench.tips.enabled': false, 'extensions.autoCheckUpdates': false, 'window.restoreWindows': 'all', 'workbench.colorTheme': 'Default Light Modern', 'files.autoSave': 'off', 'git.enabled': false, 'git.openRepositoryInParentFolders': 'never' }),
+    JSON.stringify({ 'workbench.startupEditor': 'none', 'security.workspace.trust.enabled': trust, 'security.workspace.trust.startupPrompt': 'never', 'telemetry.telemetryLevel': 'off', 'workbench.tips.enabled': false, 'extensions.autoCheckUpdates': false, 'window.restoreWindows': 'all', 'workbench.colorTheme': 'Default Light Modern', 'files.autoSave': 'off', 'git.enabled': false, 'git.openRepositoryInParentFolders': 'never' }),
   );
   const child = spawn(
     codeServer,
-    ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', '--disable-workspace-trust', '--user-data-dir', join(dir, 'user-data'), '--extensions-dir', join(dir, 'extensions'), '--config', join(dir, 'config.yaml')],
+    ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', ...(trust ? [] : ['--disable-workspace-trust']), '--user-data-dir', join(dir, 'user-data'), '--extensions-dir', join(dir, 'extensions'), '--config', join(dir, 'config.yaml')],
     {
       env: { ...process.env, XDG_CONFIG_HOME: join(dir, 'xdg-config'), XDG_DATA_HOME: join(dir, 'xdg-data'), TMPDIR: join(dir, 'tmp'), KERNEL_TUNER_TEST_REPORT: reportFile, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -101,13 +106,20 @@ async function startCodeServer(name, env) {
     await new Promise((r) => setTimeout(r, 200));
   }
   log(`code-server ${name} on ${base}`);
-  return { base, dir, child, output, stop: () => child.kill('SIGTERM') };
+  // Stopped when it has exited (a server after it may use the same profile), or 10 s after being asked to.
+  const stop = () => new Promise((resolve) => {
+    if (child.exitCode !== null) return resolve();
+    child.once('exit', resolve);
+    setTimeout(resolve, 10_000);
+    child.kill('SIGTERM');
+  });
+  return { base, dir, child, output, stop };
 }
 
 function workspace(name) {
   const ws = join(work, name);
   mkdirSync(ws, { recursive: true });
-  copyFileSync(join(root, 'test', 'extension', 'workspace', 'saxpy.cu'), join(ws, 'saxpy.cu'));
+  cpSync(join(root, 'test', 'extension', 'workspace'), ws, { recursive: true });
   return ws;
 }
 
@@ -174,7 +186,14 @@ try {
       await runExtensionTests(server, ws, profile, join(bundles, 'suite.js'), 'first-window');
       await runExtensionTests(server, ws, profile, join(bundles, 'suite-reload.js'), 'after-reload');
     } finally {
-      server.stop();
+      await server.stop();
+    }
+    // The same profile (its history) in a new server with Workspace Trust on, a new folder: Restricted Mode.
+    const restricted = await startCodeServer('vscode', { KERNEL_TUNER_TEST_BACKEND: join(bundles, 'test-backend.js') }, { trust: true });
+    try {
+      await runExtensionTests(restricted, workspace('ws-restricted'), join(work, 'chromium-profile-restricted'), join(bundles, 'suite-restricted.js'), 'restricted');
+    } finally {
+      await restricted.stop();
     }
   }
   if (only !== 'tests') {
@@ -204,7 +223,7 @@ try {
         log,
       });
     } finally {
-      server.stop();
+      await server.stop();
     }
   }
 } catch (error) {

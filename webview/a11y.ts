@@ -23,6 +23,9 @@ function anchorSelector(el: Element): string | undefined {
 }
 
 export function captureFocus(root: HTMLElement): FocusMemo | undefined {
+  // A panel without the keyboard focus keeps its last active element: focusing it again would take the focus from
+  // wherever the user is (the editor), so nothing is remembered then.
+  if (!document.hasFocus()) return undefined;
   const focused = document.activeElement;
   if (!focused || focused === document.body || !root.contains(focused)) return undefined;
   const path: [string, number][] = [];

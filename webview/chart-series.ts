@@ -9,10 +9,14 @@
  */
 import type { ChartConfiguration, ChartDataset, TooltipModel } from 'chart.js';
 import type { ConfigSummary } from '../src/engine/progress/events';
+import { formatMeasured, objectiveOf, objectiveValue, TIME_OBJECTIVE, type Objective } from '../src/tuner/types';
+import { metricRows } from './config-metrics';
 
 export interface TimelinePoint {
   label: string;
   timeMs: number;
+  /** The plan's number of the step (none for the baseline; a series without it counts the accepted steps). */
+  step?: number;
 }
 
 export interface ChartData {
@@ -23,6 +27,8 @@ export interface ChartData {
   /** The configurations of the step the chart follows, in evaluation order. */
   configs: readonly ConfigSummary[];
   stepTitle?: string;
+  /** What the best configuration is chosen by; time unless the session optimises another objective. */
+  objective?: Objective;
 }
 
 /** What a point's tooltip says: a title line, then "name: value" rows. */
@@ -42,11 +48,13 @@ export type ScaleKind = 'linear' | 'logarithmic';
 export interface ChartSeries {
   /** x = 0 for the baseline, i for the i-th accepted step. */
   steps: ChartPoint[];
+  /** The step axis' labels, one per position: "baseline", then "step n" as the plan numbers the step. */
+  stepLabels: string[];
   /** Each related session's steps on the same axis, in the order given: its step i stands above this one's step i. */
   others: { label: string; points: ChartPoint[] }[];
   /** Configurations with a time (ok or stopped early); x = 1-based evaluation order. */
   configs: ChartPoint[];
-  /** The fastest configuration that ran to the end (also in `configs`). */
+  /** The best configuration by the objective that ran to the end (also in `configs`). */
   best?: ChartPoint;
   /** Configurations without a time, drawn on the time axis (y = yMin). */
   failed: ChartPoint[];
@@ -127,7 +135,7 @@ function timelinePoints(timeline: readonly TimelinePoint[], session?: string): C
     x: i,
     y: p.timeMs,
     info: {
-      title: (i === 0 ? 'Baseline (original kernel)' : `Step ${i}: ${p.label}`) + (session === undefined ? '' : ` — ${session}`),
+      title: (i === 0 ? 'Baseline (original kernel)' : `Step ${p.step ?? i}: ${p.label}`) + (session === undefined ? '' : ` — ${session}`),
       rows: [
         ['Time', formatTime(p.timeMs)],
         ['Speed-up', i === 0 ? '1.00× (reference)' : speedupText(baselineMs, p.timeMs)],
@@ -141,9 +149,10 @@ export function chartSeries(data: ChartData): ChartSeries {
   const steps = timelinePoints(data.timeline);
   const others = (data.others ?? []).filter((o) => o.timeline.length > 0).map((o) => ({ label: o.label, points: timelinePoints(o.timeline, o.label) }));
   const step = data.stepTitle ?? '(current step)';
+  const objective = data.objective ?? TIME_OBJECTIVE;
   const timed: ChartPoint[] = [];
   const untimed: { config: ConfigSummary; x: number }[] = [];
-  let best: { point: ChartPoint; timeMs: number } | undefined;
+  let best: { point: ChartPoint; score: number } | undefined;
   data.configs.forEach((c, i) => {
     const hasTime = (c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs);
     if (!hasTime) return void untimed.push({ config: c, x: i + 1 });
@@ -157,11 +166,13 @@ export function chartSeries(data: ChartData): ChartSeries {
           ['Speed-up', speedupText(baselineMs, c.timeMs!)],
           ['Step', step],
           ['Result', STATUS_TEXT[c.status] ?? c.status],
+          ...metricRows(c),
         ] as [string, string][],
       },
     };
     timed.push(point);
-    if (c.status === 'ok' && (!best || c.timeMs! < best.timeMs)) best = { point, timeMs: c.timeMs! };
+    const score = objectiveOf(c, objective);
+    if (c.status === 'ok' && score < (best?.score ?? Infinity)) best = { point, score };
   });
   const times = [...steps.map((p) => p.y), ...others.flatMap((o) => o.points.map((p) => p.y)), ...timed.map((p) => p.y)];
   const scale = chooseScale(times);
@@ -171,13 +182,16 @@ export function chartSeries(data: ChartData): ChartSeries {
     y: yMin,
     info: {
       title: configTitle(c.config),
-      rows: [['Result', c.status.replace(/_/g, ' ')], ['Step', step], ...(c.error ? [['Error', c.error] as [string, string]] : [])] as [string, string][],
+      rows: [['Result', c.status.replace(/_/g, ' ')], ['Step', step], ...(c.error ? [['Error', c.error] as [string, string]] : []), ...metricRows(c)] as [string, string][],
     },
   }));
-  return { steps, others, configs: timed, ...(best && { best: best.point }), failed, ...(baselineMs !== undefined && { baselineMs }), scale, yMin, yMax, ...(data.stepTitle !== undefined && { stepTitle: data.stepTitle }), summary: summarize(data, steps, others, timed, failed, best?.point, scale) };
+  // Where a related session has more steps than this one, the axis goes on with its numbers.
+  const stepCount = Math.max(data.timeline.length, ...(data.others ?? []).map((o) => o.timeline.length));
+  const stepLabels = Array.from({ length: stepCount }, (_, x) => (x === 0 ? 'baseline' : `step ${(data.timeline[x] ?? data.others?.map((o) => o.timeline[x]).find((p) => p !== undefined))?.step ?? x}`));
+  return { steps, stepLabels, others, configs: timed, ...(best && { best: best.point }), failed, ...(baselineMs !== undefined && { baselineMs }), scale, yMin, yMax, ...(data.stepTitle !== undefined && { stepTitle: data.stepTitle }), summary: summarize(data, steps, others, timed, failed, best?.point, scale, objective) };
 }
 
-function summarize(data: ChartData, steps: ChartPoint[], others: ChartSeries['others'], timed: ChartPoint[], failed: ChartPoint[], best: ChartPoint | undefined, scale: ScaleKind): string {
+function summarize(data: ChartData, steps: ChartPoint[], others: ChartSeries['others'], timed: ChartPoint[], failed: ChartPoint[], best: ChartPoint | undefined, scale: ScaleKind, objective: Objective): string {
   if (steps.length === 0) return 'Waiting for the baseline time.';
   const parts = [`Baseline ${formatTime(steps[0]!.y)}`];
   if (steps.length > 1) parts.push(`${steps.length - 1} accepted step(s), now ${formatTime(steps.at(-1)!.y)} (${(steps[0]!.y / steps.at(-1)!.y).toFixed(2)}×)`);
@@ -185,11 +199,20 @@ function summarize(data: ChartData, steps: ChartPoint[], others: ChartSeries['ot
   if (data.configs.length > 0) {
     parts.push(
       `${data.configs.length} configuration(s) of "${data.stepTitle ?? 'the current step'}": ${timed.length} timed, ${failed.length} without a time` +
-        (best ? `, fastest ${formatTime(best.y)} with ${best.info.title}` : ''),
+        (best ? `, ${bestWords(data, best, objective)} with ${best.info.title}` : ''),
     );
   }
   if (scale === 'logarithmic') parts.push('time on a log scale');
   return `${parts.join('; ')}.`;
+}
+
+/** "fastest 1.2 ms", or "least energy 1.61 J (5.6 ms)" where the best is chosen by another objective. */
+function bestWords(data: ChartData, best: ChartPoint, objective: Objective): string {
+  if (objective.name === 'time') return `fastest ${formatTime(best.y)}`;
+  const config = data.configs[best.x - 1];
+  const value = config && objectiveValue(config, objective);
+  const by = objective.name === 'energy' ? 'least energy' : `${objective.higherIsBetter ? 'highest' : 'lowest'} ${objective.name}`;
+  return `${by} ${value === undefined ? '' : `${formatMeasured(objective.name, value)} `}(${formatTime(best.y)})`;
 }
 
 /** Log axes label the powers of ten only (their grid lines stay): labels in between crowd each other. */
@@ -206,7 +229,7 @@ export const DATASET = {
   steps: 'Time per accepted step',
   baseline: 'Baseline',
   configs: 'Configurations',
-  best: 'Fastest configuration',
+  best: 'Best configuration',
   failed: 'No time (failed)',
 } as const;
 
@@ -285,7 +308,7 @@ export function chartConfig(series: ChartSeries, theme: ChartTheme, external?: E
           min: -0.3,
           max: stepsMax + 0.3,
           afterBuildTicks: (axis) => void (axis.ticks = Array.from({ length: stepCount }, (_, value) => ({ value }))),
-          ticks: { ...ticks, callback: (value) => (value === 0 ? 'baseline' : `step ${String(value)}`) },
+          ticks: { ...ticks, callback: (value) => series.stepLabels[Number(value)] ?? '' },
           grid,
           title: axisTitle('Accepted steps'),
         },

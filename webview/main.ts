@@ -1,7 +1,7 @@
 /**
  * The tuning panel. Everything shown is derived from the session's event log (session-view.ts's reducer); the host
  * sends the log (`session`) and appends to it (`events`). The log and the panel's own choices (diff mode, sort order,
- * open steps, a plan being edited) are kept with setState, so a reload or a hidden tab comes back as it was.
+ * open steps, a plan being edited) are kept with setState, so a page loaded again comes back as it was.
  * DOM is built with textContent only: event text comes from an LLM and is never parsed as HTML.
  */
 import '@vscode-elements/elements/dist/vscode-badge/index.js';
@@ -11,9 +11,12 @@ import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/progress/events';
+import { describeChange } from '../src/engine/progress/describe-change';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
 import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
+import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
+import { describeSearch } from '../src/tuner/types';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
@@ -23,6 +26,8 @@ import { highlightHunk, highlightLines } from './highlight-dom';
 import { renderGraphSection } from './graph-panel';
 import { reduceGraphAll, type GraphModel } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
+import { energyNote, metricColumns } from './config-metrics';
+import { bestOf, type Objective } from '../src/tuner/types';
 
 interface UiState {
   diffMode: 'unified' | 'split';
@@ -148,6 +153,9 @@ function elapsed(v: SessionView): string {
   return s >= 3600 ? `${Math.floor(s / 3600)} h ${Math.floor((s % 3600) / 60)} min` : s >= 60 ? `${Math.floor(s / 60)} min ${s % 60} s` : `${s} s`;
 }
 
+/** A session of the tuner alone ("Tune parameters"): no model, no tokens, nothing to branch from. */
+const tunerOnly = (v: SessionView) => v.header.strategy === 'tuner';
+
 const STATUS_LABEL: Record<SessionView['status'], string> = {
   running: 'running',
   awaiting_approval: 'waiting for plan approval',
@@ -169,12 +177,14 @@ function renderHeader(v: SessionView): HTMLElement {
     h('dd', {}, v.header.fileName),
     h('dt', {}, 'Device'),
     h('dd', { id: 'device' }, v.device ? `${v.device.gpus ? `${v.device.gpus} × ` : ''}${v.device.name} (${v.device.arch})` : '…'),
-    h('dt', {}, 'Model'),
-    h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`),
+    ...(tunerOnly(v)
+      ? [h('dt', {}, 'Tuning'), h('dd', {}, v.header.model)]
+      : [h('dt', {}, 'Model'), h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`)]),
     h('dt', {}, 'Elapsed'),
     h('dd', { id: 'elapsed' }, elapsed(v)),
-    h('dt', {}, 'Tokens'),
-    h('dd', { id: 'tokens' }, `${v.usage.promptTokens.toLocaleString('en')} prompt + ${v.usage.completionTokens.toLocaleString('en')} completion in ${v.usage.calls} call(s)`),
+    ...(tunerOnly(v)
+      ? []
+      : [h('dt', {}, 'Tokens'), h('dd', { id: 'tokens' }, `${v.usage.promptTokens.toLocaleString('en')} prompt + ${v.usage.completionTokens.toLocaleString('en')} completion in ${v.usage.calls} call(s)`)]),
   );
   const actions = h('div', { class: 'actions' });
   if (running) {
@@ -316,7 +326,8 @@ function renderAnalysis(v: SessionView): HTMLElement | null {
     );
   }
   if (v.baseline) parts.push(h('p', { id: 'baseline' }, 'Baseline: ', h('strong', {}, formatTime(v.baseline.timeMs)), ` with ${formatParams(v.baseline.params)} (test ${v.baseline.testId})`));
-  return section('Kernel analysis', 'analysis', ...parts);
+  if (v.baselineProfile) parts.push(renderProfile(v.baselineProfile, 'Profile of the original kernel', 'baseline-profile'));
+  return section(tunerOnly(v) ? 'Test and baseline' : 'Kernel analysis', 'analysis', ...parts);
 }
 
 function codeLine(text: string): DocumentFragment {
@@ -361,12 +372,13 @@ function renderDiff(diff: string): HTMLElement {
 
 function renderConfigs(candidate: CandidateView, bestKey: string | undefined): HTMLElement {
   const names = [...new Set(candidate.configs.flatMap((c) => Object.keys(c.config)))];
+  const metrics = metricColumns(candidate.configs);
   // Which launches had their outputs verified; sessions recorded before that was recorded have none.
   const verified = candidate.configs.some((c) => c.verified);
   const sorted = sortConfigs(candidate.configs, state.ui.sort);
-  const header = (label: string, column: string) => {
+  const header = (label: string, column: string, title = 'Sort') => {
     const active = state.ui.sort.column === column;
-    const th = h('th', { class: 'sortable', 'aria-sort': active ? (state.ui.sort.descending ? 'descending' : 'ascending') : 'none', tabindex: '0', title: 'Sort' }, label, active ? (state.ui.sort.descending ? ' ▾' : ' ▴') : '');
+    const th = h('th', { class: 'sortable', 'aria-sort': active ? (state.ui.sort.descending ? 'descending' : 'ascending') : 'none', tabindex: '0', title }, label, active ? (state.ui.sort.descending ? ' ▾' : ' ▴') : '');
     const sort = () => {
       state.ui.sort = { column, descending: active ? !state.ui.sort.descending : false };
       commit(false);
@@ -381,6 +393,7 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
       { class: c.key === bestKey ? 'best' : c.status === 'ok' ? '' : 'failed' },
       ...names.map((n) => h('td', { class: 'num' }, c.config[n] === undefined ? '' : String(c.config[n]))),
       h('td', { class: 'num' }, c.timeMs === undefined ? '' : formatTime(c.timeMs)),
+      ...metrics.map((m) => h('td', { class: 'num' }, m.text(c))),
       h('td', {}, c.key === bestKey ? 'best' : c.status === 'ok' ? 'ok' : c.status.replace(/_/g, ' '), c.error ? h('span', { class: 'muted', title: c.error }, ` – ${c.error}`) : ''),
       verified && h('td', { class: 'muted' }, c.verified ?? ''),
     ),
@@ -388,13 +401,27 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
   return h(
     'table',
     { class: 'grid configs' },
-    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
+    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
     h('tbody', {}, ...rows),
   );
 }
 
-function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement {
-  const bestKey = candidate.configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0]?.key;
+/** A profile's lines, where they come from, and why not from Nsight Compute when they do not (the model read the same lines). */
+function renderProfile(profile: ConfigProfile, title: string, id?: string): HTMLElement {
+  const source = profileSourceText(profile);
+  return h(
+    'div',
+    { class: 'profile', id },
+    h('h4', {}, `${title} at `, h('code', {}, formatParams(profile.config))),
+    h('p', { class: 'muted profile-source' }, profile.unavailable ? `${source}. ${profile.unavailable.message.split('\n', 1)[0]}` : source),
+    h('ul', { class: 'profile-lines' }, ...profile.summary.map((line) => h('li', {}, line))),
+  );
+}
+
+/** `changes`: whether the candidate rewrote the kernel (the tuner alone changes only the parameters' values). */
+function renderCandidate(step: StepView, candidate: CandidateView, objective: Objective, changes: boolean): HTMLElement {
+  const bestKey = bestOf(candidate.configs, objective)?.key;
+  const noEnergy = energyNote(candidate.configs);
   const tuneParams = Object.entries(candidate.tuneParams);
   const toggle = h(
     'div',
@@ -406,8 +433,8 @@ function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement 
     'div',
     { class: 'candidate' },
     step.candidates.length > 1 && h('h4', {}, `Candidate ${candidate.candidate}${candidate.attempt > 1 ? ` (attempt ${candidate.attempt})` : ''}`),
-    h('div', { class: 'row' }, h('h4', {}, 'Changes'), toggle),
-    renderDiff(candidate.diff),
+    changes && h('div', { class: 'row' }, h('h4', {}, 'Changes'), toggle),
+    changes && renderDiff(candidate.diff),
     h(
       'div',
       { class: 'two-col' },
@@ -415,7 +442,10 @@ function renderCandidate(step: StepView, candidate: CandidateView): HTMLElement 
       h('div', {}, h('h4', {}, 'Restrictions'), candidate.restrictions.length === 0 ? h('p', { class: 'muted' }, 'none') : h('ul', {}, ...candidate.restrictions.map((r) => h('li', {}, h('code', {}, r))))),
     ),
     h('h4', {}, `Configurations (${candidate.configs.length}${candidate.total ? ` of ${candidate.total}` : ''}, ${candidate.failures} failed)`),
+    candidate.search && h('p', { class: 'search' }, `Search: ${describeSearch(candidate.search)}`),
     candidate.configs.length > 0 ? renderConfigs(candidate, bestKey) : h('p', { class: 'muted' }, 'none evaluated yet'),
+    noEnergy && h('p', { class: 'muted energy-note' }, noEnergy),
+    candidate.profile && renderProfile(candidate.profile, 'Profile of the best configuration'),
   );
 }
 
@@ -430,7 +460,7 @@ function renderSteps(v: SessionView): HTMLElement | null {
     const open = state.ui.open[id] ?? (step.status === 'running' || id === lastFinished);
     const summary =
       step.status === 'accepted' && step.accepted
-        ? `accepted: ${formatTime(step.accepted.oldTimeMs)} → ${formatTime(step.accepted.newTimeMs)} (${step.accepted.improvementPct.toFixed(1)}%)`
+        ? `accepted: ${step.accepted.objective ? describeChange(step.accepted).replaceAll(' -> ', ' → ') : `${formatTime(step.accepted.oldTimeMs)} → ${formatTime(step.accepted.newTimeMs)}`} (${step.accepted.improvementPct.toFixed(1)}%)`
         : step.reason
           ? `${STEP_STATUS_LABEL[step.status]}: ${step.reason}`
           : STEP_STATUS_LABEL[step.status];
@@ -448,14 +478,14 @@ function renderSteps(v: SessionView): HTMLElement | null {
     const sessionId = state.sessionId;
     if (step.accepted && sessionId) actions.append(button('Apply this step in the editor', () => post({ type: 'showDiff', sessionId, stepId: id }), { secondary: true, label: `Apply step ${i + 1} in the editor` }));
     // A step that ran can be started again, as a branch of this session (not while it runs).
-    if (sessionId && !state.live && startedSteps.has(id)) actions.append(button('Branch from this step…', () => post({ type: 'branch', sessionId, stepId: id }), { secondary: true, title: 'Run this step and the ones after it again, as it was or from your edit of the kernel' }));
+    if (sessionId && !state.live && startedSteps.has(id) && !tunerOnly(v)) actions.append(button('Branch from this step…', () => post({ type: 'branch', sessionId, stepId: id }), { secondary: true, title: 'Run this step and the ones after it again, as it was or from your edit of the kernel' }));
     if (actions.childElementCount > 0) body.append(actions);
-    for (const candidate of step.candidates) body.append(renderCandidate(step, candidate));
+    for (const candidate of step.candidates) body.append(renderCandidate(step, candidate, v.objective, !tunerOnly(v)));
     collapsible.append(body);
     list.append(collapsible);
   });
   const replan = v.replanning ? h('p', { class: 'muted' }, `Replanning round ${v.replanning.round} of at most ${v.replanning.maxRounds}.`) : null;
-  return section('Plan and steps', 'plan', replan, list);
+  return section(tunerOnly(v) ? 'Search' : 'Plan and steps', 'plan', replan, list);
 }
 
 function renderNotices(v: SessionView): HTMLElement | null {
@@ -496,7 +526,7 @@ setInterval(() => {
 }, 1000);
 
 window.addEventListener('resize', () => commit(false));
-// Saved at once, so that a window reload can restore this panel even before its first message arrived.
+// Saved at once, so that a page loaded again has its session even before its first message arrived.
 if (state.header) commit(true);
 else api.setState(state);
 post({ type: 'ready', sessionId: state.sessionId });

@@ -1,8 +1,9 @@
 /** Sorting of the configurations table. Pure. */
 import type { ConfigSummary } from '../src/engine/progress/events';
+import { metricValue } from './config-metrics';
 
 export interface SortState {
-  /** 'time', 'status', or 'param:<name>'. */
+  /** 'time', 'status', 'param:<name>', or a metric's column ('metric:<id>', see config-metrics.ts). */
   column: string;
   descending: boolean;
 }
@@ -13,6 +14,7 @@ export function sortConfigs(configs: readonly ConfigSummary[], sort: SortState):
   const value = (c: ConfigSummary): number | string | undefined => {
     if (sort.column === 'time') return c.timeMs;
     if (sort.column === 'status') return c.status;
+    if (sort.column.startsWith('metric:')) return metricValue(c, sort.column);
     const v = c.config[sort.column.slice('param:'.length)];
     return typeof v === 'boolean' ? Number(v) : v;
   };

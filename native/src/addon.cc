@@ -3,6 +3,7 @@
 #include <napi.h>
 
 #include "api.h"
+#include "constant_memory.h"
 
 namespace {
 
@@ -34,6 +35,7 @@ Napi::Object Init(Napi::Env env, Napi::Object exports) {
       {"memDownload", kt::MemDownload},
       {"memFill", kt::MemFill},
       {"memCopy", kt::MemCopy},
+      {"moduleCopyToGlobal", kt::ModuleCopyToGlobal},
       {"memCopyBenchmark", kt::MemCopyBenchmark},
       {"launch", kt::Launch},
       {"benchmark", kt::Benchmark},

@@ -48,7 +48,9 @@ options:
   --api-key-env VAR        read the API key from this environment variable
   --strategy S             autonomous (default) or explicit
   --approve-plan           show the plan and ask which steps to carry out before tuning
-  --threshold PCT          improvement (percent) a step needs to be accepted (default 1.0)
+  --threshold PCT          improvement (percent, in the objective) a step needs to be accepted (default 1.0)
+  --objective NAME         what every step must improve: time (default), energy (J per launch, NVML) or edp
+  --energy                 also measure energy and power with NVML (read only) for every configuration
   --iterations N           timed launches per configuration; the median is compared (default 32)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the original kernel's time, at least 1 s)
@@ -102,8 +104,11 @@ type AutoOptions =
   | (Common & { mode: 'resume'; session: string; fromStep: string | undefined; kernelFile: string | undefined; provider: Partial<ProviderConfig> })
   | (Common & { mode: 'replay'; session: string });
 
+/** What a session can optimise from the command line: each is lower-is-better. */
+const SESSION_OBJECTIVES = ['time', 'energy', 'edp'];
+
 /** Flags that only a new session takes (a stored session brings its own settings). */
-const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'iterations', 'include', 'launch-timeout', 'retries'] as const;
+const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries'] as const;
 const MODEL_FLAGS = ['provider', 'model', 'base-url', 'api-key-env'] as const;
 
 function number(flag: string, value: string | undefined, fallback: number, check: (n: number) => boolean, expected: string): number {
@@ -133,6 +138,8 @@ function parse(args: string[]): AutoOptions | 'help' {
       strategy: { type: 'string' },
       'approve-plan': { type: 'boolean' },
       threshold: { type: 'string' },
+      objective: { type: 'string' },
+      energy: { type: 'boolean' },
       iterations: { type: 'string' },
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
@@ -189,6 +196,8 @@ function parse(args: string[]): AutoOptions | 'help' {
   const strategy = values.strategy ?? 'autonomous';
   if (strategy !== 'autonomous' && strategy !== 'explicit') throw new Error(`--strategy must be autonomous or explicit, got ${strategy}`);
   const threshold = number('threshold', values.threshold, 1.0, (n) => Number.isFinite(n) && n >= 0, 'a number >= 0 (percent)');
+  const objective = values.objective ?? 'time';
+  if (!SESSION_OBJECTIVES.includes(objective)) throw new Error(`--objective must be ${SESSION_OBJECTIVES.join(', ')}, got ${objective}`);
   const iterations = number('iterations', values.iterations, 32, (n) => Number.isSafeInteger(n) && n >= 1, 'an integer >= 1');
   const retries = number('retries', values.retries, 3, (n) => Number.isInteger(n) && n >= 0, 'an integer >= 0');
   const launchTimeout = values['launch-timeout'] === undefined ? undefined : number('launch-timeout', values['launch-timeout'], 0, (n) => n > 0, 'a positive number of seconds');
@@ -210,6 +219,8 @@ function parse(args: string[]): AutoOptions | 'help' {
     strategy: strategy === 'explicit' ? { kind: 'explicit', steps: defaultTuningSteps().map((s) => s.id) } : DEFAULT_AUTONOMOUS,
     retries,
     performanceThreshold: threshold,
+    ...(objective !== 'time' && { objective: { name: objective, higherIsBetter: false } }),
+    ...(values.energy && { energy: true }),
     iterations,
     timePerTestS: 15,
     ...(launchTimeout !== undefined && { launchTimeoutS: launchTimeout }),

@@ -57,8 +57,17 @@ export async function run(args: string[]): Promise<number> {
     const gbs = (t: number | undefined) => (t ? ((3 * 4 * n) / (t * 1e-3) / 1e9).toFixed(0) : '');
     process.stdout.write(
       table(
-        ['block_size_x', 'status', 'median ms', 'min ms', 'max ms', 'GB/s', 'registers'],
-        result.results.map((r) => [String(r.config.block_size_x), r.status, ms(r.stats?.medianMs), ms(r.stats?.minMs), ms(r.stats?.maxMs), gbs(r.timeMs), String(r.resources?.registers ?? '')]),
+        ['block_size_x', 'status', 'median ms', 'min ms', 'max ms', 'GB/s', 'registers', 'occupancy'],
+        result.results.map((r) => [
+          String(r.config.block_size_x),
+          r.status,
+          ms(r.stats?.medianMs),
+          ms(r.stats?.minMs),
+          ms(r.stats?.maxMs),
+          gbs(r.timeMs),
+          String(r.driver?.num_regs ?? ''),
+          r.driver?.occupancy === undefined ? '' : `${Math.round(100 * r.driver.occupancy)}%`,
+        ]),
       ),
     );
     const best = result.best;

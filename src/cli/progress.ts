@@ -4,7 +4,7 @@
 // the way and one at the end.
 import { Format, SingleBar, type Options } from 'cli-progress';
 import type { SearchProgress } from '../tuner/strategies';
-import { outcomeOf, type ConfigResult, type Outcome } from '../tuner/types';
+import { formatMeasured, objectiveValue, outcomeOf, TIME_OBJECTIVE, type ConfigResult, type Objective, type Outcome } from '../tuner/types';
 import { ms } from './format';
 
 /** Where the progress goes: stderr, or a test's stand-in with the same two properties. */
@@ -14,19 +14,23 @@ export class TuningProgress {
   private readonly counts: Record<Outcome, number> = { ok: 0, stoppedEarly: 0, failed: 0, skipped: 0 };
   private done = 0;
   private total = 0;
-  private bestMs: number | undefined;
+  private best: string | undefined;
   private elapsedMs = 0;
   private bar: SingleBar | undefined;
   private lastTenth = -1;
 
-  constructor(private readonly stream: ProgressStream = process.stderr) {}
+  constructor(
+    private readonly stream: ProgressStream = process.stderr,
+    /** What the best is chosen by: its value is shown, with the time beside it when it is not the time. */
+    private readonly objective: Objective = TIME_OBJECTIVE,
+  ) {}
 
   /** One more configuration finished, with the search's progress as the strategy reports it. */
   add(result: ConfigResult, progress: Pick<SearchProgress, 'best' | 'total' | 'elapsedMs'>): void {
     this.counts[outcomeOf(result.status)]++;
     this.done++;
     this.total = Math.max(progress.total, this.done);
-    this.bestMs = progress.best?.timeMs;
+    this.best = progress.best && this.bestText(progress.best);
     this.elapsedMs = progress.elapsedMs;
     if (this.stream.isTTY) {
       const payload = this.payload();
@@ -64,11 +68,19 @@ export class TuningProgress {
   }
 
   private line(): string {
-    return `${this.done}/${this.total} configurations: ${this.outcomes()}${this.bestMs === undefined ? '' : `; best ${ms(this.bestMs)} ms`}`;
+    return `${this.done}/${this.total} configurations: ${this.outcomes()}${this.best === undefined ? '' : `; best ${this.best}`}`;
   }
 
   private payload(): { outcomes: string; best: string; timeLeft: string } {
-    return { outcomes: this.outcomes(), best: this.bestMs === undefined ? 'no best yet' : `best ${ms(this.bestMs)} ms`, timeLeft: this.eta() };
+    return { outcomes: this.outcomes(), best: this.best === undefined ? 'no best yet' : `best ${this.best}`, timeLeft: this.eta() };
+  }
+
+  /** "1.234 ms", or "1.612 J (5.604 ms)" when the objective is not the time. */
+  private bestText(best: ConfigResult): string | undefined {
+    if (best.timeMs === undefined) return undefined;
+    const value = objectiveValue(best, this.objective);
+    if (this.objective.name === 'time' || value === undefined) return `${ms(best.timeMs)} ms`;
+    return `${formatMeasured(this.objective.name, value)} (${ms(best.timeMs)} ms)`;
   }
 
   /** The time per configuration so far times the configurations left. */

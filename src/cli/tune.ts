@@ -4,15 +4,16 @@ import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
-import { CacheFile } from '../tuner/cache/cache-file';
+import { CacheFile, throughCache } from '../tuner/cache/cache-file';
+import { ResultMetrics, type MetricOptions } from '../tuner/run/metrics';
 import { replay } from '../tuner/cache/replay';
 import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
 import { SearchSpace } from '../tuner/space/search-space';
-import { resolveStrategy, type Shard } from '../tuner/strategies';
+import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
-import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
+import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type LoadedTuningSpec, type TuningSpec } from '../tuner/spec/tuning-spec';
 import type { SearchProgress } from '../tuner/strategies';
-import type { ConfigResult, ConfigStatus, ParamValue, StopReason, TuneResult } from '../tuner/types';
+import { formatMeasured, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
 import { describeError } from './errors';
 import { ms, table } from './format';
 import { TuningProgress } from './progress';
@@ -22,9 +23,11 @@ import { reportFromTune, type TuneReportInput } from '../report/model';
 import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import { GpuBackend } from '../tuner/run/gpu-backend';
 import { markPhase } from '../phases';
+import { t4Results, writeT4, type T4Environment } from '../tuner/cache/t4';
 import { describeVerification } from '../tuner/run/measurement';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
+       llm-kernel-tuner tune PROBLEM.json [options]     a T1 tuning-problem description (the benchmark hub's kernels/*.json)
        llm-kernel-tuner tune FILE.cu --spec SPEC.yaml [options]
 
 Tunes a CUDA kernel as Kernel Tuner does: every configuration of the tunable parameters that satisfies the restrictions
@@ -36,17 +39,26 @@ options:
   --kernel NAME            the __global__ function (default: the spec's, or the only one in the file)
   --param NAME=V1,V2,...   a tunable parameter and its values (replaces the spec's parameter of that name)
   --restriction EXPR       an extra restriction, e.g. "block_size_x*block_size_y<=1024" (repeatable)
-  --strategy NAME          brute_force (default), random_sample, greedy_mls, genetic_algorithm
-  --max-fevals N           evaluate at most N configurations
-  --time-limit SECONDS     start no new evaluation after this long
+  --strategy NAME          auto (default: brute force where the space fits the budget, else the best-scoring
+                           strategy), or one of Kernel Tuner's: ${Object.keys(strategies).join(', ')}
+  --strategy-option K=V    an option of the strategy under Kernel Tuner's name, e.g. neighbor=adjacent, T=0.5,
+                           popsize=20, x0=[32,4] (repeatable; numbers, true/false, [lists] and strings)
+  --max-fevals N           evaluate at most N configurations (Kernel Tuner's max_fevals)
+  --time-limit SECONDS     start no new evaluation after this long (time_limit; in a replay, of recorded time)
   --seed N                 seed of the strategy's random choices
   --iterations N           timed launches per configuration (default 32)
+  --energy                 also measure energy and power with NVML (read only) after each configuration's timed
+                           launches: the kernel runs back to back for a second while NVML is read
+  --objective NAME         what to optimise: time (default), energy, edp (energy x time), or a metric of the spec
+  --higher-is-better       the objective is better when larger (a metric such as GFLOP/s)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the reference kernel's time, at least 1 s)
   --cache FILE             Kernel Tuner cache: results are appended as they come; a rerun resumes from it (with
                            --simulate: the results replayed)
   --simulate FILE          replay FILE (a Kernel Tuner cache) instead of running: no GPU needed
   --simulate-if-no-gpu FILE  tune on the GPU when there is one, else replay FILE
+  --t4 FILE                also write the results in the T4 format (FILE, e.g. out.json) and their metadata beside it
+                           (out-metadata.json), as Kernel Tuner's store_output_file and store_metadata_file do
   --device N               GPU ordinal (default 0)
   --gpus all|0,2|N         tune on several GPUs of one model at once, one worker each: all of them, these ordinals,
                            or the first N (default: one GPU, --device)
@@ -79,15 +91,20 @@ export async function run(args: string[]): Promise<number> {
       param: { type: 'string', multiple: true },
       restriction: { type: 'string', multiple: true },
       strategy: { type: 'string' },
+      'strategy-option': { type: 'string', multiple: true },
       'max-fevals': { type: 'string' },
       'time-limit': { type: 'string' },
       seed: { type: 'string' },
       iterations: { type: 'string' },
+      energy: { type: 'boolean' },
+      objective: { type: 'string' },
+      'higher-is-better': { type: 'boolean' },
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
       cache: { type: 'string' },
       simulate: { type: 'string' },
       'simulate-if-no-gpu': { type: 'string' },
+      t4: { type: 'string' },
       device: { type: 'string' },
       gpus: { type: 'string' },
       shard: { type: 'string' },
@@ -123,6 +140,7 @@ export async function run(args: string[]): Promise<number> {
   opening?.catch(() => undefined);
   const { spec, job, htmlReport } = await (async () => {
     const spec = applyFlags(loadTuningSpec(specPath), values);
+    checkStrategy(spec, 'the command line');
     markPhase('spec read');
     const job = await tuningJob(spec, isSource ? { file: first } : {});
     markPhase('kernel file read and parsed');
@@ -135,12 +153,13 @@ export async function run(args: string[]): Promise<number> {
   const { kernel } = job;
   if (values.slurm) return slurm(values, kernel.name, spec.strategy, ['tune', resolve(first), ...(isSource ? ['--spec', resolve(specPath)] : []), ...taskFlags(values)]);
 
-  const progress = values.quiet ? undefined : new TuningProgress();
+  const progress = values.quiet ? undefined : new TuningProgress(undefined, { name: spec.objective, higherIsBetter: spec.objectiveHigherIsBetter });
   const onResult = (r: ConfigResult, p: SearchProgress) => progress?.add(r, p);
 
   let result: TuneResult;
   let mode: string;
   let device: TuneReportInput['device'] = null;
+  let t4Environment: T4Environment = { requirements: [] };
   let limits: DeviceSpeedLimits | null = null;
   let limitsNote: string | undefined;
   let replayFile = values.simulate;
@@ -156,10 +175,11 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
   }
   try {
     if (replayFile !== undefined) {
-      const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard }, onResult);
+      const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard, metrics: job.options }, onResult);
       mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
       result = replayed.result;
       device = { name: replayed.deviceName };
+      t4Environment = { device: { name: replayed.deviceName, replayed_from: resolve(replayFile) }, requirements: [] };
       limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
     } else {
       mode = 'measured on the GPU';
@@ -177,7 +197,16 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
         markPhase('search done');
         const used = result.gpus ?? [];
-        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${resolveStrategy(spec.strategy)(spec.strategyOptions).parallelism})`;
+        // The strategy that ran (auto's choice, where it chose) says how it used the GPUs.
+        const ran = resolveStrategy(result.strategy)(result.strategyChoice ? {} : spec.strategyOptions);
+        if (used.length > 1) mode = `measured on ${used.length} GPUs (${used.map((g) => g.ordinal).join(', ')}; ${ran.parallelism})`;
+        if (values.t4 !== undefined) {
+          const described = await backends[0]!.describe();
+          t4Environment = {
+            device: { ...described },
+            requirements: [`cuda-driver==${described.driverVersion}`, ...(described.nvrtcVersion ? [`nvrtc==${described.nvrtcVersion}`] : []), ...(result.compiler ? [`compiler==${result.compiler.backend}`] : [])],
+          };
+        }
         if (htmlReport) {
           // The GPUs of one search are of one model: the first one's limits are every one's.
           device = await backends[0]!.describe();
@@ -195,6 +224,10 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
   if (shard) mode += `, shard ${shard.index}/${shard.count} of the space`;
 
   if (htmlReport) {
+    const timing =
+      replayFile !== undefined
+        ? `those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}`
+        : `each the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}, every configuration checked against the reference on two input sets first`;
     writeReport(
       htmlReport,
       reportFromTune({
@@ -209,28 +242,27 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         ...(limitsNote && { limitsNote }),
         compilerOptions: [...(job.options.compilerOptions ?? [])],
         work: job.work,
+        timing,
         reproduce: {
           command: commandLine('tune', args),
           spec: { path: resolve(specPath), text: readFileSync(specPath, 'utf8') },
           file: job.file,
           ...((values.cache ?? replayFile) !== undefined && { cache: resolve((values.cache ?? replayFile)!) }),
           seed: result.seed,
-          notes: [
-            replayFile !== undefined
-              ? `The times are those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}.`
-              : `Each time is the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}; every configuration was checked against the reference on two input sets first.`,
-          ],
+          notes: [],
         },
       }),
     );
     markPhase('HTML report written');
   }
 
+  const t4 = values.t4 === undefined ? undefined : writeT4(values.t4, t4Results(result.results, { work: job.work }), t4Environment);
   if (values.json) {
-    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result, ...(htmlReport && { report: htmlReport }) }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ kernel: kernel.name, mode, ...result, ...(htmlReport && { report: htmlReport }), ...(t4 && { t4 }) }, null, 2)}\n`);
   } else {
     process.stdout.write(report(result, Object.keys(spec.tuneParams), kernel.name, mode, replayFile !== undefined));
     if (htmlReport) process.stdout.write(`\nHTML report: ${htmlReport}\n`);
+    if (t4) process.stdout.write(`T4 results: ${t4.results} (metadata: ${t4.metadata})\n`);
   }
   return result.best ? 0 : 1;
 }
@@ -243,26 +275,24 @@ async function simulate(
   spec: TuningSpec,
   kernelName: string,
   cachePath: string,
-  options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined },
+  options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined; metrics: MetricOptions },
   onResult: (r: ConfigResult, p: SearchProgress) => void,
 ): Promise<{ result: TuneResult; deviceName: string }> {
   const cache = loadReplayCache(cachePath, kernelName);
   const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
   const { evaluate, clock } = replay(cache, { space });
   const { device_name: deviceName, problem_size: problemSize } = cache.header;
-  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, ...(options.shard && { shard: options.shard }) });
+  // The replayed measurements get the spec's metrics, and the search its objective, as on the GPU.
+  const metrics = ResultMetrics.create(options.metrics, Object.keys(spec.tuneParams));
+  const { objective } = metrics;
+  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, objective: objective.name, ...(options.shard && { shard: options.shard }) });
   const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
   try {
     const result = await strategy.run(
       space,
-      async (config) => {
-        const known = out?.get(space.key(config));
-        if (known) return known;
-        const r = await evaluate(config);
-        out?.append(r);
-        return r;
-      },
+      throughCache(out, (config) => evaluate(config), (r) => metrics.apply(r)),
       {
+        objective,
         clock,
         ...(options.seed !== undefined && { seed: options.seed }),
         ...(options.shard && { shard: options.shard }),
@@ -271,7 +301,7 @@ async function simulate(
         onResult,
       },
     );
-    return { result, deviceName };
+    return { result: { ...result, objective }, deviceName };
   } finally {
     out?.close();
   }
@@ -299,9 +329,11 @@ function parseShard(text: string): Shard {
 /** The flags of this command line that every Slurm task repeats (paths made absolute; not the GPU, cache or output flags). */
 function taskFlags(v: Record<string, unknown>): string[] {
   const out: string[] = [];
-  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout'] as const) {
+  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout', 'objective'] as const) {
     if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
   }
+  for (const flag of ['energy', 'higher-is-better'] as const) if (v[flag] === true) out.push(`--${flag}`);
+  for (const o of (v['strategy-option'] as string[] | undefined) ?? []) out.push('--strategy-option', o);
   for (const p of (v.param as string[] | undefined) ?? []) out.push('--param', p);
   for (const r of (v.restriction as string[] | undefined) ?? []) out.push('--restriction', r);
   for (const d of (v.include as string[] | undefined) ?? []) out.push('-I', resolve(d));
@@ -347,32 +379,52 @@ const STATUS_WORDS: Record<ConfigStatus, string> = {
 
 const STOP_WORDS: Record<StopReason, string> = {
   completed: 'the search completed',
-  max_fevals: 'the search stopped at its evaluation limit (--max-fevals)',
-  time_limit: 'the search stopped at its time limit (--time-limit)',
+  max_fevals: 'the search stopped at its evaluation limit',
+  time_limit: 'the search stopped at its time limit',
   aborted: 'the search was cancelled',
 };
 
-/** The results table (fastest first, then failures by kind) and the best configuration. */
+/**
+ * The results table (best first by the objective, then failures by kind): times, the driver's registers and occupancy,
+ * local memory where a configuration spills, energy and power where they were measured, the objective where it is a
+ * metric; then the best configuration, and why there is no energy where it was asked for and could not be measured.
+ */
 function report(result: TuneResult, paramNames: string[], kernelName: string, mode: string, replayed: boolean): string {
-  const ok = result.results.filter((r) => r.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!);
+  const objective = result.objective ?? TIME_OBJECTIVE;
+  const ran = result.results.filter((r) => r.timeMs !== undefined).sort((a, b) => objectiveOf(a, objective) - objectiveOf(b, objective) || a.timeMs! - b.timeMs!);
   const failed = result.results.filter((r) => r.timeMs === undefined);
-  const rows = [...ok, ...failed].map((r) => [
-    ...paramNames.map((p) => String(r.config[p])),
-    r.status,
-    ms(r.stats?.medianMs ?? r.timeMs),
-    ms(r.stats?.minMs),
-    ms(r.stats?.maxMs),
-    r.resources ? String(r.resources.registers) : '',
-  ]);
-  let text = table([...paramNames, 'status', 'median ms', 'min ms', 'max ms', 'regs'], rows);
+  const all = [...ran, ...failed];
+  const columns: { header: string; cell: (r: ConfigResult) => string }[] = [
+    ...paramNames.map((p) => ({ header: p, cell: (r: ConfigResult) => String(r.config[p]) })),
+    { header: 'status', cell: (r) => r.status },
+    { header: 'median ms', cell: (r) => ms(r.stats?.medianMs ?? r.timeMs) },
+    { header: 'min ms', cell: (r) => ms(r.stats?.minMs) },
+    { header: 'max ms', cell: (r) => ms(r.stats?.maxMs) },
+    { header: 'regs', cell: (r) => String(r.driver?.num_regs ?? '') },
+    { header: 'occupancy', cell: (r) => (r.driver?.occupancy === undefined ? '' : `${Math.round(100 * r.driver.occupancy)}%`) },
+  ];
+  if (all.some((r) => (r.driver?.local_mem_bytes ?? 0) > 0)) columns.push({ header: 'local B', cell: (r) => String(r.driver?.local_mem_bytes ?? '') });
+  if (all.some((r) => r.energy)) {
+    columns.push({ header: 'energy mJ', cell: (r) => (r.energy ? (1000 * r.energy.nvml_energy).toPrecision(4) : '') });
+    columns.push({ header: 'power W', cell: (r) => (r.energy ? r.energy.nvml_power.toFixed(1) : '') });
+  }
+  if (!['time', 'energy', 'nvml_energy'].includes(objective.name)) {
+    columns.push({ header: objective.name, cell: (r) => { const v = objectiveValue(r, objective); return v === undefined ? '' : Number(v.toPrecision(4)).toString(); } });
+  }
+  let text = table(columns.map((c) => c.header), all.map((r) => columns.map((c) => c.cell(r))));
   const counts = new Map<ConfigStatus, number>();
   for (const r of result.results) counts.set(r.status, (counts.get(r.status) ?? 0) + 1);
   if (result.compiler?.note) text += `\n${result.compiler.note}`;
   const outcomes = [...counts].map(([status, n]) => `${n} ${STATUS_WORDS[status]}`).join(', ');
-  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}\n`;
+  text += `\n${kernelName}: ${result.results.length} configurations ${mode} with ${result.strategy} in ${(result.elapsedMs / 1000).toFixed(2)} s${replayed ? ' of recorded GPU time' : ''}: ${outcomes}; ${STOP_WORDS[result.stopReason]}${result.stopDetail ? ` (${result.stopDetail})` : ''}\n`;
+  if (result.strategyChoice) text += `strategy: ${result.strategyChoice.strategy}, chosen by auto: ${result.strategyChoice.reason}\n`;
+  const noEnergy = result.results.find((r) => r.energyUnavailable !== undefined)?.energyUnavailable;
+  if (noEnergy !== undefined && !result.results.some((r) => r.energy)) text += `energy: not measured: ${noEnergy}\n`;
   const best = result.best;
   if (best) {
-    text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms`;
+    const value = objectiveValue(best, objective);
+    const by = objective.name === 'time' || value === undefined ? '' : `, ${objective.name} ${formatMeasured(objective.name, value)} (the objective, ${objective.higherIsBetter ? 'highest' : 'lowest'})`;
+    text += `best: ${paramNames.map((p) => `${p}=${String(best.config[p])}`).join(' ')}  ${ms(best.timeMs)} ms${by}`;
     if (best.geometry) text += `  (grid ${best.geometry.grid.join('x')}, block ${best.geometry.block.join('x')})`;
     text += '\n';
     if (best.verified) text += `verified: ${describeVerification(best.verified)}\n`;
@@ -384,7 +436,7 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
   return firstErrors.length ? `${text}\n` : text;
 }
 
-function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknown>): TuningSpec & { dir: string } {
+function applyFlags(spec: LoadedTuningSpec, v: Record<string, unknown>): LoadedTuningSpec {
   const out = { ...spec, tuneParams: { ...spec.tuneParams }, restrictions: [...spec.restrictions] };
   if (typeof v.kernel === 'string') out.kernel = v.kernel;
   for (const p of (v.param as string[] | undefined) ?? []) {
@@ -393,10 +445,19 @@ function applyFlags(spec: TuningSpec & { dir: string }, v: Record<string, unknow
     out.tuneParams[m[1]!] = m[2]!.split(',').map(parseValue);
   }
   out.restrictions.push(...((v.restriction as string[] | undefined) ?? []));
-  if (typeof v.strategy === 'string') out.strategy = v.strategy;
+  if (typeof v.strategy === 'string') {
+    // Another strategy from the command line: the spec's options were for the spec's strategy.
+    if (v.strategy !== spec.strategy) delete out.strategyOptions;
+    out.strategy = v.strategy;
+  }
+  const flags = (v['strategy-option'] as string[] | undefined) ?? [];
+  if (flags.length > 0) out.strategyOptions = { ...out.strategyOptions, ...strategyOptionsFromFlags(flags) };
   if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
   if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
   if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);
+  if (v.energy === true) out.energy = out.energy === false ? true : out.energy;
+  if (typeof v.objective === 'string') out.objective = v.objective;
+  if (v['higher-is-better'] === true) out.objectiveHigherIsBetter = true;
   out.includePaths = [...spec.includePaths, ...((v.include as string[] | undefined) ?? []).map((d) => resolve(d))];
   if (typeof v['launch-timeout'] === 'string') out.launchTimeoutS = positive('--launch-timeout', v['launch-timeout']);
   return out;

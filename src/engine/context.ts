@@ -5,7 +5,9 @@
  */
 import type { LangGraphRunnableConfig, RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import type { DeviceDescription, TuningBackend } from '../tuner/run/backend';
+import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import type { KernelTest } from '../tuner/tunable-kernel';
+import type { Objective } from '../tuner/types';
 import type { StructuredOutputType } from './llm/structured';
 
 export interface EngineSettings {
@@ -15,8 +17,14 @@ export interface EngineSettings {
   timePerTestS: number;
   /** Seconds one launch may take; undefined: scaled to the reference kernel's time, at least 1 s (the tuner's default). */
   launchTimeoutS?: number;
-  /** Percent of improvement a candidate needs to be accepted. */
+  /** Percent of improvement in the objective a candidate needs to be accepted. */
   performanceThreshold: number;
+  /** What every tuning run optimises and every step must improve (Kernel Tuner's objective); time unless chosen. */
+  objective: Objective;
+  /** Kernel Tuner's metrics, computed for every configuration (the objective may be one of them). */
+  metrics?: Readonly<Record<string, string>>;
+  /** Measure energy and power with NVML in every tuning run (read only); implied by an objective that needs them. */
+  energy: boolean;
   /** Interrupt after planning, until the plan is approved (resumed with a Command). */
   approvePlan: boolean;
   /** Timed launches per configuration. */
@@ -25,6 +33,8 @@ export interface EngineSettings {
 
 export class EngineContext {
   private gpuQueue: Promise<unknown> = Promise.resolve();
+  /** The device's bandwidth and FP32 limits, once measured for this run (null where they could not be). */
+  speedLimits: DeviceSpeedLimits | null = null;
 
   constructor(
     /** One backend per GPU (all of one model): every tuning run spreads its configurations over them. */

@@ -8,6 +8,7 @@
  */
 import { Annotation } from '@langchain/langgraph';
 import type { TestSpecInput } from '../tuner/spec/input-spec';
+import type { ConfigProfile } from '../tuner/run/profile';
 import type { LaunchWork } from '../tuner/run/speed-of-light';
 import type { Config, ProblemSizeSpec } from '../tuner/types';
 import type { TuneParamLists } from './candidate/code';
@@ -72,7 +73,17 @@ export const TuningState = Annotation.Root({
   bestParams: Annotation<Config>,
   /** Its time on the first test; null before the baseline was measured. */
   bestTimeMs: Annotation<number | null>,
+  /**
+   * The objective's value of the best configuration on the first test (its time, unless the session optimises another
+   * objective); null before the baseline, absent in sessions checkpointed before objectives existed (their objective is time).
+   */
+  bestObjective: Annotation<number | null>,
   tracker: Annotation<PerformanceTrackerJSON>,
+  /**
+   * The best kernel's profile at its best configuration (Nsight Compute's, or the driver's metrics standing in): what
+   * the next step's request tells the model. Null before the baseline; absent in sessions checkpointed before it existed.
+   */
+  profile: Annotation<ConfigProfile | null>,
   /**
    * Ids of the strategy's steps in the order they started (BaseTuningStrategy.startStep): the points a branch of the
    * session can start from (branch.ts). Absent in sessions checkpointed before it existed.

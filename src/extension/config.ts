@@ -9,6 +9,7 @@ import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
 import { STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session/session-settings';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gpu-selection';
+import { ALLOWED_NAMES, refusedCompilerOptions } from './compiler-options';
 
 export const SECTION = 'kernelTuner';
 
@@ -26,6 +27,10 @@ export interface EngineConfig {
   stripThinkingOutput: boolean;
   strategy: StrategyConfig;
   performanceThreshold: number;
+  /** What every step must improve (kernelTuner.objective): time, energy or edp, all lower-is-better. */
+  objective: 'time' | 'energy' | 'edp';
+  /** Measure energy and power with NVML, read only (kernelTuner.energy). */
+  energy: boolean;
   candidatesPerStep: number;
   approvePlan: boolean;
   /** Corrections the model may make to a failing answer before it is given up. */
@@ -70,6 +75,31 @@ export function requiresApiKey(provider: 'ollama' | 'openai', baseUrl: string): 
   }
 }
 
+/**
+ * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. All that a session of the tuner alone ("Tune
+ * parameters") reads of the settings: its spec says the rest, and it asks no model.
+ */
+export function readGpuSettings(get: SettingGetter): { device: number; gpus: GpuSelection; problems: SettingProblem[] } {
+  const problems: SettingProblem[] = [];
+  const key = (name: string) => `${SECTION}.${name}`;
+  const deviceSetting = get('device') ?? 0;
+  let device = 0;
+  if (typeof deviceSetting === 'number' && Number.isInteger(deviceSetting) && deviceSetting >= 0 && deviceSetting <= 64) device = deviceSetting;
+  else problems.push({ setting: key('device'), message: `must be an integer from 0 to 64 (is ${JSON.stringify(deviceSetting)})` });
+  const v = get('gpus') ?? '';
+  if (typeof v !== 'string') {
+    problems.push({ setting: key('gpus'), message: `must be a string such as all, 0,2 or 2 (is ${JSON.stringify(v)})` });
+    return { device, gpus: singleGpu(device), problems };
+  }
+  if (v.trim() === '') return { device, gpus: singleGpu(device), problems };
+  try {
+    return { device, gpus: parseGpuSelection(v, key('gpus')), problems };
+  } catch (e) {
+    problems.push({ setting: key('gpus'), message: (e as Error).message.replace(`${key('gpus')} `, '') });
+    return { device, gpus: singleGpu(device), problems };
+  }
+}
+
 export function readEngineConfig(get: SettingGetter, apiKey: string | undefined): ConfigResult {
   const problems: SettingProblem[] = [];
   const key = (name: string) => `${SECTION}.${name}`;
@@ -106,19 +136,12 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     return v as string[];
   };
 
-  const gpusSetting = (device: number): GpuSelection => {
-    const v = get('gpus') ?? '';
-    if (typeof v !== 'string') {
-      problem('gpus', `must be a string such as all, 0,2 or 2 (is ${JSON.stringify(v)})`);
-      return singleGpu(device);
-    }
-    if (v.trim() === '') return singleGpu(device);
-    try {
-      return parseGpuSelection(v, key('gpus'));
-    } catch (e) {
-      problem('gpus', (e as Error).message.replace(`${key('gpus')} `, ''));
-      return singleGpu(device);
-    }
+  const compilerOptions = (): string[] => {
+    const options = strings('compilerOptions', []);
+    const refused = refusedCompilerOptions(options);
+    if (refused.length === 0) return options;
+    problem('compilerOptions', `has options the tuner does not pass to the compiler: ${refused.map((r) => `${r.option} (${r.why})`).join(', ')}. It takes ${ALLOWED_NAMES.join(', ')} and their long forms`);
+    return [];
   };
 
   const provider = oneOf('llm.provider', ['ollama', 'openai'] as const, 'ollama');
@@ -156,6 +179,14 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     strategy = { kind, steps: known };
   }
 
+  let gpus: GpuSelection = singleGpu(0);
+  /** kernelTuner.device and .gpus, read in their place among the settings (so are their problems). */
+  const device = (): number => {
+    const read = readGpuSettings(get);
+    problems.push(...read.problems);
+    gpus = read.gpus;
+    return read.device;
+  };
   const settings: Omit<EngineConfig, 'gpus'> = {
     llm:
       provider === 'openai'
@@ -165,20 +196,31 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     stripThinkingOutput,
     strategy,
     performanceThreshold: number('performanceThreshold', 1.0, 0, 100, false),
+    objective: oneOf('objective', ['time', 'energy', 'edp'] as const, 'time'),
+    energy: bool('energy', false),
     candidatesPerStep: number('candidatesPerStep', 1, 1, 8, true),
     approvePlan: bool('approvePlan', false),
     retries: number('retries', 3, 0, 10, true),
-    device: number('device', 0, 0, 64, true),
+    device: device(),
     iterations: number('iterations', 32, 1, 1000, true),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
     launchTimeoutS: number('launchTimeout', 0, 0, 3600, false),
-    compilerOptions: strings('compilerOptions', []),
+    compilerOptions: compilerOptions(),
     includePaths: strings('includePaths', []),
   };
-  const config: EngineConfig = { ...settings, gpus: gpusSetting(settings.device) };
+  const config: EngineConfig = { ...settings, gpus };
   const needsApiKey = requiresApiKey(provider, baseUrl) && !apiKey;
   if (problems.length > 0 || needsApiKey) return { ok: false, problems, needsApiKey };
   return { ok: true, config, endpoint: `${provider === 'ollama' ? 'Ollama' : 'OpenAI-compatible server'} at ${baseUrl}` };
+}
+
+/**
+ * The setting's value in effect comes from a workspace's settings (the workspace's or a folder's), which a repository
+ * can ship in .vscode/settings.json, not from the user's own.
+ */
+export function setByWorkspace(inspected: { workspaceValue?: unknown; workspaceFolderValue?: unknown } | undefined): boolean {
+  const value = inspected?.workspaceFolderValue ?? inspected?.workspaceValue;
+  return typeof value === 'string' && value.trim() !== '';
 }
 
 /** The config with the secret removed, for logs and reports. */
@@ -209,6 +251,8 @@ export function sessionSettings(config: EngineConfig, file: SessionFile): Sessio
     strategy: config.strategy.kind === 'explicit' ? config.strategy : { ...config.strategy, candidatesPerStep: config.candidatesPerStep },
     retries: config.retries,
     performanceThreshold: config.performanceThreshold,
+    ...(config.objective !== 'time' && { objective: { name: config.objective, higherIsBetter: false } }),
+    ...(config.energy && { energy: true }),
     iterations: config.iterations,
     timePerTestS: config.timePerTestS,
     ...(config.launchTimeoutS > 0 && { launchTimeoutS: config.launchTimeoutS }),

@@ -59,6 +59,18 @@ export interface SessionRequest {
   signal: AbortSignal;
 }
 
+/** A session of the tuner alone ("Tune parameters"): the kernel file and its spec, no model. */
+export interface TuningRequest {
+  threadId: string;
+  /** The whole source file as the editor holds it. */
+  code: string;
+  /** The kernel file on disk (its folder is searched for its #includes; the spec names it). */
+  filePath: string;
+  /** The tuning spec: inputs, tunable parameters, restrictions, geometry, measurement. */
+  specPath: string;
+  signal: AbortSignal;
+}
+
 export interface SessionRun {
   /** Ends after `session.finished`, `session.failed` or `session.cancelled`; never throws. */
   readonly events: AsyncIterable<TuningEvent>;
@@ -77,6 +89,8 @@ export interface EngineRuntime {
    */
   openBackend(options: { gpus: GpuSelection; testBackendModule?: string }): Promise<BackendLease>;
   startSession(request: SessionRequest, backend: BackendLease): SessionRun;
+  /** Runs the tuner alone over a spec, as a session of one step with no model (src/engine/session/tuner-session.ts). */
+  startTuning(request: TuningRequest, backend: BackendLease): SessionRun;
 }
 
 export function isEngineFailure(value: unknown): value is EngineFailure {

@@ -1,7 +1,8 @@
 /**
  * Entry point of the VS Code extension. Activation is cheap: it registers commands, the CodeLens providers, the
- * history view and the panel serializer. The engine (LangChain, LangGraph, the GPU client) lives in a second bundle,
- * dist/engine-runtime.js, loaded on the first "Tune this kernel".
+ * history view, and reopens the reports that were open before a window reload. The engine (LangChain, LangGraph, the
+ * GPU client) lives in a second bundle, dist/engine-runtime.js, loaded on the first "Tune this kernel" or "Tune
+ * parameters" (the tuner alone, over a spec).
  *
  * Test hook (test-only): when the environment variable KERNEL_TUNER_TEST_BACKEND names a JavaScript module when the
  * extension activates, sessions run on the TuningBackend that module creates instead of the GPU. It is logged loudly
@@ -13,21 +14,27 @@ import * as vscode from 'vscode';
 import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/store/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
-import { readEngineConfig, redactConfig, SECTION, type EngineConfig } from './config';
+import { readEngineConfig, readGpuSettings, redactConfig, SECTION, setByWorkspace, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
 import { htmlReportCommands } from './html-report';
 import { InlineDiffController } from './inline-diff';
-import { isCudaDocument, KernelIndex, type KernelTarget } from './kernels';
+import { announceSaved } from './saved-file';
+import { isCudaDocument, KernelIndex, type KernelTarget, type ParametersTarget } from './kernels';
 import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
 import { reduceAll, stepCode } from '../engine/session/session-view';
 import { SessionManager, type StartRequest } from './sessions';
+import { specsBeside, specsForKernel } from '../tuner/spec/spec-files';
+import type { GpuSelection } from '../tuner/run/gpu-selection';
+import { WindowState } from './window-state';
 
 export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';
 const API_KEY_SECRET = 'kernelTuner.openai.apiKey';
+/** The user's answers, by base URL, to "send the stored API key to this URL from the workspace's settings?". */
+const KEY_CONSENT_STATE = 'kernelTuner.apiKeyConsent';
 
 /** What activate() returns: used by the extension tests to observe the extension from outside. */
 export interface KernelTunerApi {
@@ -48,7 +55,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   const testBackendModule = process.env[TEST_BACKEND_ENV] || undefined;
   if (testBackendModule) log.warn(`TEST MODE: sessions run on the test backend ${testBackendModule} (${TEST_BACKEND_ENV}), not on the GPU`);
 
-  const inlineDiff = new InlineDiffController(log);
+  // Kept per workspace; a window without one keeps nothing across a reload.
+  const kept = new WindowState(context.storageUri && join(context.storageUri.fsPath, 'window-state.json'), (message) => log.warn(message));
+  const inlineDiff = new InlineDiffController(log, kept);
   const kernels = new KernelIndex(log, (uri) => inlineDiff.hasReview(uri));
   inlineDiff.onDidChangeReview(() => kernels.refresh());
   const relative = (uri: vscode.Uri) => vscode.workspace.asRelativePath(uri, false);
@@ -72,7 +81,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return runtime;
   };
 
-  const panels = new PanelManager(context.extensionUri, sessions, (message) => onPanelMessage(message), log);
+  const panels = new PanelManager(context.extensionUri, sessions, (message) => onPanelMessage(message), log, kept);
 
   async function onPanelMessage(message: FromWebviewMessage): Promise<void> {
     switch (message.type) {
@@ -111,7 +120,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     });
     if (!dest) return;
     await vscode.workspace.fs.writeFile(dest, bytes);
-    void vscode.window.showInformationMessage(`Saved the chart to ${relative(dest)}.`);
+    void announceSaved(`Saved the chart to ${relative(dest)}.`, dest);
   }
 
   /** Opens the inline diff of a session's final kernel (or of one accepted step). Returns the document's uri. */
@@ -141,7 +150,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function engineConfig(): Promise<{ config: EngineConfig; endpoint: string } | undefined> {
     const apiKey = await context.secrets.get(API_KEY_SECRET);
     const result = readEngineConfig(settingsGetter(), apiKey);
-    if (result.ok) return result;
+    if (result.ok) return withKeyConsent(result);
     if (result.needsApiKey && result.problems.length === 0) {
       const choice = await vscode.window.showErrorMessage('Kernel Tuner needs an API key for OpenAI. It is kept in VS Code\'s secret storage, never in settings.', 'Set API key', 'Open settings');
       if (choice === 'Set API key') await vscode.commands.executeCommand('kernelTuner.setApiKey');
@@ -155,6 +164,34 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return undefined;
   }
 
+  /**
+   * The stored API key goes to a server the user's own settings name; to a base URL from the workspace's settings (a
+   * repository's .vscode/settings.json can set one) only once the user said so, asked once per URL. Undefined: the
+   * user closed the question (no session starts).
+   */
+  async function withKeyConsent(settings: { config: EngineConfig; endpoint: string }): Promise<{ config: EngineConfig; endpoint: string } | undefined> {
+    const { llm } = settings.config;
+    const url = llm.baseUrl;
+    if (llm.provider !== 'openai' || llm.apiKey === undefined || url === undefined || !setByWorkspace(vscode.workspace.getConfiguration(SECTION).inspect('llm.baseUrl'))) return settings;
+    const answers = context.globalState.get<Record<string, boolean>>(KEY_CONSENT_STATE, {});
+    let send = answers[url];
+    if (send === undefined) {
+      const choice = await vscode.window.showWarningMessage(
+        `This workspace's settings (kernelTuner.llm.baseUrl) send Kernel Tuner's requests to ${url}. Send your stored API key there too?`,
+        { modal: true, detail: "The kernel's code goes there either way. Your answer is kept for this URL until the API key is set or cleared again." },
+        'Send the key',
+        'Do not send it',
+      );
+      if (choice === undefined) return undefined;
+      send = choice === 'Send the key';
+      await context.globalState.update(KEY_CONSENT_STATE, { ...answers, [url]: send });
+    }
+    if (send) return settings;
+    log.info(`the stored API key is not sent to ${url}, which the workspace's settings name (as the user answered)`);
+    const { apiKey: _withheld, ...withoutKey } = llm;
+    return { ...settings, config: { ...settings.config, llm: withoutKey } };
+  }
+
   async function reportFailures(failures: EngineFailure[]): Promise<void> {
     for (const f of failures) log.error(`pre-flight: ${f.kind}: ${f.message}`);
     const report = describeFailures(failures, SECTION);
@@ -165,13 +202,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   }
 
   /**
-   * The LLM answers (unless a replay needs none) and the GPU opens, checked side by side; undefined when either fails, after the progress has closed
-   * and every failure was told in one message.
+   * The GPU opens and, for a session that asks a model (`model`), the LLM answers, checked side by side; undefined when
+   * either fails, after the progress has closed and every failure was told in one message.
    */
-  async function preflight(config: EngineConfig, endpoint: string, needsModel = true): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
+  async function preflight(gpus: GpuSelection, model?: { config: EngineConfig; endpoint: string }): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
     const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
+    // In the status bar, which drops it the moment the check ends (a notification would stay a moment longer, beside
+    // the error that follows).
     const checked = await vscode.window.withProgress(
-      { location: vscode.ProgressLocation.Notification, title: needsModel ? `Kernel Tuner: checking ${endpoint} and the GPU…` : 'Kernel Tuner: opening the GPU…' },
+      { location: vscode.ProgressLocation.Window, title: model ? `Kernel Tuner: checking ${model.endpoint} and the GPU…` : 'Kernel Tuner: opening the GPU…' },
       async (): Promise<{ engine: EngineRuntime; backend: BackendLease } | { failures: EngineFailure[] }> => {
         let engine: EngineRuntime;
         try {
@@ -180,8 +219,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
           return { failures: [{ kind: 'other', message: `the engine could not be loaded: ${error instanceof Error ? error.message : String(error)}` }] };
         }
         const [llm, gpu] = await Promise.allSettled([
-          needsModel ? engine.checkLlm(config) : Promise.resolve(),
-          engine.openBackend({ gpus: config.gpus, ...(testBackendModule && { testBackendModule }) }),
+          model ? engine.checkLlm(model.config) : Promise.resolve(),
+          engine.openBackend({ gpus, ...(testBackendModule && { testBackendModule }) }),
         ]);
         if (llm.status === 'fulfilled' && gpu.status === 'fulfilled') return { engine, backend: gpu.value };
         if (gpu.status === 'fulfilled') await gpu.value.dispose().catch(() => undefined);
@@ -242,29 +281,44 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   /** What a session builds on: an interrupted one to continue, a stored one to branch or to replay. */
   type StoredStart = { resume: HistoryEntry } | { branch: NonNullable<StartRequest['branch']> } | { replay: HistoryEntry };
 
-  async function tune(arg: unknown, stored?: StoredStart): Promise<void> {
-    const base = stored && ('resume' in stored ? stored.resume : 'branch' in stored ? stored.branch.parent : stored.replay);
+  /**
+   * Whether a new session must wait, or may not run at all: the workspace is not trusted (tuning compiles and runs its
+   * kernels), one session runs already (timings taken while another session uses the GPU would be worthless), or the
+   * document holds an open proposal besides its own lines (nothing to tune there until it is decided). Says which, with
+   * the way out.
+   */
+  async function mustWait(document: vscode.Uri | undefined): Promise<boolean> {
+    if (!vscode.workspace.isTrusted) {
+      log.info('tuning refused: the workspace is in Restricted Mode');
+      void vscode.window
+        .showWarningMessage("Tuning compiles and runs this workspace's kernels (and an LLM session sends them to the model): trust the workspace to tune. Its history and reports stay readable in Restricted Mode.", 'Manage Workspace Trust')
+        .then((choice) => choice && vscode.commands.executeCommand('workbench.trust.manage'));
+      return true;
+    }
     const running = sessions.current();
     if (running) {
-      // One session at a time: timings taken while another session uses the GPU would be worthless.
       const choice = await vscode.window.showWarningMessage('A tuning session is already running; timings of two sessions on one GPU would disturb each other.', 'Show it', 'Cancel it');
       if (choice === 'Show it') await vscode.commands.executeCommand('kernelTuner.showPanel', running);
       if (choice === 'Cancel it') sessions.cancel(running);
-      return;
+      return true;
     }
-    // A document with an open proposal holds the proposal's lines besides its own: nothing to tune there until it is decided.
-    const underReview = base ? (base.fileUri ? vscode.Uri.parse(base.fileUri) : vscode.Uri.file(base.filePath)) : targetUri(arg);
-    if (underReview && inlineDiff.hasReview(underReview)) {
-      void vscode.window.showWarningMessage(`${relative(underReview)} has a proposal to review: accept or reject it (the lenses at the top) before tuning again.`);
-      return;
+    if (document && inlineDiff.hasReview(document)) {
+      void vscode.window.showWarningMessage(`${relative(document)} has a proposal to review: accept or reject it (the lenses at the top) before tuning again.`);
+      return true;
     }
+    return false;
+  }
+
+  async function tune(arg: unknown, stored?: StoredStart): Promise<void> {
+    const base = stored && ('resume' in stored ? stored.resume : 'branch' in stored ? stored.branch.parent : stored.replay);
+    if (await mustWait(base ? (base.fileUri ? vscode.Uri.parse(base.fileUri) : vscode.Uri.file(base.filePath)) : targetUri(arg))) return;
     const target = base ? { document: await openEntryDocument(base), kernelName: base.kernelName } : await resolveTarget(arg);
     if (!target) return;
     const settings = await engineConfig();
     if (!settings) return;
     const { config, endpoint } = settings;
     // A replay asks no model: only the GPU has to be there.
-    const ready = await preflight(config, endpoint, !(stored && 'replay' in stored));
+    const ready = await preflight(config.gpus, stored && 'replay' in stored ? undefined : { config, endpoint });
     if (!ready) return;
     const doing = !stored ? 'tuning' : 'resume' in stored ? 'resuming' : 'branch' in stored ? `branching ${stored.branch.parent.id} at step ${stored.branch.stepId}:` : `replaying ${stored.replay.id}:`;
     log.info(`${doing} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
@@ -277,6 +331,69 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       await ready.backend.dispose().catch(() => undefined);
       throw error;
     }
+  }
+
+  /**
+   * "Tune parameters": the tuner alone over the kernel's tuning spec (the lens's, the one beside the file that names the
+   * kernel, or one the user picks), as a session of one step. It asks no model, so the LLM's pre-flight does not apply.
+   */
+  async function tuneParameters(arg: unknown): Promise<void> {
+    if (await mustWait(targetUri(arg))) return;
+    const target = await resolveTarget(arg);
+    if (!target) return;
+    if (target.document.uri.scheme !== 'file') {
+      void vscode.window.showErrorMessage('Save the kernel as a file first: its tuning spec names the file it tunes (`file:`).');
+      return;
+    }
+    const lensSpec = (arg as Partial<ParametersTarget> | undefined)?.specPath;
+    const specPath = typeof lensSpec === 'string' ? lensSpec : await pickSpec(target.document, target.kernelName);
+    if (!specPath) return;
+    const { gpus, problems } = readGpuSettings(settingsGetter());
+    if (problems.length > 0) {
+      const choice = await vscode.window.showErrorMessage(`Setting ${problems[0]!.setting} ${problems[0]!.message}.`, 'Open settings');
+      if (choice) await openSettings(problems[0]!.setting);
+      return;
+    }
+    const ready = await preflight(gpus);
+    if (!ready) return;
+    log.info(`tuning the parameters of ${target.kernelName} in ${relative(target.document.uri)} with ${relative(vscode.Uri.file(specPath))} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
+    try {
+      const started = await sessions.startTuning({ document: target.document, kernelName: target.kernelName, specPath, runtime: ready.engine, backend: ready.backend });
+      last = started;
+      await panels.show(started.sessionId, target.kernelName, true);
+    } catch (error) {
+      await ready.backend.dispose().catch(() => undefined);
+      throw error;
+    }
+  }
+
+  /** The kernel's spec: the one beside its file that names it, one of several picked, or one chosen in a file dialog. */
+  async function pickSpec(document: vscode.TextDocument, kernelName: string): Promise<string | undefined> {
+    const parsed = await kernels.kernels(document);
+    const kernel = parsed.kernels.find((k) => k.name === kernelName);
+    const found = kernel ? specsForKernel(specsBeside(document.uri.fsPath), kernel, parsed.kernels.length) : [];
+    if (found.length === 1) return found[0]!.path;
+    if (found.length > 1) {
+      const pick = await vscode.window.showQuickPick(
+        found.map((f) => ({ label: relative(vscode.Uri.file(f.path)), description: f.parameters.join(', '), path: f.path })),
+        { title: `Tune the parameters of ${kernelName} with which spec?` },
+      );
+      return pick?.path;
+    }
+    const picked = await vscode.window.showOpenDialog({
+      title: `No tuning spec beside ${relative(document.uri)} names ${kernelName}: pick its spec (its inputs, tunable parameters and restrictions)`,
+      defaultUri: vscode.Uri.file(dirname(document.uri.fsPath)),
+      canSelectMany: false,
+      filters: { 'Tuning spec (YAML or JSON)': ['yaml', 'yml', 'json'] },
+    });
+    return picked?.[0]?.fsPath;
+  }
+
+  /** A session of the tuner alone: no model to resume with, no steps of a model to branch from or replay. */
+  function refusedForTunerSession(entry: HistoryEntry, action: string): boolean {
+    if (!(isSessionReport(entry.report) && entry.report.header.strategy === 'tuner')) return false;
+    void vscode.window.showInformationMessage(`A "Tune parameters" session cannot be ${action}: it asked no model. Run "Tune parameters" on the kernel again.`);
+    return true;
   }
 
   async function openEntryDocument(entry: HistoryEntry): Promise<vscode.TextDocument> {
@@ -302,7 +419,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     });
     if (!dest) return;
     await history.export(entry.id, format, dest.fsPath);
-    void vscode.window.showInformationMessage(`Exported to ${relative(dest)}.`);
+    void announceSaved(`Exported to ${relative(dest)}.`, dest);
   }
 
   /** Files the user edits before a branch starts from them: `<id>.cu`, with `<id>.json` saying which session and step. */
@@ -317,7 +434,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
    */
   async function branchFrom(arg: unknown, stepArg: unknown, howArg?: unknown): Promise<void> {
     const entry = await entryFor(arg);
-    if (!entry) return;
+    if (!entry || refusedForTunerSession(entry, 'branched')) return;
     const events = isSessionReport(entry.report) ? entry.report.events : [];
     const started = startedStepsOf(events);
     const node = arg as HistoryNode | undefined;
@@ -396,6 +513,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     historyView,
     panels,
     command('kernelTuner.tuneKernel', (arg) => tune(arg)),
+    command('kernelTuner.tuneParameters', (arg) => tuneParameters(arg)),
     command('kernelTuner.cancel', (arg) => {
       const id = typeof arg === 'string' ? arg : sessions.current();
       if (!id || !sessions.cancel(id)) void vscode.window.showInformationMessage('No tuning session is running.');
@@ -420,6 +538,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
         ignoreFocusOut: true,
       });
       if (key === undefined) return;
+      // A new key (or none) is asked about again wherever a workspace's settings send it.
+      await context.globalState.update(KEY_CONSENT_STATE, undefined);
       if (key.trim() === '') {
         await context.secrets.delete(API_KEY_SECRET);
         void vscode.window.showInformationMessage('Kernel Tuner: the API key was removed.');
@@ -430,6 +550,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.clearApiKey', async () => {
       await context.secrets.delete(API_KEY_SECRET);
+      await context.globalState.update(KEY_CONSENT_STATE, undefined);
       void vscode.window.showInformationMessage('Kernel Tuner: the API key was removed.');
     }),
     command('kernelTuner.showLog', () => log.show()),
@@ -444,7 +565,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.history.resume', async (arg) => {
       const entry = await entryFor(arg);
-      if (!entry) return;
+      if (!entry || refusedForTunerSession(entry, 'resumed')) return;
       if (entry.status !== 'interrupted') return void vscode.window.showInformationMessage(`This session is ${entry.status}; only an interrupted session can be resumed.`);
       if (!isSessionReport(entry.report)) return void vscode.window.showWarningMessage('This session was stored without its report and cannot be resumed.');
       await tune(undefined, { resume: entry });
@@ -453,13 +574,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     command('kernelTuner.branch.continue', (arg) => continueBranch(arg)),
     command('kernelTuner.history.replay', async (arg) => {
       const entry = arg === undefined ? await pickReplayable() : await entryFor(arg);
-      if (!entry) return;
+      if (!entry || refusedForTunerSession(entry, 'replayed')) return;
       if (!isReplayable(entry)) return void vscode.window.showWarningMessage('This session was stored without its model exchanges (before they were recorded): it cannot be replayed.');
       await tune(undefined, { replay: entry });
     }),
     command('kernelTuner.history.exportJson', (arg) => exportEntry(arg, 'json')),
     command('kernelTuner.history.exportCache', (arg) => exportEntry(arg, 'kernel-tuner-cache')),
-    ...htmlReportCommands(command, entryFor, saveFolder),
+    ...htmlReportCommands(command, entryFor, saveFolder, () => panels.placeNewPanel()),
     command('kernelTuner.history.delete', async (arg) => {
       const entry = await entryFor(arg);
       if (!entry) return;
@@ -489,6 +610,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     { dispose: () => relatedTimer && clearTimeout(relatedTimer) },
   );
   updateDraftContext();
+  // Last: what the window keeps is written once more as it closes, after the panels and reviews are gone.
+  context.subscriptions.push({ dispose: () => kept.flush() });
+  void panels.reopen().catch((error: unknown) => log.error(`could not reopen the reports open before the reload: ${error instanceof Error ? error.message : String(error)}`));
 
   // Sessions that were running when their window went away become "interrupted" (resumable).
   void history.markInterruptedOnStartup().then(

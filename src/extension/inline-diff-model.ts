@@ -8,14 +8,15 @@ import { convertEol, type Eol } from './proposal';
 /**
  * The whole file with the tuned kernel in place of the original one. The engine hands back the whole file; a session
  * saved by an earlier version holds the kernel alone, which lacks what the file holds around it (includes, other
- * kernels, host code). Unless the final code already carries that code (comments aside: the model may rewrite the
- * one above the kernel), it replaces only the original kernel's definition (`kernelStart`..`kernelEnd`, string
- * offsets), so nothing around it is lost.
+ * kernels, host code). Unless the final code already carries that code (but for what the final code changes there:
+ * comments, which the model may rewrite above the kernel, the file's own `#define`s, which get the chosen values, and
+ * the kernel's launches, rewritten for them), it replaces only the original kernel's definition
+ * (`kernelStart`..`kernelEnd`, string offsets), so nothing around it is lost.
  */
 export function spliceFinalCode(original: string, finalCode: string, kernelStart: number, kernelEnd: number): string {
   const before = original.slice(0, kernelStart);
   const after = original.slice(kernelEnd);
-  const outside = [...before.split('\n'), ...after.split('\n')].map((l) => l.trim()).filter((l) => l !== '' && !/^(\/\/|\/\*|\*)/.test(l));
+  const outside = [...before.split('\n'), ...after.split('\n')].map((l) => l.trim()).filter((l) => l !== '' && !/^(\/\/|\/\*|\*|#\s*define\s)/.test(l) && !l.includes('<<<'));
   if (outside.every((line) => finalCode.includes(line))) return finalCode;
   return `${before}${finalCode.replace(/\s+$/, '')}${after}`;
 }

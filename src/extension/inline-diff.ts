@@ -3,7 +3,8 @@
  * rewrite: the new lines are in the document, green, right below the old lines they replace, which stay in place, red.
  * Accept | Reject lenses on each hunk, Accept All | Reject All | Side by side at the top, keyboard shortcuts and palette
  * commands for each, a status bar item counting the changes left, Escape rejecting the change at the cursor. The model
- * (what goes where, what a decision or an edit does) is src/extension/proposal.ts; this file applies its edits and draws.
+ * (what goes where, what a decision or an edit does) is src/extension/proposal.ts; this file keeps each document's
+ * review and applies its edits; src/extension/inline-diff-view.ts draws it.
  *
  * - Reject deletes the new lines, Accept the old ones: the rest of the file is never touched, so Reject gives back the
  *   old bytes exactly (line endings, a missing final newline).
@@ -31,8 +32,8 @@ import {
   convertEol,
   describeHunk,
   editsBetween,
-  hunkAt,
   hunkNear,
+  isOpen,
   openReview,
   reinsert,
   rejectAll,
@@ -46,10 +47,10 @@ import {
   type Transition,
   type WithdrawnHunk,
 } from './proposal';
+import { lineSpan, ReviewView, type DrawnReview } from './inline-diff-view';
+import type { WindowState } from './window-state';
 
 export const PROPOSAL_SCHEME = 'kernel-tuner-proposal';
-const PENDING_CONTEXT = 'kernelTuner.diffPending';
-const CURSOR_CONTEXT = 'kernelTuner.cursorInHunk';
 /** After a save took the proposal out, it goes back in only if the document's editor is still open by then. */
 const REINSERT_DELAY_MS = 150;
 
@@ -87,56 +88,63 @@ interface DocReview {
   aside?: { proposed: string; changes: number };
 }
 
-export class InlineDiffController implements vscode.CodeLensProvider, vscode.TextDocumentContentProvider, vscode.Disposable {
+export class InlineDiffController implements vscode.TextDocumentContentProvider, vscode.Disposable {
   private readonly docs = new Map<string, DocReview>();
   private readonly disposables: vscode.Disposable[] = [];
-  private readonly lensesChanged = new vscode.EventEmitter<void>();
-  readonly onDidChangeCodeLenses = this.lensesChanged.event;
   private readonly proposalChanged = new vscode.EventEmitter<vscode.Uri>();
   readonly onDidChange = this.proposalChanged.event;
   private readonly reviewsChanged = new vscode.EventEmitter<vscode.Uri>();
   /** A document's review opened, changed or ended. */
   readonly onDidChangeReview = this.reviewsChanged.event;
-  private readonly statusBar = vscode.window.createStatusBarItem('kernelTuner.proposal', vscode.StatusBarAlignment.Left, 49);
   private serial = 0;
   /** Our own edits run one at a time: a decision is computed on the state the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
-  private readonly oldDecoration = vscode.window.createTextEditorDecorationType({
-    isWholeLine: true,
-    backgroundColor: new vscode.ThemeColor('diffEditor.removedLineBackground'),
-    overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.deletedForeground'),
-    overviewRulerLane: vscode.OverviewRulerLane.Left,
-    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
-  });
-  private readonly newDecoration = vscode.window.createTextEditorDecorationType({
-    isWholeLine: true,
-    backgroundColor: new vscode.ThemeColor('diffEditor.insertedLineBackground'),
-    overviewRulerColor: new vscode.ThemeColor('editorOverviewRuler.addedForeground'),
-    overviewRulerLane: vscode.OverviewRulerLane.Left,
-    rangeBehavior: vscode.DecorationRangeBehavior.ClosedClosed,
+  private readonly view = new ReviewView({
+    get: (key) => this.drawn(this.docs.get(key)),
+    all: () => [...this.docs.values()].map((d) => this.drawn(d)!),
   });
 
-  constructor(private readonly log: vscode.LogOutputChannel) {
-    this.statusBar.name = 'Kernel Tuner proposal';
+  constructor(
+    private readonly log: vscode.LogOutputChannel,
+    /** Where the open reviews are kept across a window reload. */
+    private readonly kept: WindowState,
+  ) {
     this.disposables.push(
-      this.oldDecoration,
-      this.newDecoration,
-      this.lensesChanged,
+      this.view,
       this.proposalChanged,
       this.reviewsChanged,
-      this.statusBar,
-      vscode.languages.registerCodeLensProvider([{ scheme: 'file' }, { scheme: 'untitled' }], this),
       vscode.workspace.registerTextDocumentContentProvider(PROPOSAL_SCHEME, this),
       vscode.workspace.onDidChangeTextDocument((e) => this.onDocumentChanged(e)),
       vscode.workspace.onWillSaveTextDocument((e) => this.onWillSave(e)),
       vscode.workspace.onDidSaveTextDocument((doc) => this.onDidSave(doc)),
       vscode.workspace.onDidCloseTextDocument((doc) => this.onDocumentClosed(doc)),
-      vscode.window.onDidChangeVisibleTextEditors(() => this.redrawAll()),
+      vscode.workspace.onDidOpenTextDocument((doc) => this.restore(doc)),
       vscode.window.tabGroups.onDidChangeTabs((e) => this.onTabsChanged(e)),
-      vscode.window.onDidChangeActiveTextEditor(() => this.updateContext()),
-      // The cursor matters only where a review is (the "Escape rejects the change at the cursor" key).
-      vscode.window.onDidChangeTextEditorSelection((e) => e.textEditor === vscode.window.activeTextEditor && this.docs.has(e.textEditor.document.uri.toString()) && this.updateContext()),
     );
+    for (const document of vscode.workspace.textDocuments) this.restore(document);
+  }
+
+  /**
+   * The review a reload interrupted, when its document opens again: hot exit brings the unsaved text back with the
+   * proposal's lines in it, and the review comes back with it. A document that comes back as it was saved (without
+   * the proposal, which stays in the history) ends the stored review.
+   */
+  private restore(document: vscode.TextDocument): void {
+    const key = document.uri.toString();
+    const stored = this.kept.review(key);
+    if (!stored || this.docs.has(key)) return;
+    if (stored.state.text !== document.getText()) {
+      this.kept.setReview(key, undefined);
+      this.log.info(`${key}: came back without the proposal that was open before the reload (it stays in the history)`);
+      return;
+    }
+    const d = this.entry(document.uri);
+    d.title = stored.title;
+    d.onFinished = (outcome) => this.log.info(`${key}: ${outcome.accepted} change(s) accepted, ${outcome.rejected} rejected, ${outcome.dropped} withdrawn (${stored.title}, reviewed across a reload)`);
+    this.serial = Math.max(this.serial, stored.state.review);
+    d.timeline.remember(stored.state.text, stored.state);
+    this.setState(d, stored.state);
+    this.log.info(`${key}: the proposal open before the reload is a review again (${stored.state.pending.length} pending change(s))`);
   }
 
   /**
@@ -263,35 +271,6 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
     const state = d && (isOpen(d.state) ? d.state : d.lastOpen);
     if (!state) return '';
     return query.get('side') === 'with' ? textWith(state) : textWithout(state);
-  }
-
-  provideCodeLenses(document: vscode.TextDocument): vscode.CodeLens[] {
-    const d = this.docs.get(document.uri.toString());
-    if (d?.aside !== undefined) {
-      const top = new vscode.Range(0, 0, 0, 0);
-      return [
-        new vscode.CodeLens(top, { title: '$(check-all) Accept All', tooltip: 'Take the whole proposal into the file (Ctrl+Shift+Enter)', command: 'kernelTuner.acceptAll', arguments: [document.uri] }),
-        new vscode.CodeLens(top, { title: '$(close-all) Reject All', tooltip: 'End the review; the file keeps what you took (Ctrl+Shift+Backspace)', command: 'kernelTuner.rejectAll', arguments: [document.uri] }),
-      ];
-    }
-    if (!d || !isOpen(d.state) || d.state.text !== document.getText()) return [];
-    const state = d.state;
-    const uri = document.uri;
-    const top = new vscode.Range(0, 0, 0, 0);
-    const lenses = [
-      new vscode.CodeLens(top, { title: `$(check-all) Accept All (${state.pending.length})`, tooltip: 'Keep every new line (Ctrl+Shift+Enter)', command: 'kernelTuner.acceptAll', arguments: [uri] }),
-      new vscode.CodeLens(top, { title: '$(close-all) Reject All', tooltip: 'Keep every old line (Ctrl+Shift+Backspace)', command: 'kernelTuner.rejectAll', arguments: [uri] }),
-      new vscode.CodeLens(top, { title: '$(diff) Side by side', tooltip: 'The file without and with the proposal in the diff editor', command: 'kernelTuner.openSideBySide', arguments: [uri] }),
-    ];
-    for (const h of state.pending) {
-      const line = new vscode.Range(document.positionAt(h.start), document.positionAt(h.start));
-      lenses.push(
-        new vscode.CodeLens(line, { title: '$(check) Accept', tooltip: 'Keep the new (green) lines of this change (Ctrl+Alt+Y)', command: 'kernelTuner.acceptHunk', arguments: [uri, h.hunk.id] }),
-        new vscode.CodeLens(line, { title: '$(close) Reject', tooltip: 'Keep the old (red) lines of this change (Ctrl+Alt+N, or Escape)', command: 'kernelTuner.rejectHunk', arguments: [uri, h.hunk.id] }),
-        new vscode.CodeLens(line, { title: describeHunk(h, state.text), command: '' }),
-      );
-    }
-    return lenses;
   }
 
   dispose(): void {
@@ -506,7 +485,7 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
     this.docs.delete(doc.uri.toString());
     this.endAside(d);
     if (isOpen(d.state)) this.finish(d, d.state);
-    this.redraw(d.uri);
+    this.view.redraw(d.uri);
   }
 
   /** Ends a review that still had pending hunks (they count as dropped). */
@@ -530,11 +509,12 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
   }
 
   private changed(d: DocReview): void {
-    this.redraw(d.uri);
+    this.view.redraw(d.uri);
     // The side-by-side view's documents (if open) follow every decision and edit.
     this.proposalChanged.fire(sideBySideUri(d.uri, 'without'));
     this.proposalChanged.fire(sideBySideUri(d.uri, 'with'));
     this.reviewsChanged.fire(d.uri);
+    this.kept.setReview(d.uri.toString(), isOpen(d.state) ? { title: d.title, state: d.state } : undefined);
   }
 
   private entry(uri: vscode.Uri): DocReview {
@@ -555,54 +535,8 @@ export class InlineDiffController implements vscode.CodeLensProvider, vscode.Tex
     return d.uri.path.split('/').pop() ?? d.uri.toString();
   }
 
-  // --- drawing ---------------------------------------------------------------------------------------------------
-
-  private redrawAll(): void {
-    for (const d of this.docs.values()) this.redraw(d.uri);
-  }
-
-  private redraw(uri: vscode.Uri): void {
-    const d = this.docs.get(uri.toString());
-    const state = d && isOpen(d.state) ? d.state : undefined;
-    for (const editor of vscode.window.visibleTextEditors) {
-      if (editor.document.uri.toString() !== uri.toString()) continue;
-      const doc = editor.document;
-      const ranges = (from: number, to: number) => {
-        if (to <= from) return [];
-        const span = lineSpan(doc, from, to);
-        return [new vscode.Range(span.start, 0, span.end - 1, 0)];
-      };
-      const live = state && state.text === doc.getText() ? state : undefined;
-      editor.setDecorations(this.oldDecoration, live ? live.pending.flatMap((h) => ranges(h.start, h.mid - h.joint)) : []);
-      editor.setDecorations(this.newDecoration, live ? live.pending.flatMap((h) => ranges(h.mid, h.end)) : []);
-    }
-    this.lensesChanged.fire();
-    this.updateContext();
-  }
-
-  private updateContext(): void {
-    const editor = vscode.window.activeTextEditor;
-    const d = editor && this.docs.get(editor.document.uri.toString());
-    const state = d && isOpen(d.state) ? d.state : undefined;
-    const atCursor = state && editor && state.text === editor.document.getText() ? hunkAt(state, editor.document.offsetAt(editor.selection.active.with(undefined, 0))) : undefined;
-    void vscode.commands.executeCommand('setContext', PENDING_CONTEXT, state !== undefined || d?.aside !== undefined);
-    void vscode.commands.executeCommand('setContext', CURSOR_CONTEXT, atCursor !== undefined);
-    if (d?.aside !== undefined) {
-      this.statusBar.text = '$(diff) proposal beside the file';
-      this.statusBar.tooltip = 'Kernel Tuner: auto-save is on (afterDelay), so the proposal is reviewed beside the file';
-      this.statusBar.command = undefined;
-      this.statusBar.show();
-      return;
-    }
-    if (!state) {
-      this.statusBar.hide();
-      return;
-    }
-    const n = state.pending.length;
-    this.statusBar.text = `$(diff) ${n} change${n === 1 ? '' : 's'} to review`;
-    this.statusBar.tooltip = 'Kernel Tuner: go to the next proposed change (Accept Ctrl+Alt+Y, Reject Ctrl+Alt+N or Escape, all: Ctrl+Shift+Enter / Ctrl+Shift+Backspace)';
-    this.statusBar.command = { command: 'kernelTuner.nextHunk', title: 'Go to the next proposed change', arguments: [editor!.document.uri] };
-    this.statusBar.show();
+  private drawn(d: DocReview | undefined): DrawnReview | undefined {
+    return d && { uri: d.uri, state: d.state, aside: d.aside !== undefined };
   }
 
 }
@@ -627,13 +561,3 @@ function columnOf(uri: vscode.Uri): vscode.ViewColumn {
   return group?.viewColumn ?? vscode.ViewColumn.One;
 }
 
-function isOpen(state: ReviewState | null | undefined): state is ReviewState {
-  return state !== null && state !== undefined && state.pending.length > 0;
-}
-
-/** The lines [start, end) that hold the characters [from, to) (at least one line). */
-function lineSpan(doc: vscode.TextDocument, from: number, to: number): { start: number; end: number } {
-  const start = doc.positionAt(from).line;
-  const last = to > from ? doc.positionAt(to - 1).line : start;
-  return { start, end: to > from ? last + 1 : start };
-}

@@ -1,10 +1,12 @@
 /**
  * Which kernels a CUDA document holds, parsed once per document version: the "Tune kernel" CodeLens above each
- * `__global__` definition and the `kernelTuner.cursorInKernel` context key behind the editor menu item.
+ * `__global__` definition, "Tune parameters" beside it where a tuning spec in the file's folder names the kernel, and
+ * the `kernelTuner.cursorInKernel` context key behind the editor menu item.
  */
 import * as vscode from 'vscode';
 import { parseKernels } from '../tuner/source/kernel-parser';
 import { kernelAt, ParseError, type KernelSignature } from '../tuner/source/kernel-signature';
+import { specsBeside, specsForKernel } from '../tuner/spec/spec-files';
 
 export interface ParsedKernels {
   kernels: KernelSignature[];
@@ -17,6 +19,11 @@ export interface KernelTarget {
   uri: vscode.Uri;
   kernelName: string;
   line: number;
+}
+
+/** Arguments of the "Tune parameters" lens: the kernel and its spec, when exactly one names it (else the command asks). */
+export interface ParametersTarget extends KernelTarget {
+  specPath?: string;
 }
 
 export function isCudaDocument(doc: vscode.TextDocument): boolean {
@@ -76,14 +83,34 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
   async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
     if (!isCudaDocument(doc) || this.underReview(doc.uri)) return [];
     const { kernels } = await this.kernels(doc);
-    return kernels.map((k) => {
+    const specs = doc.uri.scheme === 'file' ? specsBeside(doc.uri.fsPath) : [];
+    return kernels.flatMap((k) => {
       const target: KernelTarget = { uri: doc.uri, kernelName: k.name, line: k.nameRange.startLine };
-      return new vscode.CodeLens(new vscode.Range(k.range.startLine, 0, k.range.startLine, 0), {
-        title: '$(rocket) Tune kernel',
-        tooltip: `Tune ${k.qualifiedName} with the LLM and measure every configuration on the GPU`,
-        command: 'kernelTuner.tuneKernel',
-        arguments: [target],
-      });
+      const range = new vscode.Range(k.range.startLine, 0, k.range.startLine, 0);
+      const lenses = [
+        new vscode.CodeLens(range, {
+          title: '$(rocket) Tune kernel',
+          tooltip: `Tune ${k.qualifiedName} with the LLM and measure every configuration on the GPU`,
+          command: 'kernelTuner.tuneKernel',
+          arguments: [target],
+        }),
+      ];
+      const own = specsForKernel(specs, k, kernels.length);
+      if (own.length > 0) {
+        const spec = own.length === 1 ? own[0]! : undefined;
+        const parameters: ParametersTarget = { ...target, ...(spec && { specPath: spec.path }) };
+        lenses.push(
+          new vscode.CodeLens(range, {
+            title: spec ? '$(settings) Tune parameters' : '$(settings) Tune parameters…',
+            tooltip: spec
+              ? `Tune ${spec.parameters.join(', ')} of ${k.qualifiedName} as ${vscode.workspace.asRelativePath(spec.path)} says, with the tuner alone (no model)`
+              : `Tune the parameters of ${k.qualifiedName} with the tuner alone (no model): ${own.length} specs name it, pick one`,
+            command: 'kernelTuner.tuneParameters',
+            arguments: [parameters],
+          }),
+        );
+      }
+      return lenses;
     });
   }
 

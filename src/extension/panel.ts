@@ -1,45 +1,58 @@
 /**
- * The tuning panel's host: one webview panel per session (opening it again reveals it), restored after a window
- * reload by a WebviewPanelSerializer. A new panel opens where the code stays readable: in a group below the code by
- * default (kernelTuner.panelLocation), or in the group where the user keeps the other panels. Strict CSP with a fresh crypto nonce per page; the script and styles come from
- * dist/ and media/ through asWebviewUri; nothing remote. Messages both ways follow protocol.ts; the panel's content is
- * the session's event log (SessionManager.snapshot) plus the events appended since.
+ * The tuning panel's host: one webview panel per session (opening it again reveals it). A new panel opens where the
+ * code stays readable: in a group below the code by default (kernelTuner.panelLocation), or in the group where the
+ * user keeps the other panels. Strict CSP with a fresh crypto nonce per page; the script and styles come from dist/ and
+ * media/ through asWebviewUri; nothing remote. Messages both ways follow protocol.ts; the panel's content is the
+ * session's event log (SessionManager.snapshot) plus the events appended since.
+ *
+ * After a window reload the extension opens the reports that were open again itself (window-state.ts keeps which), and
+ * registers no WebviewPanelSerializer: VS Code restores a panel from the layout it saved last, which a window that
+ * closes before its next save (a browser's tab) does not have or has in part, and a restored tab whose panel VS Code
+ * does not revive stays empty. Without a serializer VS Code keeps no report tabs, and every report comes back one way.
  */
 import { randomBytes } from 'node:crypto';
 import * as vscode from 'vscode';
 import { parseFromWebview, ProtocolError, type FromWebviewMessage, type RelatedSeries, type ToWebviewMessage } from './protocol';
 import { SECTION } from './config';
 import type { SessionManager } from './sessions';
+import type { OpenReport, WindowState } from './window-state';
 
 export const PANEL_VIEW_TYPE = 'kernelTuner.session';
-
-/** What the webview keeps with setState; the serializer gets it back after a reload. */
-interface PersistedState {
-  sessionId?: string;
-}
+/** How long a reopened report may take to load before the next one opens. */
+const REOPEN_WAIT_MS = 10_000;
 
 export type PanelMessageHandler = (message: FromWebviewMessage) => Promise<void>;
 
 interface PanelEntry {
   panel: vscode.WebviewPanel;
+  /** The kernel the title names. */
+  kernelName: string;
   /** Events the webview reported as drawn (its `rendered` acknowledgement). */
   renderedEvents: number;
   /** The related series last sent (JSON), so that an unchanged history sends nothing. */
   related?: string;
 }
 
-export class PanelManager implements vscode.WebviewPanelSerializer<PersistedState>, vscode.Disposable {
+export class PanelManager implements vscode.Disposable {
   private readonly panels = new Map<string, PanelEntry>();
   private readonly disposables: vscode.Disposable[] = [];
+  /** The reports open when the window last closed. */
+  private readonly openBefore: readonly OpenReport[];
+  /** Set while the window closes: its panels go with it, and stay remembered as open. */
+  private closing = false;
+  /** Called when a session's panel has been sent its session. */
+  private readonly readyWaiters = new Map<string, () => void>();
 
   constructor(
     private readonly extensionUri: vscode.Uri,
     private readonly sessions: SessionManager,
     private readonly handle: PanelMessageHandler,
     private readonly log: vscode.LogOutputChannel,
+    /** Where the open reports are kept across a window reload. */
+    private readonly kept: WindowState,
   ) {
+    this.openBefore = [...kept.reports];
     this.disposables.push(
-      vscode.window.registerWebviewPanelSerializer(PANEL_VIEW_TYPE, this),
       sessions.onDidAppend(({ sessionId, from, events }) => this.post(sessionId, { type: 'events', sessionId, from, events })),
       sessions.onDidChangeLive(({ sessionId, live, header }) => {
         this.post(sessionId, { type: 'live', sessionId, live, header });
@@ -57,22 +70,30 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
       return existing.panel;
     }
     const editor = vscode.window.activeTextEditor;
-    const viewColumn = await this.placeNewPanel();
-    const panel = vscode.window.createWebviewPanel(PANEL_VIEW_TYPE, panelTitle(kernelName, this.sessions.isLive(sessionId)), { viewColumn, preserveFocus }, this.options());
-    this.attach(panel, sessionId);
-    // Making the group below activates it: give the focus back to the code when asked to.
-    if (preserveFocus && editor?.viewColumn !== undefined && editor.viewColumn !== panel.viewColumn) {
-      await vscode.window.showTextDocument(editor.document, { viewColumn: editor.viewColumn, selection: editor.selection });
-    }
+    const panel = this.create(sessionId, kernelName, await this.placeNewPanel(), preserveFocus);
+    if (preserveFocus) await this.focusBack(editor, panel);
     return panel;
   }
 
+  private create(sessionId: string, kernelName: string, viewColumn: vscode.ViewColumn, preserveFocus: boolean): vscode.WebviewPanel {
+    const panel = vscode.window.createWebviewPanel(PANEL_VIEW_TYPE, panelTitle(kernelName, this.sessions.isLive(sessionId)), { viewColumn, preserveFocus }, this.options());
+    this.attach(panel, sessionId, kernelName);
+    return panel;
+  }
+
+  /** Making the group below activates it: the focus goes back to the code. */
+  private async focusBack(editor: vscode.TextEditor | undefined, panel: vscode.WebviewPanel): Promise<void> {
+    if (editor?.viewColumn !== undefined && editor.viewColumn !== panel.viewColumn) {
+      await vscode.window.showTextDocument(editor.document, { viewColumn: editor.viewColumn, selection: editor.selection });
+    }
+  }
+
   /**
-   * The group a new panel goes to: one holding another panel of ours (the user may have moved it there) other than the
-   * code's, else as kernelTuner.panelLocation says. "below" makes a group under the active editor, sized so the code
-   * keeps most of the height when it was the only group.
+   * The group a new panel (a report, or an HTML report) goes to: one holding another panel of ours (the user may have
+   * moved it there) other than the code's, else as kernelTuner.panelLocation says. "below" makes a group under the
+   * active editor, sized so the code keeps most of the height when it was the only group.
    */
-  private async placeNewPanel(): Promise<vscode.ViewColumn> {
+  async placeNewPanel(): Promise<vscode.ViewColumn> {
     const code = vscode.window.activeTextEditor?.viewColumn;
     const other = [...this.panels.values()].find((e) => e.panel.viewColumn !== undefined && e.panel.viewColumn !== code);
     if (other) return other.panel.viewColumn!;
@@ -85,14 +106,34 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
     return vscode.window.tabGroups.activeTabGroup.viewColumn;
   }
 
-  async deserializeWebviewPanel(panel: vscode.WebviewPanel, state: PersistedState | undefined): Promise<void> {
-    const sessionId = typeof state?.sessionId === 'string' ? state.sessionId : undefined;
-    if (!sessionId || this.panels.has(sessionId)) {
-      panel.dispose();
-      return;
+  /** Opens the reports that were open when the window last closed, in their order, where new panels open. */
+  async reopen(): Promise<void> {
+    const reports = this.openBefore.filter((report) => !this.panels.has(report.sessionId));
+    if (reports.length === 0) return;
+    this.log.info(`reopening ${reports.length} report(s) open before the reload: ${reports.map((r) => r.sessionId).join(', ')}`);
+    // The window may still be restoring its editors: the code is the active group's tab, not yet an editor.
+    const codeGroup = vscode.window.tabGroups.activeTabGroup;
+    const code = codeGroup.activeTab?.input instanceof vscode.TabInputText ? codeGroup.activeTab.input.uri : undefined;
+    const viewColumn = await this.placeNewPanel();
+    // One after the other, each drawn before the next opens in front of it (a panel hidden before it loaded would load
+    // only when shown).
+    for (const report of reports) {
+      this.create(report.sessionId, report.kernelName, viewColumn, true);
+      await this.whenReady(report.sessionId, REOPEN_WAIT_MS);
     }
-    panel.webview.options = this.options();
-    this.attach(panel, sessionId);
+    if (code && vscode.window.tabGroups.activeTabGroup.viewColumn !== codeGroup.viewColumn) await vscode.window.showTextDocument(code, { viewColumn: codeGroup.viewColumn, preview: false });
+  }
+
+  /** Resolves when the session's panel has been sent its session (or after `timeoutMs`). */
+  private whenReady(sessionId: string, timeoutMs: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, timeoutMs);
+      function done(): void {
+        clearTimeout(timer);
+        resolve();
+      }
+      this.readyWaiters.set(sessionId, done);
+    });
   }
 
   /** How many events the session's panel has drawn (0 without a panel). */
@@ -125,6 +166,7 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
   }
 
   dispose(): void {
+    this.closing = true;
     for (const { panel } of [...this.panels.values()]) panel.dispose();
     vscode.Disposable.from(...this.disposables).dispose();
   }
@@ -137,15 +179,17 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
     };
   }
 
-  private attach(panel: vscode.WebviewPanel, sessionId: string): void {
-    const entry: PanelEntry = { panel, renderedEvents: 0 };
+  private attach(panel: vscode.WebviewPanel, sessionId: string, kernelName: string): void {
+    const entry: PanelEntry = { panel, renderedEvents: 0, kernelName };
     this.panels.set(sessionId, entry);
+    this.remember();
     panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'activity-bar.svg');
     panel.webview.html = this.html(panel.webview, sessionId);
     const subscriptions = [
       panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(sessionId, entry, raw)),
       panel.onDidDispose(() => {
         if (this.panels.get(sessionId) === entry) this.panels.delete(sessionId);
+        if (!this.closing) this.remember();
         vscode.Disposable.from(...subscriptions).dispose();
       }),
     ];
@@ -168,10 +212,14 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
         return;
       }
       entry.panel.title = panelTitle(snapshot.header.kernelName, snapshot.live);
+      entry.kernelName = snapshot.header.kernelName;
+      this.remember();
       this.postTo(entry, { type: 'session', header: snapshot.header, events: snapshot.events, live: snapshot.live });
       // A reloaded webview has lost what it was sent before.
       delete entry.related;
       await this.postRelated(sessionId, entry);
+      this.readyWaiters.get(sessionId)?.();
+      this.readyWaiters.delete(sessionId);
       return;
     }
     if (message.type === 'rendered') {
@@ -187,6 +235,11 @@ export class PanelManager implements vscode.WebviewPanelSerializer<PersistedStat
       this.log.error(`panel action ${message.type} failed: ${text}`);
       void vscode.window.showErrorMessage(`Kernel Tuner: ${text}`);
     });
+  }
+
+  /** Keeps the open reports for the next window. */
+  private remember(): void {
+    this.kept.setReports([...this.panels].map(([sessionId, e]) => ({ sessionId, kernelName: e.kernelName })));
   }
 
   private async postRelated(sessionId: string, entry: PanelEntry): Promise<void> {

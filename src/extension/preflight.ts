@@ -28,9 +28,17 @@ function title(failure: EngineFailure): string {
   return failure.kind.startsWith('llm') ? 'The LLM cannot be used' : 'Cannot start tuning';
 }
 
+/**
+ * A message as a notification shows it, which renders no markdown: a code span of the engine's message (a command
+ * written for a terminal, `ollama serve`) becomes a command in quotes.
+ */
+function plain(message: string): string {
+  return message.replace(/([:?])\s*`([^`]+)`/g, (_, mark: string, command: string) => `${mark} ${mark === '?' ? 'Run' : 'run'} "${command}"`).replace(/`([^`]+)`/g, '"$1"');
+}
+
 /** One message for the failed checks (at least one), in the order given. */
 export function describeFailures(failures: readonly EngineFailure[], section: string): PreflightReport {
-  const text = (f: EngineFailure) => `${title(f)}: ${f.message.replace(/\.?\s*$/, '')}.`;
+  const text = (f: EngineFailure) => `${title(f)}: ${plain(f.message).replace(/\.?\s*$/, '')}.`;
   const message = failures.length === 1 ? text(failures[0]!) : `${failures.length} problems. ${failures.map((f, i) => `(${i + 1}) ${text(f)}`).join(' ')}`;
   const actions = [...new Set(failures.flatMap((f) => ACTIONS[f.kind]))];
   const llm = failures.some((f) => f.kind.startsWith('llm'));

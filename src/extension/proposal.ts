@@ -256,7 +256,11 @@ export function rejectAll(state: ReviewState): Transition {
  */
 export function acceptAll(state: ReviewState): [Transition, Transition] {
   const greens = state.pending.map((h) => state.text.slice(h.mid, h.end));
-  const first = rejectAll(state);
+  const n = state.pending.length;
+  const tally = { ...state.tally, accepted: state.tally.accepted + n };
+  // The review ends with the first step: its tally is the decision's (every hunk accepted), not the rejection it uses.
+  const out = rejectAll(state);
+  const first: Transition = { edits: out.edits, next: { ...out.next, tally } };
   let shift = 0;
   const edits: OffsetEdit[] = state.pending.map((h, i) => {
     const start = h.start - shift;
@@ -264,9 +268,8 @@ export function acceptAll(state: ReviewState): [Transition, Transition] {
     shift += h.end - h.mid + h.joint;
     return { start, end: start + oldLength, text: greens[i]! };
   });
-  const n = state.pending.length;
   const merged = mergeTouching(edits);
-  const next: ReviewState = { ...state, text: applyEdits(first.next.text, merged), pending: [], tally: { ...state.tally, accepted: state.tally.accepted + n } };
+  const next: ReviewState = { ...state, text: applyEdits(first.next.text, merged), pending: [], tally };
   return [first, { edits: merged, next }];
 }
 
@@ -370,6 +373,11 @@ export function applyChanges(state: ReviewState, changes: readonly TextChange[])
 }
 
 // --- reading the state -------------------------------------------------------------------------------------------
+
+/** A review is open while it has pending hunks. */
+export function isOpen(state: ReviewState | null | undefined): state is ReviewState {
+  return state !== null && state !== undefined && state.pending.length > 0;
+}
 
 /** The pending hunk at `offset` (inside its lines), else the next one below, else the last one above. */
 export function hunkNear(state: ReviewState, offset: number): HunkState | undefined {

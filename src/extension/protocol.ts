@@ -26,7 +26,7 @@ export interface RelatedSeries {
   /** "parent", "branch from step 3" ... */
   label: string;
   /** Baseline first, then every accepted step (as the session's own chart line). */
-  timeline: { label: string; timeMs: number }[];
+  timeline: { label: string; timeMs: number; step?: number }[];
 }
 
 /** Host → webview. */

@@ -13,6 +13,8 @@ export interface ReportConfiguration {
   config: Record<string, number | string | boolean>;
   timeMs?: number;
   failure?: Exclude<FailureKind, 'stopped_early'>;
+  /** The driver's metrics, NVML's readings and the metrics, by Kernel Tuner's names (its cache has them at top level). */
+  observed?: Record<string, number | string>;
 }
 
 /** The stored report (session-settings.ts) with the extension's header, and what the exports read. */
@@ -33,8 +35,10 @@ function lastAcceptedConfigurations(view: SessionView): ReportConfiguration[] | 
     if (!step.accepted) continue;
     const candidate = step.candidates.find((c) => c.candidate === step.accepted!.candidate);
     const configurations = (candidate?.configs ?? []).flatMap((c): ReportConfiguration[] => {
-      if ((c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs)) return [{ config: c.config, timeMs: c.timeMs }];
-      if (c.status !== 'ok' && c.status !== 'stopped_early') return [{ config: c.config, failure: c.status }];
+      const observed = { ...c.driver, ...c.energy, ...c.metrics };
+      const extra = Object.keys(observed).length > 0 ? { observed } : {};
+      if ((c.status === 'ok' || c.status === 'stopped_early') && c.timeMs !== undefined && Number.isFinite(c.timeMs)) return [{ config: c.config, timeMs: c.timeMs, ...extra }];
+      if (c.status !== 'ok' && c.status !== 'stopped_early') return [{ config: c.config, failure: c.status, ...extra }];
       return [];
     });
     return configurations.length > 0 ? configurations : undefined;
@@ -61,18 +65,23 @@ export function buildReport(header: SessionHeader, events: TuningEvent[], view: 
 export function sessionReportData(entry: HistoryEntry): ReportData | undefined {
   if (!isSessionReport(entry.report)) return undefined;
   const { header, events } = entry.report;
+  const tunerAlone = header.strategy === 'tuner';
   return reportFromSession({
     header,
     events,
-    ...(entry.run && { compilerOptions: entry.run.compilerOptions }),
+    ...(entry.run && { compilerOptions: entry.run.compilerOptions, iterations: entry.run.iterations }),
     reproduce: {
-      command: `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
+      command: tunerAlone
+        ? `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune parameters" (${header.model})`
+        : `VS Code: open ${header.fileName}, put the cursor in ${header.kernelName} and run "Kernel Tuner: Tune this kernel" (model ${header.model}, ${header.strategy} strategy)`,
       file: header.fileName,
       session: header.sessionId,
-      notes: [
-        "A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds.",
-        ...(isReplayable(entry) ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
-      ],
+      notes: tunerAlone
+        ? ['`llm-kernel-tuner tune SPEC` runs the same search from the command line; this report\'s numbers are this session\'s, whose events the JSON export holds.']
+        : [
+            "A model's answers differ from run to run, so that starts a new session; this report's numbers are this session's, whose events the JSON export holds.",
+            ...(isReplayable(entry) ? ['"Replay with the recorded model answers" in the history runs this session\'s graph again with its recorded answers and no model.'] : []),
+          ],
     },
   });
 }

@@ -4,7 +4,8 @@
  * (src/engine/session/transformer.ts, session.ts), so a change there touches this file alone. It builds the transformer
  * from the session's stored settings (engine/session/session-options.ts), asks the configured model or, for a replay,
  * answers from the recording, runs the session as the typed event stream, continues it through plan approval, and words
- * failures as EngineFailure objects (plain data: this bundle's classes are not the extension bundle's).
+ * failures as EngineFailure objects (plain data: this bundle's classes are not the extension bundle's). A session of the
+ * tuner alone ("Tune parameters") is the same stream from engine/session/tuner-session.ts.
  */
 import { FileCheckpointSaver } from '../engine/store/checkpointer';
 import { makeEvent, type PlanStepView, type TuningEvent } from '../engine/progress/events';
@@ -15,11 +16,12 @@ import type { SessionEnd } from '../engine/session/session';
 import { transformerOptionsFrom } from '../engine/session/session-options';
 import type { PlanApproval } from '../engine/strategies/approval';
 import { LLMKernelTransformer } from '../engine/session/transformer';
+import { tunerSession } from '../engine/session/tuner-session';
 import { CudaUnavailableError } from '../gpu/errors';
 import type { TuningBackend } from '../tuner/run/backend';
 import { GpuBackend } from '../tuner/run/gpu-backend';
 import { checkOneModel, type GpuSelection } from '../tuner/run/gpu-selection';
-import type { BackendLease, EngineFailure, EngineRuntime, SessionRequest, SessionRun } from './engine-api';
+import type { BackendLease, EngineFailure, EngineRuntime, SessionRequest, SessionRun, TuningRequest } from './engine-api';
 import type { EditedPlanStep } from './protocol';
 
 /** The module named by the extension's test hook must export this (see extension.ts, KERNEL_TUNER_TEST_BACKEND). */
@@ -156,6 +158,16 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
   };
 }
 
+function startTuning(request: TuningRequest, lease: BackendLease): SessionRun {
+  return {
+    events: tunerSession({ threadId: request.threadId, code: request.code, filePath: request.filePath, specPath: request.specPath, backend: (lease as Lease).backends, signal: request.signal }),
+    approvePlan() {
+      // A session of the tuner alone has no plan to approve.
+    },
+    unusedExchanges: () => 0,
+  };
+}
+
 export const runtime: EngineRuntime = {
   async checkLlm(config, signal) {
     try {
@@ -166,4 +178,5 @@ export const runtime: EngineRuntime = {
   },
   openBackend,
   startSession,
+  startTuning,
 };

@@ -62,6 +62,15 @@ export interface StartRequest {
   replay?: HistoryEntry;
 }
 
+export interface TuningStartRequest {
+  document: vscode.TextDocument;
+  kernelName: string;
+  /** The tuning spec of the kernel (absolute path). */
+  specPath: string;
+  runtime: EngineRuntime;
+  backend: BackendLease;
+}
+
 const FLUSH_MS = 100;
 const SAVE_MS = 500;
 
@@ -180,21 +189,8 @@ export class SessionManager implements vscode.Disposable {
         ? { ...source.run, model: modelSettings(config) }
         : sessionSettings(config, { kernelName: source?.kernelName ?? kernelName, fileName: header.fileName, ...fileContext(document.uri, config.includePaths) });
     if (!settings) throw new Error(`session ${replay!.id} was stored without its settings (by an older version): it cannot be replayed`);
-    const session: LiveSession = {
-      header,
-      events,
-      exchanges: resume ? [...(resume.llmExchanges ?? [])] : [],
-      view: reduceAll(header, events),
-      abort: new AbortController(),
-      documentUri: document.uri,
-      originalCode,
-      unsent: [],
-      dirty: false,
-      saving: undefined,
-      finished: Promise.resolve(),
-      replay: replay !== undefined,
-    };
-    this.live.set(sessionId, session);
+    const session = this.liveSession(header, events, document.uri, originalCode, replay !== undefined);
+    session.exchanges.push(...(resume?.llmExchanges ?? []));
     const parent = branch && {
       id: branch.parent.id,
       threadId: branch.parent.threadId,
@@ -223,26 +219,88 @@ export class SessionManager implements vscode.Disposable {
       llmExchanges: session.exchanges,
     };
     delete entry.error;
-    await this.store.save(entry);
-    this.liveChanged.fire({ sessionId, live: true, header });
-    this.updateStatusBar();
-
     // A stored branch always carries where it branches off: if it was interrupted before its first checkpoint, resuming
     // it starts the branch; afterwards the engine ignores it. A replay of a branch branches off the same way.
     const branchOptions = entry.parent ? branchOptionsOf(entry) : replay ? branchOptionsOf(replay) : undefined;
-    session.run = runtime.startSession(
-      {
-        threadId: entry.threadId,
-        code: originalCode,
-        settings,
-        config,
-        ...(branchOptions && { branch: branchOptions }),
-        ...(replay && { replay: { exchanges: replay.llmExchanges ?? [], approvals: approvalsOf(stored?.events ?? []) } }),
-        checkpointDir: request.checkpointDir,
-        signal: session.abort.signal,
-      },
-      backend,
+    return this.launch(sessionId, session, entry, backend, () =>
+      runtime.startSession(
+        {
+          threadId: entry.threadId,
+          code: originalCode,
+          settings,
+          config,
+          ...(branchOptions && { branch: branchOptions }),
+          ...(replay && { replay: { exchanges: replay.llmExchanges ?? [], approvals: approvalsOf(stored?.events ?? []) } }),
+          checkpointDir: request.checkpointDir,
+          signal: session.abort.signal,
+        },
+        backend,
+      ),
+      lock,
     );
+  }
+
+  /**
+   * Starts a session of the tuner alone over a spec ("Tune parameters"): one step, no model, shown and stored as the
+   * others are; at its end the best values are offered in the file as an LLM session's final kernel is.
+   */
+  async startTuning(request: TuningStartRequest): Promise<{ sessionId: string; finished: Promise<void> }> {
+    const { document, kernelName, specPath, runtime, backend } = request;
+    const sessionId = newSessionId();
+    const now = new Date().toISOString();
+    const header: SessionHeader = { sessionId, kernelName, fileName: this.workspaceRelative(document.uri), startedAt: now, model: `the tuner alone over ${this.workspaceRelative(vscode.Uri.file(specPath))}, no model`, strategy: 'tuner' };
+    const originalCode = document.getText();
+    const session = this.liveSession(header, [], document.uri, originalCode, false);
+    const entry: HistoryEntry = {
+      id: sessionId,
+      kernelName,
+      filePath: header.fileName,
+      fileUri: document.uri.toString(),
+      createdAt: now,
+      updatedAt: now,
+      status: 'running',
+      device: { ...backend.device },
+      steps: [],
+      originalCode,
+      threadId: sessionId,
+      report: buildReport(header, [], session.view),
+    };
+    return this.launch(sessionId, session, entry, backend, () =>
+      runtime.startTuning({ threadId: sessionId, code: originalCode, filePath: document.uri.fsPath, specPath, signal: session.abort.signal }, backend),
+    );
+  }
+
+  private liveSession(header: SessionHeader, events: TuningEvent[], documentUri: vscode.Uri, originalCode: string, replay: boolean): LiveSession {
+    return {
+      header,
+      events,
+      exchanges: [],
+      view: reduceAll(header, events),
+      abort: new AbortController(),
+      documentUri,
+      originalCode,
+      unsent: [],
+      dirty: false,
+      saving: undefined,
+      finished: Promise.resolve(),
+      replay,
+    };
+  }
+
+  /** Stores the new entry, registers the session, and runs it to its end (the backend and the lock are given back then). */
+  private async launch(
+    sessionId: string,
+    session: LiveSession,
+    entry: HistoryEntry,
+    backend: BackendLease,
+    start: () => SessionRun,
+    lock?: SessionLock,
+  ): Promise<{ sessionId: string; finished: Promise<void> }> {
+    this.live.set(sessionId, session);
+    await this.store.save(entry);
+    this.liveChanged.fire({ sessionId, live: true, header: session.header });
+    this.updateStatusBar();
+    session.run = start();
     session.finished = this.consume(sessionId, session, session.run).finally(() => {
       lock?.release();
       return backend.dispose().catch(() => undefined);
@@ -387,6 +445,10 @@ export class SessionManager implements vscode.Disposable {
       const note = unused > 0 ? ` ${unused} recorded answer(s) were not asked for (see the log).` : ' Every recorded answer was used.';
       this.log.info(`[${sessionId}] replay finished; ${unused} recorded exchange(s) unused`);
       void vscode.window.showInformationMessage(`${name}: the replay finished (${view.final.tracker.speedup.toFixed(2)}×).${note}`, 'Show report').then((choice) => {
+        if (choice) void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
+      });
+    } else if (view.status === 'completed' && view.final && session.header.strategy === 'tuner' && view.final.tracker.steps.length === 0) {
+      void vscode.window.showInformationMessage(`${name}: no configuration is faster than the file's own values; nothing to change.`, 'Show report').then((choice) => {
         if (choice) void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
       });
     } else if (view.status === 'completed' && view.final) {

@@ -298,6 +298,23 @@ export class Module extends RemoteHandle {
     return module;
   }
 
+  /**
+   * Copies a device buffer, whole, into the module's global symbol (`__constant__ float d_filter[33*33]`: Kernel
+   * Tuner's cmem_args); returns the symbol's size in bytes. Its kernels read the data from their next launch. A module
+   * reloaded on a fresh worker starts without it: copy again before each run that needs it.
+   */
+  async copyToSymbol(symbol: string, source: DeviceBuffer, options: RequestOptions = {}): Promise<number> {
+    checkString('symbol', symbol);
+    if (!(source instanceof DeviceBuffer) || source.gpu !== this.gpu) throw argumentError('source', 'a DeviceBuffer of the same Gpu', source);
+    this.assertUsable();
+    const { symbolBytes } = await this.gpu.worker.request(
+      'copyToSymbol',
+      async (generation: number) => ({ module: await this[BIND](generation), symbol, src: await source[BIND](generation), bytes: source.byteLength }),
+      options,
+    );
+    return symbolBytes;
+  }
+
 
 
   /** The kernel for one of the program's name expressions (e.g. "matmul<float, 16>"), with its attributes. */

@@ -237,6 +237,12 @@ export interface NativeAddon {
   memFill(ptr: bigint, elementBytes: 1 | 2 | 4 | 8, pattern: bigint, count: number): void;
   /** Device → device copy. */
   memCopy(dst: bigint, src: bigint, bytes: number): void;
+  /**
+   * Copies `bytes` from the device pointer `src` into the module's global symbol `name` (a `__constant__` array: Kernel
+   * Tuner's cmem_args), synchronously; returns the symbol's size. CUDA_ERROR_NOT_FOUND when the module has no such
+   * symbol, a RangeError (INVALID_ARGUMENT) when `bytes` exceed its size.
+   */
+  moduleCopyToGlobal(module: bigint, name: string, src: bigint, bytes: number): number;
   /** Warm-up copies, then `iterations` (1..1000) device → device copies of `bytes`, each timed between CUDA events; returns
    *  each timed copy's milliseconds. The ranges must not overlap. */
   memCopyBenchmark(dst: bigint, src: bigint, bytes: number, options: { warmup: number; iterations: number }): number[];

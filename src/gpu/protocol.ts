@@ -56,6 +56,7 @@ export interface WorkerMethods {
   memFill: [{ buffer: HandleId; elementBytes: 1 | 2 | 4 | 8; pattern: bigint; count: number }, void];
   fillRandom: [{ buffer: HandleId; dtype: DType; count: number; spec: NormalizedRandomSpec }, void];
   memCopy: [{ dst: HandleId; src: HandleId; bytes: number }, void];
+  copyToSymbol: [{ module: HandleId; symbol: string; src: HandleId; bytes: number }, { symbolBytes: number }];
   memCopyBenchmark: [{ dst: HandleId; src: HandleId; bytes: number; warmup: number; iterations: number }, { samplesMs: number[] }];
   launch: [WireLaunch, void];
   /**
@@ -99,6 +100,7 @@ export const METHOD_TRAITS: Record<MethodName, MethodTraits> = {
   memFill: SYNC,
   fillRandom: SYNC,
   memCopy: SYNC,
+  copyToSymbol: SYNC,
   memCopyBenchmark: SYNC,
   launch: SYNC,
   benchmark: SYNC,

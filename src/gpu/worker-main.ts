@@ -274,6 +274,13 @@ class WorkerState {
       const { dst, src } = this.copyRanges(p);
       this.context().memCopy(dst.ptr, src.ptr, p.bytes);
     },
+    copyToSymbol: (p) => {
+      const m = this.modules.get(p.module);
+      if (!m) throw argumentError('module', 'a loaded module handle of this worker', p.module);
+      const src = this.buffer(p.src, 'src');
+      this.checkRange(src, 0, p.bytes, 'bytes');
+      return { symbolBytes: this.context().moduleCopyToGlobal(m.handle, p.symbol, src.ptr, p.bytes) };
+    },
     memCopyBenchmark: (p) => {
       const { dst, src } = this.copyRanges(p);
       return { samplesMs: this.context().memCopyBenchmark(dst.ptr, src.ptr, p.bytes, { warmup: p.warmup, iterations: p.iterations }) };

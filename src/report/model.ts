@@ -5,11 +5,12 @@
  * reproduces the run (command, spec, cache, session). Pure; no vscode, no GPU.
  */
 import type { ConfigSummary, EventOf, TuningEvent } from '../engine/progress/events';
-import { acceptedTimeline, reduceAll, type SessionHeader } from '../engine/session/session-view';
+import { acceptedTimeline, decidedCandidate, focusStep, reduceAll, type SessionHeader } from '../engine/session/session-view';
 import type { DeviceDescription } from '../tuner/run/backend';
+import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
-import type { Config, ParamValue, TuneResult } from '../tuner/types';
+import { bestOf, describeSearch, searchSummaryOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
 
@@ -28,12 +29,28 @@ export interface ReportStep {
   status: 'accepted' | 'rejected' | 'skipped' | 'pending' | 'running' | 'search';
   /** Why it was rejected or skipped; for a search, how it ended. */
   reason?: string;
+  /** How its search went: the strategy, why it ran (auto's choice), why it stopped. */
+  search?: string;
   /** Unified diff from the kernel before the step to the candidate it tuned. */
   diff?: string;
   tuneParams: Record<string, ParamValue[]>;
   restrictions: string[];
   configs: ReportConfig[];
   best?: { key: string; timeMs: number };
+  /** Its best configuration's profile. */
+  profile?: ReportProfile;
+}
+
+/** A profile as the report shows it: the configuration, where the lines come from (and why not Nsight Compute), the lines. */
+export interface ReportProfile {
+  config: Config;
+  source: string;
+  summary: string[];
+}
+
+function reportProfile(profile: ConfigProfile): ReportProfile {
+  const why = profile.unavailable ? `. ${profile.unavailable.message.split('\n', 1)[0]}` : '';
+  return { config: profile.config, source: `${profileSourceText(profile)}${why}`, summary: profile.summary };
 }
 
 export interface ReportDevice {
@@ -54,6 +71,8 @@ export interface ReportData {
   generatedAt: string;
   /** How the times were obtained: measured on the GPU, or replayed from a cache. */
   mode: string;
+  /** How each time was taken (launches, warm-up, median), when known. */
+  timing?: string;
   device: ReportDevice | null;
   limits: DeviceSpeedLimits | null;
   /** Why there are no limits (a replay has no device to measure). */
@@ -61,10 +80,16 @@ export interface ReportData {
   compiler: { backend?: string; options: string[]; note?: string };
   /** The work of one launch the speed-of-light figures divide by the time; null when unknown. */
   work: LaunchWork | null;
+  /** What the best configurations were chosen by. */
+  objective: Objective;
   summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; /** Configurations in the results, those over the device's limits included (as the CLI counts them). */ evaluations: number };
-  /** The chart's line: baseline (or reference) first, then each improvement. */
-  timeline: { label: string; timeMs: number }[];
+  /** The original kernel's profile at the baseline configuration (a session's). */
+  baselineProfile?: ReportProfile;
+  /** The chart's line: baseline (or reference) first, then each improvement (`step`: the plan's number of its step). */
+  timeline: { label: string; timeMs: number; step?: number }[];
   steps: ReportStep[];
+  /** The step whose configurations the chart shows (the panel's choice); absent in reports written before it was kept. */
+  chartStepId?: string;
   reproduce: {
     /** The command that reruns this (the tuner's, as it was called). */
     command: string;
@@ -85,10 +110,10 @@ function withSpeedOfLight(configs: readonly ConfigSummary[], work: LaunchWork | 
   });
 }
 
-/** A step's `best`: its fastest correct configuration, when it has one. */
-function bestOf(configs: readonly ConfigSummary[]): Pick<ReportStep, 'best'> {
-  const best = configs.filter((c) => c.status === 'ok' && c.timeMs !== undefined).sort((a, b) => a.timeMs! - b.timeMs!)[0];
-  return best ? { best: { key: best.key, timeMs: best.timeMs! } } : {};
+/** A step's `best`: its best correct configuration by the objective, when it has one. */
+function stepBest(configs: readonly ConfigSummary[], objective: Objective): Pick<ReportStep, 'best'> {
+  const best = bestOf(configs, objective);
+  return best?.timeMs !== undefined ? { best: { key: best.key, timeMs: best.timeMs } } : {};
 }
 
 const driverText = (version: number) => `${Math.floor(version / 1000)}.${Math.floor((version % 1000) / 10)}`;
@@ -106,6 +131,7 @@ export interface TuneReportInput {
   limitsNote?: string;
   compilerOptions: string[];
   work: LaunchWork | null;
+  timing?: string;
   reproduce: ReportData['reproduce'];
   generatedAt?: string;
 }
@@ -132,6 +158,7 @@ function countWords(results: readonly { status: string }[]): string {
 /** The report of a `tune` run: one search, its configurations, the reference kernel's time as the baseline. */
 export function reportFromTune(input: TuneReportInput): ReportData {
   const { result } = input;
+  const objective = result.objective ?? TIME_OBJECTIVE;
   const configs = result.results.map(summarizeConfig);
   const best = result.best;
   const reference = result.reference?.timeMs;
@@ -142,10 +169,11 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     title: `${result.strategy}: ${countWords(result.results)}`,
     status: 'search',
     reason: `stopped: ${result.stopReason}`,
+    search: describeSearch(searchSummaryOf(result)),
     tuneParams: input.tuneParams,
     restrictions: input.restrictions,
     configs: withSpeedOfLight(configs, input.work, input.limits),
-    ...bestOf(configs),
+    ...stepBest(configs, objective),
   };
   return {
     format: REPORT_DATA_FORMAT,
@@ -154,11 +182,13 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     kernel: input.kernel,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
     mode: input.mode,
+    ...(input.timing && { timing: input.timing }),
     device: reportDevice(input.device),
     limits: input.limits,
     ...(input.limitsNote && { limitsNote: input.limitsNote }),
     compiler: { ...(result.compiler && { backend: result.compiler.backend }), options: input.compilerOptions, ...(result.compiler?.note && { note: result.compiler.note }) },
     work: input.work,
+    objective,
     summary: {
       baselineTimeMs: reference ?? null,
       bestTimeMs: best?.timeMs ?? null,
@@ -168,6 +198,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     },
     timeline,
     steps: [step],
+    chartStepId: step.id,
     reproduce: input.reproduce,
   };
 }
@@ -177,6 +208,8 @@ export interface SessionReportInput {
   events: readonly TuningEvent[];
   /** Compiler options of the session, when known (the events do not carry them). */
   compilerOptions?: string[];
+  /** Timed launches per configuration, when known (from the session's settings). */
+  iterations?: number;
   reproduce: ReportData['reproduce'];
   generatedAt?: string;
 }
@@ -189,23 +222,25 @@ export function reportFromSession(input: SessionReportInput): ReportData {
   const work = of('tests.ready').at(-1)?.tests[0]?.work ?? null;
   const steps = view.order.map((id): ReportStep => {
     const s = view.steps[id]!;
-    // The candidate the step was decided on: the accepted one, else the last tried.
-    const candidate = s.candidates.find((c) => c.candidate === s.accepted?.candidate) ?? s.candidates.at(-1);
+    const candidate = decidedCandidate(s);
     const configs = candidate?.configs ?? [];
     return {
       id,
       title: s.title,
       status: s.status,
       ...(s.reason && { reason: s.reason }),
+      ...(candidate?.search && { search: describeSearch(candidate.search) }),
       ...(candidate && { diff: candidate.diff }),
       tuneParams: candidate?.tuneParams ?? {},
       restrictions: candidate?.restrictions ?? [],
       configs: withSpeedOfLight(configs, work, limits),
-      ...bestOf(configs),
+      ...stepBest(configs, view.objective),
+      ...(candidate?.profile && { profile: reportProfile(candidate.profile) }),
     };
   });
   const tracker = view.final?.tracker;
   const timeline = acceptedTimeline(view);
+  const chartStep = focusStep(view);
   const baseline = view.baseline?.timeMs ?? null;
   const bestTime = tracker?.finalTimeMs ?? timeline.at(-1)?.timeMs ?? null;
   return {
@@ -214,12 +249,14 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     title: `${input.header.kernelName}: tuning session report`,
     kernel: input.header.kernelName,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
-    mode: `LLM session (${input.header.model}, ${input.header.strategy} strategy), ${view.status}; every configuration measured on the GPU`,
+    mode: `${input.header.strategy === 'tuner' ? `${input.header.model}` : `LLM session (${input.header.model}, ${input.header.strategy} strategy)`}, ${view.status}; every configuration measured on the GPU`,
+    ...(input.iterations !== undefined && { timing: `each the median of ${input.iterations} timed launches after a warm-up launch, every configuration checked against the original kernel first` }),
     device: view.device ? { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } : null,
     limits,
     ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),
     compiler: { options: input.compilerOptions ?? [] },
     work,
+    objective: view.objective,
     summary: {
       baselineTimeMs: baseline,
       bestTimeMs: bestTime,
@@ -227,8 +264,10 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       ...(view.final && { bestConfig: view.final.bestParams }),
       evaluations: steps.reduce((n, s) => n + s.configs.length, 0),
     },
+    ...(view.baselineProfile && { baselineProfile: reportProfile(view.baselineProfile) }),
     timeline,
     steps,
+    ...(chartStep && { chartStepId: chartStep.id }),
     reproduce: input.reproduce,
   };
 }

@@ -1,26 +1,30 @@
 // TunableKernel and KernelTest: the seed library's API (llm_kernel_tuner.TunableKernel / KernelTest) over our tuner.
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
-import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
+import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS } from '../gpu/energy';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { median } from '../gpu/stats';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
-import { type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
-import { CacheFile } from './cache/cache-file';
+import { compileExplained, type BuiltKernel, type CompiledKernel, type DeviceDescription, type HostArgument, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
+import { CacheFile, throughCache } from './cache/cache-file';
+import { ResultMetrics, type MetricOptions } from './run/metrics';
 import { describeCheckFailure, Evaluator } from './run/evaluator';
 import { compileLookahead, defaultCompileConcurrency } from './run/compile-concurrency';
 import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
 import { checkOneModel, type GpuSelection } from './run/gpu-selection';
-import { buildWithFallback, candidatePrograms, compileSources, withCollisionHint, type CompileSources } from './compile/compile-sources';
-import { resolveTestSpec, type ResolvedTest } from './spec/input-spec';
+import { buildWithFallback, candidatePrograms, compileSources, type CompileSources } from './compile/compile-sources';
+import { checkConstantMemory, resolveTestSpec, type ResolvedTest } from './spec/input-spec';
+import { constantSymbols, type ConstantSymbol } from './source/constant-symbols';
 import { parseKernels } from './source/kernel-parser';
 import { findKernel, nameExpression, type KernelSignature, type TemplateArguments } from './source/kernel-signature';
 import { SearchSpace } from './space/search-space';
-import { typeAliases } from './source/type-aliases';
-import { resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
+import { typeAliasesOf } from './source/type-aliases';
+import { kernelOfSpace, openOptions, SignatureVariesError, spaceOptions, type SourceContext } from './source/space-view';
+import { preprocess, type Preprocessed } from './source/preprocessor';
+import { DEFAULT_STRATEGY, resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 import { markPhase } from '../phases';
 
@@ -157,6 +161,19 @@ export interface TunableKernelInfo {
   includePaths?: readonly string[];
   /** Reads a header; default the file system (an editor passes its unsaved buffers). */
   readFile?: (absolutePath: string) => string | undefined;
+  /**
+   * The space it will be tuned over, when known: the file is read as its configurations compile it (the parameters'
+   * values, the compile's -D options; see space-view.ts), and the kernel must keep its signature in all of them.
+   * Without it the parameters are unknown; tune() reads the file again for its own space.
+   */
+  space?: KernelSpace;
+}
+
+/** A tuning space as reading the kernel file needs it. */
+export interface KernelSpace {
+  tuneParams: TuneParams;
+  blockSizeNames?: readonly string[];
+  compilerOptions?: readonly string[];
 }
 
 export interface LaunchOptions {
@@ -200,7 +217,7 @@ export interface RunOptions extends LaunchOptions {
   signal?: AbortSignal;
 }
 
-export interface TuneOptions extends RunOptions {
+export interface TuneOptions extends RunOptions, MetricOptions {
   strategy?: string | Strategy;
   strategyOptions?: Record<string, unknown>;
   maxFevals?: number;
@@ -215,8 +232,15 @@ export interface TuneOptions extends RunOptions {
   /**
    * Stop timing a configuration whose first few timed launches are this many times slower than the best so far (it
    * cannot win; its time is their median and its status 'stopped_early'); default 1.5, false: time every one fully.
+   * Only with the time objective: a slower configuration may still use less energy.
    */
   earlyStop?: number | false;
+  /**
+   * Also measure energy and power with NVML, read only, after each configuration's timed launches (Kernel Tuner's
+   * NVMLObserver): the kernel runs back to back for `windowMs` (default 1000) while NVML is read. Implied by an
+   * objective or a metric that reads energy or power. Nothing on the GPU is ever set.
+   */
+  energy?: boolean | { windowMs?: number };
   /**
    * Compiles running ahead of the GPUs (NVRTC in the compile pool's processes, or nvcc's); default one per CPU core
    * less one per GPU, no more than the free memory holds (defaultCompileConcurrency). The strategy announces twice as
@@ -227,6 +251,11 @@ export interface TuneOptions extends RunOptions {
   shard?: Shard;
   /** A Kernel Tuner cache file: results are appended as they come, and a rerun resumes from it. */
   cache?: string;
+  /**
+   * After the search, profile the best configuration within `timeoutMs`: Nsight Compute where it is installed, else the
+   * driver's metrics (TuneResult.profile). It runs after every timing, so it never changes one. Default: no profile.
+   */
+  profile?: { timeoutMs: number };
   onResult?: (result: ConfigResult, progress: SearchProgress) => void;
 }
 
@@ -237,9 +266,15 @@ export class TunableKernel {
     readonly info: TunableKernelInfo,
   ) {}
 
-  /** Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed). */
+  /**
+   * Parses the source and selects the kernel (ParseError points at the line when the source cannot be parsed;
+   * SignatureVariesError says which configuration of `info.space` would compile another signature).
+   */
   static async create(code: string, info: TunableKernelInfo = {}): Promise<TunableKernel> {
-    const kernels = await parseKernels(code, info.fileName ?? 'kernel.cu');
+    const fileName = info.fileName ?? 'kernel.cu';
+    const context = sourceContext(info, info.space);
+    const inSpace = info.space && (await kernelOfSpace(code, fileName, info.kernelName, info.space.tuneParams, context));
+    const kernels = inSpace ? inSpace.kernels : await parseKernels(code, fileName, { preprocess: openOptions(context) });
     const source = info.fileName ?? 'the source';
     if (kernels.length === 0) {
       throw new Error(`${source} has no __global__ kernel, so there is nothing to tune: a kernel is a function declared \`__global__ void name(...)\``);
@@ -252,7 +287,27 @@ export class TunableKernel {
       if (kernels.length > 1) throw new Error(`${source} has ${kernels.length} __global__ kernels (${kernels.map((k) => k.name).join(', ')}): name the one to tune`);
       kernel = kernels[0]!;
     }
-    return new TunableKernel(code, await withTypeAliases(code, kernel, info), info);
+    const views = inSpace && inSpace.kernel === kernel ? inSpace.views : [preprocess(code, fileName, spaceOptions({}, context))];
+    const tunable = new TunableKernel(code, await withTypeAliases(kernel, views), info);
+    if (info.space) tunable.spaces.set(spaceKey(info.space), { signature: tunable.signature, symbols: constantSymbols(views[0]!) });
+    return tunable;
+  }
+
+  /** The file as each space's configurations compile it, by spaceKey. */
+  private readonly spaces = new Map<string, SpaceReading>();
+
+  /** This kernel's signature in every configuration of a space, and the file's __constant__ symbols (read once per space). */
+  private async readIn(space: KernelSpace): Promise<SpaceReading> {
+    const key = spaceKey(space);
+    let reading = this.spaces.get(key);
+    if (!reading) {
+      const context = sourceContext(this.info, space);
+      const { kernel, views } = await kernelOfSpace(this.code, this.info.fileName ?? 'kernel.cu', this.signature.qualifiedName, space.tuneParams, context);
+      if (!kernel) throw new SignatureVariesError(`kernel '${this.signature.qualifiedName}' is not compiled in the configurations of this space (a preprocessor condition on a parameter leaves it out)`);
+      reading = { signature: await withTypeAliases(kernel, views), symbols: constantSymbols(views[0]!) };
+      this.spaces.set(key, reading);
+    }
+    return reading;
   }
 
   get name(): string {
@@ -297,7 +352,14 @@ export class TunableKernel {
   }
 
   private async run(test: KernelTest, tuneParams: TuneParams, restrictions: readonly string[], options: TuneOptions): Promise<TuneResult> {
-    const { data, problemSize } = test.resolve(this.signature);
+    const reading = await this.readIn({ tuneParams, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }), ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) });
+    const { data, problemSize } = test.resolve(reading.signature);
+    const constants = data.kind === 'spec' ? data.test.constants : [];
+    checkConstantMemory(constants, reading.symbols, this.info.fileName ?? 'the kernel file');
+    // Checked before any GPU work: a metric or an objective with a typo fails here.
+    const metrics = ResultMetrics.create(options, Object.keys(tuneParams));
+    const { objective } = metrics;
+    const energy = options.energy || metrics.usesEnergy ? energyWindow(options.energy) : undefined;
     const cleanups: (() => Promise<unknown> | void)[] = [];
     let setupRunning: Promise<unknown> | undefined;
     try {
@@ -314,11 +376,12 @@ export class TunableKernel {
 
       const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
       const sources = await this.compileSources(paramNames, toolkit);
-      const candidates = candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers);
+      const constantSymbols = constants.map((c) => c.symbol);
+      const candidates = withConstantSymbols(candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers), constantSymbols);
       // The setup: the oracle built, then on every GPU loaded, the same inputs generated from the same seeds and the
       // oracle run on them there (each configuration is compared with the oracle's outputs on the GPU that ran it). The
       // search starts meanwhile: its first configurations compile while the setup runs, and evaluate once it is done.
-      const setup = this.buildOracle(backends[0]!, device, space, problemSize, scalars, options, compilerOptions, { sources, candidates, toolkit }).then(async (oracle) => {
+      const setup = this.buildOracle(backends[0]!, device, space, problemSize, scalars, options, compilerOptions, constantSymbols, { sources, candidates, toolkit }).then(async (oracle) => {
         markPhase('oracle compiled');
         const devices = await Promise.all(
           backends.map(async (backend) => {
@@ -354,14 +417,15 @@ export class TunableKernel {
         iterations: options.iterations ?? 32,
         warmup: options.warmup ?? 1,
         flushL2: options.flushL2 ?? false,
-        earlyStopFactor: options.earlyStop === false ? undefined : (options.earlyStop ?? 1.5),
+        earlyStopFactor: options.earlyStop === false || objective.name !== 'time' ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
         compileConcurrency,
+        ...(energy && { energy }),
       });
       cleanups.push(() => evaluator.dispose());
 
       const cache = options.cache
-        ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams, ...(options.shard && { shard: options.shard }) })
+        ? CacheFile.open(options.cache, { deviceName: device.name, kernelName: this.name, problemSize, tuneParams, objective: objective.name, ...(options.shard && { shard: options.shard }) })
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 
@@ -381,17 +445,13 @@ export class TunableKernel {
         },
         () => undefined,
       );
-      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? 'brute_force')(options.strategyOptions);
+      const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? DEFAULT_STRATEGY)(options.strategyOptions);
+      const evaluate = throughCache(cache, (config, worker) => evaluator.evaluate(config, worker, options.signal), (r) => metrics.apply(r));
       const result = await strategy.run(
         space,
-        async (config, worker) => {
-          const cached = cache?.get(space.key(config));
-          if (cached) return cached;
-          const r = await evaluator.evaluate(config, worker, options.signal);
-          cache?.append(r);
-          return r;
-        },
+        evaluate,
         {
+          objective,
           ...(options.maxFevals !== undefined && { maxFevals: options.maxFevals }),
           ...(options.timeLimitMs !== undefined && { timeLimitMs: options.timeLimitMs }),
           ...(options.seed !== undefined && { seed: options.seed }),
@@ -404,8 +464,11 @@ export class TunableKernel {
         },
       );
       const { oracle } = await setup; // a search that evaluated nothing still fails with the oracle's error
+      const profiled = options.profile && result.best ? await profileOf(evaluator, result.best.config, options.profile.timeoutMs, options.signal) : {};
       return {
         ...result,
+        ...profiled,
+        objective,
         compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
         reference: { config: oracle.config, ...(referenceMs !== undefined && { timeMs: referenceMs }) },
         gpus: [...evaluator.gpuIds],
@@ -430,6 +493,7 @@ export class TunableKernel {
     scalars: Record<string, number>,
     options: RunOptions,
     compilerOptions: readonly string[],
+    constantSymbols: readonly string[],
     program: { sources: CompileSources; candidates: { programs: KernelProgram[]; skipped?: string }; toolkit: CudaToolkit | null },
   ): Promise<CompiledOracle> {
     const { sources, candidates, toolkit } = program;
@@ -445,10 +509,7 @@ export class TunableKernel {
       const g = geometry.launch(config, scalars);
       const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
       const request = { nameExpression: kernel.nameExpression, defines: defines(config, g, geometry.blockSizeNames), compilerOptions };
-      const compile = (program: KernelProgram) =>
-        backend.compile({ ...program, ...request }).catch((e: unknown) => {
-          throw e instanceof CompileError ? withCollisionHint(e, request.defines) : e;
-        });
+      const compile = (program: KernelProgram) => compileExplained(backend, { ...program, ...request });
       return { launch, compile };
     };
     const own = buildAt(this, ownConfig, options);
@@ -468,8 +529,11 @@ export class TunableKernel {
       });
       const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
       const at = buildAt(oracleKernel, config, reference.launch ?? {});
+      // The reference gets the constant memory its own file declares (convolution_naive takes its filter as an argument).
+      const { symbols } = await oracleKernel.readIn({ tuneParams: Object.fromEntries(Object.entries(config).map(([k, v]) => [k, [v]])), compilerOptions });
+      const referenceConstants = constantSymbols.filter((symbol) => symbols.has(symbol));
       try {
-        return { built: await buildWithFallback(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), at.compile), launch: at.launch };
+        return { built: await buildWithFallback(withConstantSymbols(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), referenceConstants), at.compile), launch: at.launch };
       } catch (e) {
         if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
         throw e;
@@ -498,6 +562,17 @@ export class TunableKernel {
   }
 }
 
+/** What reading the file for a space gives: the kernel's signature and the __constant__ symbols the file declares. */
+interface SpaceReading {
+  signature: KernelSignature;
+  symbols: ReadonlyMap<string, ConstantSymbol>;
+}
+
+/** The programs, each to have these __constant__ symbols filled before every run. */
+function withConstantSymbols<T extends { programs: KernelProgram[] }>(candidates: T, symbols: readonly string[]): T {
+  return symbols.length === 0 ? candidates : { ...candidates, programs: candidates.programs.map((p) => ({ ...p, constantSymbols: symbols })) };
+}
+
 interface CompiledOracle {
   compiled: CompiledKernel;
   launch: Launch;
@@ -505,6 +580,17 @@ interface CompiledOracle {
   /** The program the configurations of the kernel under test compile. */
   candidateProgram: KernelProgram;
   compilerNote?: string;
+}
+
+/** The profile of the best configuration, or why it failed (the search's results stand either way); an abort is thrown. */
+async function profileOf(evaluator: Evaluator, config: Config, timeoutMs: number, signal: AbortSignal | undefined): Promise<Pick<TuneResult, 'profile' | 'profileError'>> {
+  try {
+    const profile = await evaluator.profile(config, { timeoutMs, ...(signal && { signal }) });
+    return profile ? { profile } : {};
+  } catch (e) {
+    if (signal?.aborted) throw e;
+    return { profileError: e instanceof Error ? e.message : String(e) };
+  }
 }
 
 /** The backends a run uses (see backendsOf); those it opened are closed by the run's clean-up. */
@@ -526,6 +612,15 @@ export function scaledLaunchTimeoutMs(referenceMs: number): number {
   return Math.max(1000, Math.ceil(100 * referenceMs));
 }
 
+/** The energy window of TuneOptions.energy: the GPU layer's default (a second, as Kernel Tuner's), at least its minimum. */
+function energyWindow(energy: TuneOptions['energy']): { windowMs: number } {
+  const windowMs = typeof energy === 'object' ? (energy.windowMs ?? ENERGY_WINDOW_MS) : ENERGY_WINDOW_MS;
+  if (!(Number.isInteger(windowMs) && windowMs >= MIN_ENERGY_WINDOW_MS)) {
+    throw new RangeError(`energy.windowMs must be an integer of at least ${MIN_ENERGY_WINDOW_MS} ms (NVML's energy counter moves every 20-100 ms), got ${windowMs}`);
+  }
+  return { windowMs };
+}
+
 /** The first valid configuration with the values the file itself gives the tunable parameters (`#define BLOCK 256`). */
 function withFileValues(config: Config, fileValues: Record<string, string>): Config {
   const out: Config = { ...config };
@@ -543,12 +638,8 @@ export function parseDefineValue(text: string): ParamValue {
 }
 
 /** The kernel with what its parameters' typedef'd types stand for (`floatX` → `__nv_bfloat16`), for test specs. */
-async function withTypeAliases(code: string, kernel: KernelSignature, info: TunableKernelInfo): Promise<KernelSignature> {
-  const aliases = await typeAliases(code, {
-    ...(info.filePath !== undefined && { filePath: info.filePath }),
-    ...(info.includePaths && { includePaths: info.includePaths }),
-    readFile: info.readFile ?? readIfExists,
-  });
+async function withTypeAliases(kernel: KernelSignature, views: readonly Preprocessed[]): Promise<KernelSignature> {
+  const aliases = await typeAliasesOf(views);
   if (aliases.size === 0) return kernel;
   const parameters = kernel.parameters.map((p) => {
     const aliasOf = aliases.get(p.baseType.replace(/^(std::|::)/, ''));
@@ -557,12 +648,30 @@ async function withTypeAliases(code: string, kernel: KernelSignature, info: Tuna
   return { ...kernel, parameters };
 }
 
-function readIfExists(file: string): string | undefined {
-  try {
-    return readFileSync(file, 'utf8');
-  } catch {
-    return undefined;
-  }
+/** Where the file's headers are and what the compile defines, for reading it (space-view.ts). */
+function sourceContext(info: TunableKernelInfo, space: KernelSpace | undefined): SourceContext {
+  return {
+    ...(info.filePath !== undefined && { filePath: info.filePath }),
+    ...(info.includePaths && { includePaths: info.includePaths }),
+    ...(info.readFile && { readFile: info.readFile }),
+    ...(space?.blockSizeNames && { blockSizeNames: space.blockSizeNames }),
+    defines: definesOf(space?.compilerOptions ?? []),
+  };
+}
+
+/** The macros of -DNAME and -DNAME=VALUE (also `-D NAME`) among compiler options. */
+export function definesOf(options: readonly string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  options.forEach((o, i) => {
+    const text = o === '-D' ? options[i + 1] : o.startsWith('-D') ? o.slice(2) : undefined;
+    const m = text === undefined ? null : /^([A-Za-z_]\w*)(?:=(.*))?$/s.exec(text);
+    if (m) out[m[1]!] = m[2] ?? '1';
+  });
+  return out;
+}
+
+function spaceKey(space: KernelSpace): string {
+  return JSON.stringify([space.tuneParams, space.blockSizeNames ?? null, space.compilerOptions ?? []]);
 }
 
 function launchSpec(o: LaunchOptions) {

@@ -3,6 +3,7 @@
 
 import type { TimingStats } from '../gpu/stats';
 import type { Dim3 } from '../gpu/types';
+import type { ConfigProfile } from './run/profile';
 import type { Verification } from './run/measurement';
 
 /** A tunable parameter's value. Numbers mostly; strings and booleans are allowed as Kernel Tuner allows them. */
@@ -64,10 +65,38 @@ export function outcomeOf(status: ConfigStatus): Outcome {
 /** Timing statistics, computed by the GPU layer's computeStats (median, mean, min, max, sample standard deviation). */
 export type SampleStats = TimingStats;
 
-export interface ResourceUsage {
-  registers: number;
-  sharedBytes: number;
-  localBytes: number;
+/**
+ * What the driver says about a configuration's kernel, free with every load (cuFuncGetAttribute and
+ * cuOccupancyMaxActiveBlocksPerMultiprocessor), under the GPU layer's names: Kernel Tuner's num_regs, the same snake_case
+ * for the rest. The optional ones are absent only from caches recorded before they were.
+ */
+export interface DriverMetrics {
+  /** Registers per thread (Kernel Tuner's RegisterObserver name). */
+  num_regs: number;
+  /** Local memory per thread (bytes): local arrays and register spills. */
+  local_mem_bytes: number;
+  static_shared_mem_bytes: number;
+  dynamic_shared_mem_bytes?: number;
+  /** The most threads a block of this kernel can have (its registers may allow fewer than the device's 1024). */
+  max_threads_per_block?: number;
+  active_blocks_per_sm?: number;
+  active_warps_per_sm?: number;
+  /** Theoretical occupancy: active warps / max warps per multiprocessor, 0..1. */
+  occupancy?: number;
+  /** The driver's answer for a kernel loaded on the device, or the occupancy calculator's where no driver answered. */
+  occupancy_source?: 'driver' | 'calculator';
+}
+
+/**
+ * NVML's readings while a configuration ran (read only), with Kernel Tuner's NVMLObserver names: energy of one launch
+ * (J), mean power (W), SM and memory clocks (MHz), temperature (°C).
+ */
+export interface EnergyReadings {
+  nvml_energy: number;
+  nvml_power: number;
+  core_freq?: number;
+  mem_freq?: number;
+  temperature?: number;
 }
 
 /** Where the time of one evaluation went (milliseconds of wall-clock time, 0 for a phase that did not run). */
@@ -114,7 +143,17 @@ export interface ConfigResult {
   timeMs?: number;
   stats?: SampleStats;
   error?: { message: string; log?: string };
-  resources?: ResourceUsage;
+  /** Registers, local and shared memory, occupancy: for every configuration that was loaded on a device. */
+  driver?: DriverMetrics;
+  /** NVML's energy and power, when energy was asked for and the device reports it. */
+  energy?: EnergyReadings;
+  /** Why a configuration timed with energy asked for has none (no NVML, a device without power readings). */
+  energyUnavailable?: string;
+  /**
+   * Quantities derived from the measurements, in order: edp (J·s) and GFLOPS/W where energy (and the flop count) is
+   * known, then the run's own metrics (Kernel Tuner's `metrics`). Only for configurations that ran.
+   */
+  metrics?: Record<string, number>;
   geometry?: { grid: Dim3; block: Dim3 };
   timings?: EvaluationTimings;
   reproduce?: Reproduction;
@@ -130,9 +169,43 @@ export interface ConfigResult {
 
 export type StopReason = 'completed' | 'max_fevals' | 'time_limit' | 'aborted';
 
+/** The strategy `auto` chose and why, with the numbers behind the choice. */
+export interface StrategyChoice {
+  strategy: string;
+  reason: string;
+}
+
+/** How a search went, in the few fields the panel, the reports and the CLI show: which strategy, why, why it stopped. */
+export interface SearchSummary {
+  strategy: string;
+  /** Why this strategy ran, when `auto` chose it. */
+  reason?: string;
+  stopReason: StopReason;
+  stopDetail?: string;
+  evaluations: number;
+}
+
+export function searchSummaryOf(result: TuneResult): SearchSummary {
+  return {
+    strategy: result.strategy,
+    ...(result.strategyChoice && { reason: result.strategyChoice.reason }),
+    stopReason: result.stopReason,
+    ...(result.stopDetail && { stopDetail: result.stopDetail }),
+    evaluations: result.evaluations,
+  };
+}
+
+/** "genetic_algorithm, chosen by auto: <why>. Stopped after 100 evaluations: 100 evaluations, its max_fevals." */
+export function describeSearch(s: SearchSummary): string {
+  const how = s.reason ? `${s.strategy}, chosen by auto: ${s.reason}` : s.strategy;
+  return `${how}. Stopped after ${s.evaluations} evaluation${s.evaluations === 1 ? '' : 's'} (${s.stopReason}${s.stopDetail ? `: ${s.stopDetail}` : ''}).`;
+}
+
 export interface TuneResult {
-  /** The fastest configuration with status 'ok'; undefined when none succeeded. */
+  /** The best configuration with status 'ok' by the objective; undefined when none succeeded. */
   best: ConfigResult | undefined;
+  /** What the search optimised; absent means time (results made before objectives could be chosen). */
+  objective?: Objective;
   /** Every result in the order it was obtained: configurations skipped for exceeding device limits first, then each evaluation. */
   results: ConfigResult[];
   strategy: string;
@@ -140,6 +213,10 @@ export interface TuneResult {
   evaluations: number;
   elapsedMs: number;
   stopReason: StopReason;
+  /** Why it stopped, in words: which budget and how much of it was spent, or the rule by which the strategy ended. */
+  stopDetail?: string;
+  /** Why this strategy ran, when `auto` chose it (from the space's size and the budget). */
+  strategyChoice?: StrategyChoice;
   /** The seed the strategy's random choices came from: pass it again to repeat the search. */
   seed: number;
   /** The compiler every configuration was built with, and why it is not NVRTC when NVRTC was there to try. */
@@ -151,6 +228,10 @@ export interface TuneResult {
   reference?: { config: Config; timeMs?: number };
   /** The GPUs the search ran on (one worker each), when it ran on GPUs; each result names its own. */
   gpus?: GpuId[];
+  /** The best configuration's profile, when one was asked for (TuneOptions.profile) and the backend can profile. */
+  profile?: ConfigProfile;
+  /** Why profiling the best configuration failed, when it did. */
+  profileError?: string;
 }
 
 /**
@@ -200,9 +281,84 @@ export function configKey(config: Config, paramNames: readonly string[]): string
 }
 
 /**
- * The objective a strategy minimises: the time of a configuration that ran, +Infinity for one that failed. A configuration
- * stopped early keeps the time of the launches it ran: far slower than the best, which is exactly what a search should learn.
+ * What a search optimises (Kernel Tuner's objective and objective_higher_is_better): "time" (ms), "energy" (J per launch,
+ * NVML's nvml_energy), "edp" (energy × time, J·s), or any other measured quantity by name (see measuredValues): a metric
+ * of the run, "GFLOPS/W", a driver metric, an NVML reading.
  */
-export function objectiveOf(result: ConfigResult): number {
-  return (result.status === 'ok' || result.status === 'stopped_early') && result.timeMs !== undefined ? result.timeMs : Infinity;
+export interface Objective {
+  name: string;
+  higherIsBetter: boolean;
+}
+
+export const TIME_OBJECTIVE: Objective = { name: 'time', higherIsBetter: false };
+
+/** What the objective is read from: a result, or its summary as the panel and the report hold it. */
+export type Measured = Pick<ConfigResult, 'status' | 'timeMs' | 'driver' | 'energy' | 'metrics'>;
+
+/**
+ * Every number measured or derived for a configuration that ran, by the names metrics and objectives use: time (ms),
+ * the driver's metrics, NVML's readings under Kernel Tuner's names with energy and power as short names for nvml_energy
+ * and nvml_power, and the derived metrics.
+ */
+export function measuredValues(result: Measured): Record<string, number> {
+  const values: Record<string, number> = {};
+  if (result.timeMs !== undefined) values['time'] = result.timeMs;
+  for (const [name, v] of Object.entries(result.driver ?? {})) if (typeof v === 'number') values[name] = v;
+  if (result.energy) Object.assign(values, result.energy, { energy: result.energy.nvml_energy, power: result.energy.nvml_power });
+  Object.assign(values, result.metrics);
+  return values;
+}
+
+const UNITS: Record<string, string> = {
+  time: 'ms',
+  energy: 'J',
+  nvml_energy: 'J',
+  power: 'W',
+  nvml_power: 'W',
+  edp: 'J·s',
+  core_freq: 'MHz',
+  mem_freq: 'MHz',
+  temperature: '°C',
+  local_mem_bytes: 'B',
+  static_shared_mem_bytes: 'B',
+  dynamic_shared_mem_bytes: 'B',
+};
+
+/** A measured quantity with 4 significant digits and its unit where it has one ("1.612 J", "5.604 ms", "268.4 GFLOP/s"). */
+export function formatMeasured(name: string, value: number): string {
+  const unit = UNITS[name];
+  return `${Number(value.toPrecision(4))}${unit ? ` ${unit}` : ''}`;
+}
+
+/** The objective's value for a configuration that ran (in its own units), undefined for one that did not or lacks it. */
+export function objectiveValue(result: Measured, objective: Objective = TIME_OBJECTIVE): number | undefined {
+  if (result.status !== 'ok' && result.status !== 'stopped_early') return undefined;
+  const value = objective.name === 'time' ? result.timeMs : measuredValues(result)[objective.name];
+  return value !== undefined && Number.isFinite(value) ? value : undefined;
+}
+
+/**
+ * The number every strategy minimises, the one place the objective's direction is applied: the objective's value, negated
+ * when higher is better (as Kernel Tuner's cost function does), +Infinity for a configuration that failed or lacks it. A
+ * configuration stopped early keeps the time of the launches it ran: far slower than the best, which is exactly what a
+ * search should learn.
+ */
+export function objectiveOf(result: Measured, objective: Objective = TIME_OBJECTIVE): number {
+  const value = objectiveValue(result, objective);
+  if (value === undefined) return Infinity;
+  return objective.higherIsBetter ? -value : value;
+}
+
+/** The best of some results by the objective: the first of the lowest objectiveOf among those with status 'ok'. */
+export function bestOf<T extends Measured>(results: Iterable<T>, objective: Objective = TIME_OBJECTIVE): T | undefined {
+  let best: T | undefined;
+  let bestScore = Infinity;
+  for (const r of results) {
+    const score = objectiveOf(r, objective);
+    if (r.status === 'ok' && score < bestScore) {
+      best = r;
+      bestScore = score;
+    }
+  }
+  return best;
 }

@@ -5,15 +5,21 @@
  *   walk of the panel; its proposal in the editor: Escape rejects the change at the cursor, Reject All leaves the file
  *   byte for byte, Accept All gives the proposal, one Undo the original (each checked on the saved file); light and
  *   dark screenshots (with --update-screenshots, the ones the README shows go to media/screenshots/ too);
- * - then a live session: open saxpy.cu, right-click inside the kernel, "Tune this kernel"; the panel fills with the
- *   plan, the steps, a diff and the chart; the tuned kernel is proposed in the editor; "Accept All" applies it.
+ * - its HTML report, opened where the panels are, charting the step the panel charts, numbered as the plan numbers
+ *   it; its JSON export, opened from the notification;
+ * - the checks before a session, failing: one plain message, nothing else left up;
+ * - then a live session: open saxpy.cu, right-click inside the kernel, "Tune this kernel" (the stored API key goes to
+ *   the workspace's server once the user says so); the panel fills with the plan, the steps, a diff and the chart; the
+ *   tuned kernel is proposed in the editor; "Accept All" applies it.
+ * Each step starts from a quiet window (no palette, dialog or menu left open by a step that failed) and opens what it
+ * needs that an earlier step would have opened, so one failure does not fail the steps after it.
  * Screenshots of every stage go to test-results/. Runs in the test script's Node process (scripts/test-extension.mjs),
  * with the mini runner's describe/it.
  */
 import { copyFileSync, existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import type { BrowserContext, Frame, Page } from 'playwright-core';
+import type { BrowserContext, Frame, Locator, Page } from 'playwright-core';
 import type { TuningEvent } from '../../src/engine/progress/events';
 import { HistoryStore } from '../../src/engine/store/history-store';
 import { buildReport } from '../../src/extension/report';
@@ -85,25 +91,35 @@ async function seedH100Session(o: UiTestOptions): Promise<{ original: string; fi
   return { original, finalCode: view.final!.finalCode };
 }
 
+/** Matches a text exactly (the whole of it). */
+function exactly(text: string): RegExp {
+  return new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
+}
+
 function check(condition: unknown, message: string): asserts condition {
   if (!condition) throw new Error(message);
 }
 
-/** The content frame of a tuning panel that shows `selector` (several panels may be open, each in its own frame). */
-async function panelFrame(page: Page, selector = '#app header', timeoutMs = 30_000): Promise<Frame> {
+/**
+ * The content frame of a webview that shows `selector` (with `text` in it, when given): several panels may be open,
+ * each in its own frame.
+ */
+async function panelFrame(page: Page, selector = '#app header', timeoutMs = 30_000, text?: string): Promise<Frame> {
   const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
     for (const frame of page.frames()) {
-      if (await frame.$(selector).catch(() => null)) return frame;
+      const el = await frame.$(selector).catch(() => null);
+      if (el && (text === undefined || ((await el.innerText().catch(() => '')) ?? '').includes(text))) return frame;
     }
     await page.waitForTimeout(250);
   }
-  throw new Error(`no tuning panel shows ${selector}`);
+  throw new Error(`no webview shows ${selector}${text === undefined ? '' : ` with "${text}"`}`);
 }
 
 export async function runUiTest(o: UiTestOptions): Promise<void> {
   let server: ScriptedLlmServer;
   let approvalLlm: ScriptedLlmServer | undefined;
+  let ollama: ScriptedLlmServer | undefined;
   let context: BrowserContext;
   let page: Page;
   const consoleErrors: string[] = [];
@@ -113,43 +129,136 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     await page.screenshot({ path: join(o.shots, `${name}.png`) });
     if (o.readmeShots) copyFileSync(join(o.shots, `${name}.png`), join(o.readmeShots, `${name}.png`));
   };
-  const setTheme = async (theme: string) => {
-    // Ctrl+K Ctrl+T: the colour theme picker.
-    await page.keyboard.press('Control+K');
-    await page.keyboard.press('Control+T');
-    await page.waitForSelector('.quick-input-widget input', { state: 'visible' });
-    await page.keyboard.type(theme, { delay: 10 });
-    await page.waitForTimeout(500);
-    await page.keyboard.press('Enter');
-    await page.waitForTimeout(1500);
+  /** A theme by the colour theme picker; done when the workbench wears it (`kind`: its class, vs, vs-dark, hc-black). */
+  const setTheme = async (theme: string, kind: string) => {
+    await palette('Preferences: Color Theme', { pick: theme });
+    await page.locator(`.monaco-workbench.${kind}`).waitFor({ timeout: 10_000 });
   };
   let h100: { original: string; finalCode: string };
+  /** The workspace's settings for the live sessions: the scripted server, one correction per failing step. */
+  const liveSettings = (): Record<string, unknown> => ({ 'kernelTuner.llm.provider': 'openai', 'kernelTuner.llm.model': 'scripted-model', 'kernelTuner.llm.baseUrl': `${server.url}/v1`, 'kernelTuner.retries': 1 });
+  /** The code keeps the window's width; the panels (`what`) sit below it, in a second group. */
+  const checkCodeAbovePanels = async (what: string) => {
+    const groups = await page.locator('.editor-group-container').evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })));
+    check(groups.length === 2, `two editor groups with ${what}, got ${JSON.stringify(groups)}`);
+    const [code, panel] = groups as [(typeof groups)[0], (typeof groups)[0]];
+    check(panel.y >= code.y + code.height - 2 && code.width >= 0.6 * (page.viewportSize()?.width ?? 1600), `${what} below a full-width editor: ${JSON.stringify(groups)}`);
+  };
   const matmulFile = () => readFileSync(join(o.workspace, 'matmul_naive.cu'), 'utf8');
-  /** Saves the editor's document (the file is what the assertions read: every byte of it). */
-  const save = async () => {
+  /** Saves the editor's document and waits for the file to read `expected`, every byte of it. */
+  const save = async (expected: string, what: string) => {
     await palette('View: Focus First Editor Group');
     await page.keyboard.press('Control+S');
-    await page.waitForTimeout(700);
+    for (let i = 0; i < 50 && matmulFile() !== expected; i++) await page.waitForTimeout(200);
+    check(matmulFile() === expected, what);
   };
   const lens = (title: string) => page.locator('.codelens-decoration a', { hasText: title }).first();
-  /** Toasts (progress, "n× faster") would cover the panel in the screenshots. */
-  const palette = async (command: string) => {
-    await page.waitForSelector('.quick-input-widget', { state: 'hidden' });
-    await page.keyboard.press('F1');
-    // Typed only once the palette has the focus: keys sent anywhere else would land in a document.
-    await page.waitForSelector('.quick-input-widget input:focus', { timeout: 5_000 });
-    await page.keyboard.type(command, { delay: 10 });
-    await page.waitForTimeout(400);
-    await page.keyboard.press('Enter');
-    await page.waitForTimeout(300);
+  /** Closes what a step may have left open over the window: the palette or another quick input, a dialog, a menu. */
+  const quiet = async () => {
+    for (let i = 0; i < 3; i++) {
+      const open = (await page.locator('.quick-input-widget').isVisible()) || (await page.locator('.monaco-dialog-box').isVisible()) || (await page.locator('.context-view .monaco-menu').isVisible());
+      if (!open) return;
+      await page.keyboard.press('Escape');
+      await page.waitForTimeout(100);
+    }
   };
+  /**
+   * Runs a command from the palette (`pick`: then the item of the list it opens). Typed only once the palette has the
+   * focus (keys sent anywhere else would land in a document); Enter once the list's first item is the one asked for.
+   */
+  const palette = async (command: string, then?: { pick: string } | { type: string }) => {
+    await quiet();
+    for (let attempt = 1; ; attempt++) {
+      await page.keyboard.press('F1');
+      const focused = await page.waitForSelector('.quick-input-widget input:focus', { timeout: 5_000 }).then(() => true, () => false);
+      if (focused) break;
+      check(attempt < 3, 'the command palette takes the focus');
+      await quiet();
+    }
+    // The text goes into the quick input itself, never to where the focus may have gone meanwhile (an editor that a
+    // session's end brings to the front); then the item named exactly so, which the list may not rank first ("Browse
+    // Color Themes in Marketplace" before "Color Theme"): Enter when it is the focused one, else a click on it.
+    const input = page.locator('.quick-input-widget input');
+    const choose = async (text: string, prefix: string) => {
+      await input.fill(`${prefix}${text}`);
+      const item = page.locator('.quick-input-list .monaco-list-row', { has: page.locator('.label-name', { hasText: exactly(text) }) }).first();
+      await item.waitFor({ timeout: 10_000 });
+      if ((await item.getAttribute('class'))?.split(' ').includes('focused')) await input.press('Enter');
+      else await item.click({ timeout: 10_000 });
+    };
+    await choose(command, '>');
+    if (then) {
+      // The command's own quick pick or input box: the palette's text ('>' and the command) gone from the input.
+      const value = () => input.inputValue({ timeout: 200 }).catch(() => '>');
+      for (let i = 0; i < 50 && (await value()) !== ''; i++) await page.waitForTimeout(100);
+      check((await value()) === '', `the quick input of ${command} opened`);
+      if ('pick' in then) await choose(then.pick, '');
+      else {
+        await input.fill(then.type);
+        await input.press('Enter');
+      }
+    }
+    await page.waitForSelector('.quick-input-widget', { state: 'hidden', timeout: 10_000 });
+  };
+  let settingsRound = 0;
+  /**
+   * Writes the workspace's settings and waits until VS Code has read them: the window title they set changes with
+   * them, in the same reload of the file (a command run afterwards reaches the extension after the new settings).
+   */
+  const workspaceSettings = async (values: Record<string, unknown>) => {
+    const marker = `settings ${++settingsRound}`;
+    writeFileSync(join(o.workspace, '.vscode', 'settings.json'), JSON.stringify({ ...values, 'window.title': `\${rootName} (${marker})` }, null, 2));
+    for (let i = 0; i < 75 && !(await page.title()).includes(marker); i++) await page.waitForTimeout(200);
+    check((await page.title()).includes(marker), `VS Code read the workspace settings (${marker}), title ${await page.title()}`);
+  };
+  /** The H100 session's panel, in front (opened, or brought to the front, from the history). */
+  const h100Panel = async (): Promise<Frame> => {
+    await sideBar('Kernel Tuner');
+    await page.locator('.monaco-list-row', { hasText: 'matmul_naive' }).first().click({ timeout: 15_000 });
+    await tab('Report: matmul_naive').first().waitFor({ timeout: 15_000 });
+    return panelFrame(page, '#app #device', 30_000, 'NVIDIA H100');
+  };
+  /** Closes every editor, unsaved ones without saving. */
+  const closeAllEditors = async () => {
+    await palette('View: Close All Editor Groups');
+    const ask = page.locator('.monaco-dialog-box');
+    if (await ask.waitFor({ timeout: 1_000 }).then(() => true, () => false)) await clickUntilGone(ask.locator('.monaco-button', { hasText: "Don't Save" }), ask);
+  };
+  /** The tab titled exactly `title`. */
+  const tab = (title: string) => page.locator('.tab', { has: page.locator('.label-name', { hasText: exactly(title) }) });
+  /** The side bar's view behind the activity bar item `label`, shown if it is not (a second click would hide it). */
+  const sideBar = async (label: 'Explorer' | 'Kernel Tuner') => {
+    const title = page.locator('.sidebar .composite.title', { hasText: label === 'Explorer' ? 'Explorer' : 'Tuning History' });
+    if (!(await title.isVisible())) await page.locator(`.activitybar [aria-label^="${label}"]`).first().click();
+    await title.waitFor({ timeout: 10_000 });
+  };
+  /** A history item's context menu command. */
+  const historyMenu = async (item: string, command: string) => {
+    await sideBar('Kernel Tuner');
+    await page.locator('.monaco-list-row', { hasText: item }).first().click({ button: 'right', timeout: 15_000 });
+    await clickUntilGone(page.locator('.context-view .monaco-menu .action-item', { hasText: command }).first(), page.locator('.context-view .monaco-menu'));
+  };
+  /**
+   * Clicks `target` until `gone` (a menu, a dialog) has closed: a menu or a dialog that has just opened ignores a
+   * click for a moment (so that the click which opened it cannot also choose in it).
+   */
+  const clickUntilGone = async (target: Locator, gone: Locator) => {
+    for (let attempt = 1; ; attempt++) {
+      await target.click({ timeout: 10_000 });
+      if (await gone.waitFor({ state: 'hidden', timeout: 1_000 }).then(() => true, () => false)) return;
+      check(attempt < 5, 'the menu or dialog takes the click');
+    }
+  };
+  /** Toasts (progress, "n× faster") would cover the panel in the screenshots. */
   const clearNotifications = () => palette('Notifications: Clear All Notifications');
   /** A failing step leaves a screenshot of what the browser showed. */
   const step = (name: string, fn: () => Promise<void>) => async (): Promise<void> => {
     try {
+      await quiet();
       await fn();
     } catch (error) {
       await page?.screenshot({ path: join(o.shots, `ui-FAILED-${name}.png`) }).catch(() => undefined);
+      await quiet().catch(() => undefined);
       throw error;
     }
   };
@@ -159,10 +268,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       const script = JSON.parse(readFileSync(join(o.fixtures, 'llm-scripts', 'autonomous-session.json'), 'utf8')) as { turns: ScriptTurn[] };
       server = await startScriptedLlmServer(script.turns);
       mkdirSync(join(o.workspace, '.vscode'), { recursive: true });
-      writeFileSync(
-        join(o.workspace, '.vscode', 'settings.json'),
-        JSON.stringify({ 'kernelTuner.llm.provider': 'openai', 'kernelTuner.llm.model': 'scripted-model', 'kernelTuner.llm.baseUrl': `${server.url}/v1`, 'kernelTuner.retries': 1 }, null, 2),
-      );
+      writeFileSync(join(o.workspace, '.vscode', 'settings.json'), JSON.stringify(liveSettings(), null, 2));
       mkdirSync(o.shots, { recursive: true });
       h100 = await seedH100Session(o);
       context = await o.launchBrowser();
@@ -173,35 +279,33 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       // The extension is installed from its .vsix in this code-server: the window is an ordinary one.
       await page.goto(`${o.base}/?folder=${encodeURIComponent(o.workspace)}`);
       await page.waitForSelector('.monaco-workbench', { timeout: 60_000 });
-      // The workbench takes a moment after it appears before it handles keys (extensions, layout).
-      await page.waitForTimeout(3000);
+      // Keys reach the workbench once its parts are laid out and the extensions' views are in.
+      await page.locator('.activitybar [aria-label^="Kernel Tuner"]').first().waitFor({ timeout: 60_000 });
+      await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'saxpy.cu' }).first().waitFor({ timeout: 60_000 });
     });
     after(async () => {
       await context?.close();
       await server?.close();
       await approvalLlm?.close();
+      await ollama?.close();
     });
 
     it('a session recorded on an H100 replays into the panel, which opens below the code', step('h100-panel', async () => {
       await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'matmul_naive.cu' }).first().click({ timeout: 30_000 });
       await page.locator('.monaco-editor .view-line', { hasText: '__global__ void matmul_naive' }).first().waitFor({ timeout: 20_000 });
-      await page.locator('.activitybar [aria-label^="Kernel Tuner"]').first().click();
+      await sideBar('Kernel Tuner');
       await page.locator('.monaco-list-row', { hasText: 'matmul_naive' }).first().click({ timeout: 15_000 });
       const frame = await panelFrame(page);
       await frame.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 30_000 });
       check((await frame.locator('#device').innerText()).includes('NVIDIA H100'), 'the panel names the H100');
       check((await frame.locator('header').innerText()).includes('scripted answers (test double, no LLM)'), 'the model line says the answers were scripted');
-      // The code keeps the window's width; the panel sits below it.
-      const groups = await page.locator('.editor-group-container').evaluateAll((els) => els.map((e) => e.getBoundingClientRect()).map((r) => ({ x: r.x, y: r.y, width: r.width, height: r.height })));
-      check(groups.length === 2, `two editor groups, got ${JSON.stringify(groups)}`);
-      const [code, panel] = groups as [(typeof groups)[0], (typeof groups)[0]];
-      check(panel.y >= code.y + code.height - 2 && code.width >= 0.6 * (page.viewportSize()?.width ?? 1600), `the panel below a full-width editor: ${JSON.stringify(groups)}`);
+      await checkCodeAbovePanels('the panel');
       await clearNotifications();
       await shot('h100-01-layout');
     }), 90_000);
 
     it('the panel passes a keyboard-only walk: every control in order, named, with visible focus', step('keyboard', async () => {
-      const frame = await panelFrame(page);
+      const frame = await h100Panel();
       await frame.locator('h1').click();
       const stops: Stop[] = [];
       for (let i = 0; i < 14; i++) {
@@ -235,11 +339,59 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       check((await frame.locator('#chart-data table').count()) === 2, 'the chart\'s data as two tables for screen readers');
     }), 60_000);
 
-    it('the H100 proposal in the editor: Escape, Reject All, Accept All and Undo, checked on the saved file', step('h100-proposal', async () => {
-      const frame = await panelFrame(page);
+    it('the HTML report opens where the panels are, titled apart, charting the step the panel charts as the plan numbers it', step('h100-html-report', async () => {
+      await h100Panel();
+      await historyMenu('matmul_naive', 'Open HTML report');
+      await tab('HTML report: matmul_naive').waitFor({ timeout: 15_000 });
+      await checkCodeAbovePanels('the HTML report');
+      check((await page.locator('.editor-group-container').nth(1).locator('.tab', { hasText: 'HTML report: matmul_naive' }).count()) === 1, 'the HTML report is a tab of the panels\' group');
+      const report = await panelFrame(page, '#report #performance', 30_000);
+      // The accepted step 2, as the panel shows it (step 1, rejected, had as many configurations, all failed).
+      const summary = await report.locator('#performance .chart-summary').innerText();
+      check(summary.includes('configuration(s) of "Shared-memory tiling": 2 timed, 0 without a time'), `the chart shows step 2's configurations, got ${summary}`);
+      const canvas = report.locator('#performance canvas');
+      const tooltip = report.locator('#performance .chart-tooltip');
+      await canvas.focus();
+      for (let i = 0; i < 6 && !/^Step \d/.test(await tooltip.innerText().catch(() => '')); i++) await page.keyboard.press('ArrowRight');
+      const point = await tooltip.innerText();
+      check(point.startsWith('Step 2: Shared-memory tiling'), `the accepted step is step 2, as the plan numbers it, got ${JSON.stringify(point)}`);
+      const times = await report.locator('#device dl.facts').innerText();
+      check(/Times\s+329 µs \(baseline\) → 240 µs \(best\)/.test(times), `the Times row gives the times, got ${JSON.stringify(times)}`);
+      // Asked again: the same tab comes to the front.
+      await historyMenu('matmul_naive', 'Open HTML report');
+      await page.waitForTimeout(300);
+      check((await tab('HTML report: matmul_naive').count()) === 1, 'one HTML report tab');
+      await tab('HTML report: matmul_naive').first().click();
+      await palette('View: Close Editor');
+      await tab('HTML report: matmul_naive').waitFor({ state: 'detached', timeout: 10_000 });
+    }), 90_000);
+
+    it('an export says where it went, with a button that opens it', step('h100-export', async () => {
+      await historyMenu('matmul_naive', 'Export as JSON report');
+      const dialog = page.locator('.quick-input-widget input');
+      await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+      const name = `matmul_naive-${H100_SESSION}-report.json`;
+      for (let i = 0; i < 25 && !(await dialog.inputValue()).endsWith(`/${name}`); i++) await page.waitForTimeout(200);
+      await page.keyboard.press('Enter');
+      const toast = page.locator('.notification-toast', { hasText: `Exported to ${name}` });
+      await toast.waitFor({ timeout: 15_000 });
+      check(existsSync(join(o.workspace, name)), `${name} written`);
+      await toast.locator('.monaco-button', { hasText: 'Open' }).click();
+      await tab(name).waitFor({ timeout: 15_000 });
+      await page.locator('.monaco-editor .view-line', { hasText: `"id": "${H100_SESSION}"` }).first().waitFor({ timeout: 10_000 });
+      await palette('View: Close Editor');
+    }), 60_000);
+
+    it('the H100 proposal in the editor: the file\'s lens line and each change\'s, Escape, Reject All, Accept All and Undo, checked on the saved file', step('h100-proposal', async () => {
+      const frame = await h100Panel();
       await frame.locator('#show-diff').click();
       await lens('Accept All').waitFor({ timeout: 30_000 });
       await page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().waitFor({ timeout: 10_000 });
+      // The file's actions have the first lens line to themselves (the first change starts on the file's first line).
+      const lensLines = await page.locator('.codelens-decoration').evaluateAll((els) => els.map((e) => Array.from(e.querySelectorAll('a'), (a) => (a.textContent ?? '').trim())));
+      const fileLine = lensLines.find((line) => line.some((t) => t.startsWith('Accept All')));
+      check(JSON.stringify(fileLine) === JSON.stringify(['Accept All (5)', 'Reject All', 'Side by side']), `the file's lens line, got ${JSON.stringify(lensLines)}`);
+      check(lensLines.filter((line) => line[0] === 'Accept').length === 5, `each of the 5 changes has its own lens line, got ${JSON.stringify(lensLines)}`);
       await clearNotifications();
       await palette('View: Focus First Editor Group');
       await page.keyboard.press('Control+Home');
@@ -248,28 +400,29 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       // Escape on a new line rejects that change only (the status bar counts the changes left).
       const left = (text: string) => page.locator('.statusbar-item', { hasText: text }).first().waitFor({ timeout: 10_000 });
       await left('5 changes to review');
-      await page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().click();
-      await page.waitForTimeout(300);
-      await page.keyboard.press('Escape');
-      await page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().waitFor({ state: 'detached', timeout: 10_000 });
+      const newLine = page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first();
+      await newLine.click();
+      // Escape acts once the cursor's context key has followed the click: pressed again until it has.
+      for (let attempt = 1; ; attempt++) {
+        await page.keyboard.press('Escape');
+        if (await newLine.waitFor({ state: 'detached', timeout: 2_000 }).then(() => true, () => false)) break;
+        check(attempt < 5, 'Escape rejects the change at the cursor');
+      }
       await left('4 changes to review');
       await lens('Reject All').click();
       await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
-      await save();
-      check(matmulFile() === h100.original, 'after Reject All the file is byte for byte the original');
+      await save(h100.original, 'after Reject All the file is byte for byte the original');
       await frame.locator('#show-diff').click();
       await lens('Accept All').click();
       await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
-      await save();
-      check(matmulFile() === h100.finalCode, 'after Accept All the file is the proposal');
+      await save(h100.finalCode, 'after Accept All the file is the proposal');
       await page.keyboard.press('Control+Z');
-      await save();
-      check(matmulFile() === h100.original, 'after one Undo the file is the original');
+      await save(h100.original, 'after one Undo the file is the original');
     }), 90_000);
 
     it('the H100 report and proposal in the dark theme', step('h100-dark', async () => {
-      await setTheme('Dark Modern');
-      const frame = await panelFrame(page);
+      await setTheme('Dark Modern', 'vs-dark');
+      const frame = await h100Panel();
       await frame.locator('#show-diff').click();
       await lens('Accept All').waitFor({ timeout: 30_000 });
       await clearNotifications();
@@ -280,46 +433,83 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await lens('Reject All').click();
       await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
       // The report alone, its group maximized.
-      await page.locator('.tab', { hasText: 'Report: matmul_naive' }).first().click();
+      await tab('Report: matmul_naive').first().click();
       await palette('View: Toggle Maximize Editor Group');
       await frame.evaluate('window.scrollTo(0, 0)');
       await page.waitForTimeout(800);
       await readmeShot('panel-dark');
-      await setTheme('Light Modern');
+      await setTheme('Light Modern', 'vs');
+      await page.waitForTimeout(500);
       await readmeShot('panel');
       await palette('View: Toggle Maximize Editor Group');
-      await save();
-      check(matmulFile() === h100.original, 'the file after Reject All');
+      await save(h100.original, 'the file after Reject All');
       // A clean window for the live session.
-      await palette('View: Close All Editor Groups');
-      await page.locator('.activitybar [aria-label^="Explorer"]').first().click();
+      await closeAllEditors();
     }), 90_000);
 
     it('opens the kernel and shows the "Tune kernel" lens', step('open', async () => {
+      await closeAllEditors();
+      await sideBar('Explorer');
       await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'saxpy.cu' }).first().click({ timeout: 30_000 });
       await page.waitForSelector('.monaco-editor .view-lines', { timeout: 20_000 });
       await page.locator('.codelens-decoration a', { hasText: 'Tune kernel' }).first().waitFor({ timeout: 30_000 });
       await shot('01-kernel');
     }), 90_000);
 
+    it('when the checks before a session fail, one plain message says why, and nothing else stays up', step('preflight', async () => {
+      // An Ollama server that does not have the model.
+      ollama = await startScriptedLlmServer([], { models: ['another-model'] });
+      await workspaceSettings({ ...liveSettings(), 'kernelTuner.llm.provider': 'ollama', 'kernelTuner.llm.baseUrl': ollama.url });
+      await clearNotifications();
+      await page.locator('.codelens-decoration a', { hasText: 'Tune kernel' }).first().click();
+      const error = page.locator('.notification-toast', { hasText: 'The LLM cannot be used' });
+      await error.waitFor({ timeout: 30_000 });
+      const text = await error.locator('.notification-list-item-message').innerText();
+      check(text === `The LLM cannot be used: model scripted-model is not available on Ollama at ${ollama.url}: run "ollama pull scripted-model".`, `the message, in plain words, got ${JSON.stringify(text)}`);
+      // What showed the check in progress is gone with it.
+      await page.locator('.statusbar-item', { hasText: 'checking' }).waitFor({ state: 'detached', timeout: 5_000 });
+      check((await page.locator('.notification-toast', { hasText: 'checking' }).count()) === 0, 'no "checking" notification beside the error');
+      await shot('01b-preflight');
+      await clearNotifications();
+      await workspaceSettings(liveSettings());
+    }), 60_000);
+
+    it('stores an API key; the first session asks before it goes to the server the workspace\'s settings name', step('api-key', async () => {
+      await palette('Kernel Tuner: Set API key', { type: 'sk-test-key' });
+      await page.locator('.notification-toast', { hasText: 'the API key was stored' }).waitFor({ timeout: 10_000 });
+      await clearNotifications();
+    }), 30_000);
+
     it('right-click inside the kernel → "Tune this kernel" opens the panel, which fills live', step('tune', async () => {
       const line = page.locator('.monaco-editor .view-line', { hasText: 'int i = blockIdx.x' }).first();
-      await line.click();
-      // The context key behind the menu item follows the cursor after a short debounce.
-      await page.waitForTimeout(500);
-      await line.click({ button: 'right' });
       const item = page.locator('.monaco-menu .action-item', { hasText: 'Tune this kernel' }).first();
-      await item.waitFor({ timeout: 10_000 });
+      // The menu offers it once the cursor is inside the kernel (a context key that follows the cursor).
+      for (let attempt = 1; ; attempt++) {
+        await line.click();
+        await line.click({ button: 'right' });
+        if (await item.waitFor({ timeout: 3_000 }).then(() => true, () => false)) break;
+        check(attempt < 5, 'the context menu offers "Tune this kernel"');
+        await page.keyboard.press('Escape');
+      }
       await shot('02-context-menu');
       await item.click();
-      const frame = await panelFrame(page);
+      const ask = page.locator('.monaco-dialog-box', { hasText: 'Send your stored API key there too?' });
+      await ask.waitFor({ timeout: 30_000 });
+      check((await ask.innerText()).includes(`${server.url}/v1`), 'the question names the URL');
+      await shot('02b-api-key-question');
+      await clickUntilGone(ask.locator('.monaco-button', { hasText: 'Send the key' }), ask);
+      const frame = await panelFrame(page, '#app header', 60_000, 'saxpy');
       await frame.locator('#plan vscode-collapsible').first().waitFor({ timeout: 60_000 });
       await shot('03-panel-running');
     }), 120_000);
 
     it('the panel shows the plan, the steps with their outcomes, a diff and the chart', step('panel', async () => {
-      const frame = await panelFrame(page);
+      const frame = await panelFrame(page, '#app header', 30_000, 'saxpy');
       await frame.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 90_000 });
+      // The session's end puts its proposal in the editor, which takes the focus: nothing is typed before.
+      await lens('Accept All').waitFor({ timeout: 30_000 });
+      const chat = server.requests.filter((r) => r.method === 'POST');
+      check(chat.length > 0 && chat.every((r) => r.headers.authorization === 'Bearer sk-test-key'), `the key went with every request, as the user said: ${JSON.stringify(chat.map((r) => r.headers.authorization))}`);
       const steps = await frame.locator('#plan vscode-collapsible').evaluateAll((els) => els.map((e) => [e.getAttribute('heading'), e.getAttribute('description')]));
       check(steps.length === 3, `three steps, got ${JSON.stringify(steps)}`);
       check(steps[0]![1]!.startsWith('rejected: wrong result'), `step 1 rejected for a wrong result, got ${steps[0]![1]}`);
@@ -344,9 +534,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await accepted.locator('table.diff-split').scrollIntoViewIfNeeded();
       await shot('05-panel-step-diff');
     }), 120_000);
-
     it('hovering a point of the chart shows its tooltip; the chart exports as SVG and PNG', step('chart', async () => {
-      const frame = await panelFrame(page);
+      const frame = await panelFrame(page, '#app header', 30_000, 'saxpy');
       const canvas = frame.locator('#chart canvas');
       const tooltip = frame.locator('#chart .chart-tooltip');
       await canvas.scrollIntoViewIfNeeded();
@@ -393,10 +582,10 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
 
     it('the tuned kernel is an inline diff in the editor; Accept All applies it', step('accept', async () => {
       const acceptAll = page.locator('.codelens-decoration a', { hasText: 'Accept All' }).first();
-      await acceptAll.waitFor({ timeout: 30_000 });
       await clearNotifications();
       await palette('View: Focus First Editor Group');
       await page.keyboard.press('Control+Home');
+      await acceptAll.waitFor({ timeout: 30_000 });
       await shot('06-inline-diff');
       await acceptAll.click();
       await page.locator('.monaco-editor .view-line', { hasText: '#define block_size_x 512' }).first().waitFor({ timeout: 10_000 });
@@ -406,7 +595,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     }), 90_000);
 
     it('the Tuning History lists the session', step('history', async () => {
-      await page.locator('.activitybar [aria-label^="Kernel Tuner"]').first().click();
+      await sideBar('Kernel Tuner');
       const item = page.locator('.monaco-list-row', { hasText: 'saxpy' }).first();
       await item.waitFor({ timeout: 15_000 });
       check((await item.innerText()).includes('1.67×'), 'the history item shows the speed-up');
@@ -414,11 +603,11 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await page.locator('.monaco-list-row', { hasText: 'Tune the block size' }).first().waitFor({ timeout: 10_000 });
       await shot('08-history');
       // Theme colours only: the same panel in the dark and the high-contrast theme.
-      for (const [theme, name] of [
-        ['Dark Modern', '09-dark'],
-        ['Dark High Contrast', '10-high-contrast'],
+      for (const [theme, kind, name] of [
+        ['Dark Modern', 'vs-dark', '09-dark'],
+        ['Dark High Contrast', 'hc-black', '10-high-contrast'],
       ] as const) {
-        await setTheme(theme);
+        await setTheme(theme, kind);
         await shot(name);
       }
       const cspErrors = consoleErrors.filter((e) => /Content Security Policy/i.test(e));
@@ -428,15 +617,20 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     it('the session waits with an editable plan; Approve continues it to the end', step('approval', async () => {
       const script = JSON.parse(readFileSync(join(o.fixtures, 'llm-scripts', 'autonomous-session.json'), 'utf8')) as { turns: ScriptTurn[] };
       approvalLlm = await startScriptedLlmServer(script.turns);
-      const settingsFile = join(o.workspace, '.vscode', 'settings.json');
-      const settings = JSON.parse(readFileSync(settingsFile, 'utf8')) as Record<string, unknown>;
-      writeFileSync(settingsFile, JSON.stringify({ ...settings, 'kernelTuner.llm.baseUrl': `${approvalLlm.url}/v1`, 'kernelTuner.approvePlan': true }, null, 2));
-      await page.waitForTimeout(1500);
-      // Back to the original kernel (undo the accepted change), then tune it from the lens.
+      await workspaceSettings({ ...liveSettings(), 'kernelTuner.llm.baseUrl': `${approvalLlm.url}/v1`, 'kernelTuner.approvePlan': true });
+      // Back to the original kernel (undo the accepted change, or reject a proposal still open), then tune it from the lens.
       await palette('View: Focus First Editor Group');
-      await page.keyboard.press('Control+Z');
+      await page.keyboard.press('Control+Home');
+      if (await lens('Reject All').isVisible()) await lens('Reject All').click();
+      else await page.keyboard.press('Control+Z');
       await page.locator('.monaco-editor .view-line', { hasText: 'blockDim.x' }).first().waitFor({ timeout: 10_000 });
+      await lens('Reject All').waitFor({ state: 'detached', timeout: 10_000 });
       await page.locator('.codelens-decoration a', { hasText: 'Tune kernel' }).first().click();
+      // A server the key has not been sent to: asked again; this time the key stays home.
+      const ask = page.locator('.monaco-dialog-box', { hasText: 'Send your stored API key there too?' });
+      await ask.waitFor({ timeout: 30_000 });
+      check((await ask.innerText()).includes(`${approvalLlm.url}/v1`), 'the question names the new URL');
+      await clickUntilGone(ask.locator('.monaco-button', { hasText: 'Do not send it' }), ask);
       const frame = await panelFrame(page, '#plan-editor', 60_000);
       const editor = frame.locator('#plan-editor');
       check((await editor.locator('li').count()) === 3, 'three steps to approve');
@@ -446,6 +640,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await frame.locator('#approve').click();
       await frame.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 60_000 });
       check(approvalLlm.mismatches.length === 0, `the script matched: ${JSON.stringify(approvalLlm.mismatches)}`);
+      const chat = approvalLlm.requests.filter((r) => r.method === 'POST');
+      check(chat.length > 0 && chat.every((r) => !String(r.headers.authorization).includes('sk-test-key')), `the stored key went with no request: ${JSON.stringify(chat.map((r) => r.headers.authorization))}`);
     }), 120_000);
   });
 

@@ -8,9 +8,54 @@ import * as vscode from 'vscode';
 import { isSessionReport } from '../../src/extension/report';
 import { startScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { describe, it, runAsExtensionTests } from './runner';
-import { assert, assertEqual, EXTENSION_ID, extensionApi, until, workspaceUri } from './support';
+import { assert, assertEqual, EXTENSION_ID, extensionApi, inEditor, reportsOpenAtCloseFile, until, workspaceUri } from './support';
 
 describe('after a window reload', () => {
+  it('the proposal left open comes back as a review, never as old and new lines unmarked', async () => {
+    const api = await extensionApi();
+    const uri = workspaceUri('saxpy.cu');
+    const saved = readFileSync(uri.fsPath, 'utf8');
+    // Hot exit brings the unsaved document back, the proposal's lines in it.
+    const document = await vscode.workspace.openTextDocument(uri);
+    const pending = await until('the review of the proposal left open', () => api.inlineDiff.pending(uri).length > 0 && api.inlineDiff.pending(uri));
+    assert(document.isDirty && document.getText() !== saved, 'the unsaved proposal is back');
+    assertEqual(api.inlineDiff.textWithoutProposal(document), saved, 'the document without the proposal: the file as saved');
+    for (const p of pending) assert(p.oldLines.end === p.newLines.start, `the new lines of ${p.id} follow its old lines`);
+    const titles = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri)).map((l) => l.command?.title ?? '');
+    assert(titles.some((t) => t.startsWith('$(check-all) Accept All')), `the review's lenses, got ${JSON.stringify(titles)}`);
+    // Decided as before the reload: Accept All gives the session's kernel, Undo the file as saved.
+    const { sessions } = await api.history.list();
+    const session = await api.history.get(sessions.find((s) => s.kernelName === 'saxpy' && s.status === 'completed' && !s.parent && !s.replayOf)!.id);
+    await vscode.window.showTextDocument(document);
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', uri), 'Accept All');
+    assertEqual(document.getText(), session?.finalCode, 'the document after Accept All');
+    assert(!api.inlineDiff.hasReview(uri), 'the review ended');
+    await inEditor('undo', document);
+    assertEqual(document.getText(), saved, 'after one undo');
+    assert(await document.save(), 'saved');
+  });
+
+  it('every report open when the window closed comes back, in the order they were opened, each drawing its session', async () => {
+    const api = await extensionApi();
+    const expected = JSON.parse(readFileSync(reportsOpenAtCloseFile(), 'utf8')) as string[];
+    const back = () => expected.filter((id) => api.panels.hasPanel(id));
+    await until(`the ${expected.length} reports back`, () => back().length === expected.length, 60_000).catch((error: unknown) => {
+      const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs.map((t) => `${g.viewColumn}: ${t.label}`));
+      throw new Error(`${error instanceof Error ? error.message : String(error)}: back ${JSON.stringify(back())} of ${JSON.stringify(expected)}, tabs ${JSON.stringify(tabs)}`);
+    });
+    // One tab each (the tab of the last one opened shows a moment after its panel).
+    const reportTabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('kernelTuner.session')).length;
+    await until(`${expected.length} report tabs`, () => reportTabs() >= expected.length, 10_000);
+    assertEqual(reportTabs(), expected.length, 'report tabs');
+    for (const id of expected) {
+      const entry = await api.history.get(id);
+      assert(entry && isSessionReport(entry.report), `session ${id} has a stored report`);
+      const count = entry.report.events.length;
+      await vscode.commands.executeCommand('kernelTuner.history.open', id);
+      await until(`the report of ${id} to draw its ${count} events`, () => api.panels.renderedEvents(id) === count, 30_000);
+    }
+  }, 120_000);
+
   it('the history still lists the completed session with its report', async () => {
     const api = await extensionApi();
     const { sessions } = await api.history.list();
@@ -21,29 +66,6 @@ describe('after a window reload', () => {
     const entry = await api.history.get(summary.id);
     assert(entry && isSessionReport(entry.report), 'the report survived');
 
-    // The report panels left open by the first window come back through the WebviewPanelSerializer, which VS Code
-    // calls for the tab it shows (the active one of each visible group) as it restores the workbench, and for a
-    // background tab when it is shown. Nothing is touched while VS Code restores: opening an editor that it is restoring
-    // at that moment makes it dispose the restored webview ("OverlayWebview has been disposed").
-    const tabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs.map((t, index) => ({ t, index, group: g })));
-    const reportTabs = tabs().filter(({ t }) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('kernelTuner.session'));
-    assert(reportTabs.length > 0, `a report tab restored, got ${JSON.stringify(tabs().map(({ t }) => t.label))}`);
-    const restoredPanel = () => sessions.find((s) => api.panels.hasPanel(s.id));
-    let restored = await until('a report panel restored by VS Code', restoredPanel, 10_000).catch(() => undefined);
-    if (!restored) {
-      const background = reportTabs[0]!;
-      const focusGroup = ['First', 'Second', 'Third', 'Fourth'][background.group.viewColumn - 1];
-      if (focusGroup) await vscode.commands.executeCommand(`workbench.action.focus${focusGroup}EditorGroup`);
-      await vscode.commands.executeCommand(`workbench.action.openEditorAtIndex${background.index + 1}`);
-      restored = await until('a report panel restored by the serializer', restoredPanel, 15_000).catch((error: unknown) => {
-        console.log(`restored tabs: ${JSON.stringify(tabs().map(({ t }) => t.label))}`);
-        throw error;
-      });
-    }
-    const restoredEntry = await api.history.get(restored.id);
-    assert(restoredEntry && isSessionReport(restoredEntry.report), 'the restored panel has a stored report');
-    const restoredCount = restoredEntry.report.events.length;
-    await until(`the restored panel to draw its ${restoredCount} events`, () => api.panels.renderedEvents(restored.id) === restoredCount, 30_000);
     await vscode.commands.executeCommand('kernelTuner.history.open', summary.id);
     await until('the report panel', () => api.panels.hasPanel(summary.id));
     const count = entry.report.events.length;

@@ -5,7 +5,7 @@
  * reviewed inline (Accept + undo, Reject, one hunk), and the history keeps it. suite-reload.ts checks, in a new window
  * on the same profile, that the history survived.
  */
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KernelTunerApi } from '../../src/extension/extension';
@@ -14,7 +14,7 @@ import type { FakeBackend } from '../support/fake-backend';
 import { isSessionReport } from '../../src/extension/report';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { after, before, describe, it, runAsExtensionTests } from './runner';
-import { assert, assertEqual, EXTENSION_ID, extensionApi, until, workspaceKernel, workspaceUri } from './support';
+import { assert, assertEqual, EXTENSION_ID, extensionApi, inEditor, reportsOpenAtCloseFile, until, workspaceKernel, workspaceUri } from './support';
 
 let api: KernelTunerApi;
 let server: ScriptedLlmServer;
@@ -26,6 +26,19 @@ let finalCode: string;
 let display: string;
 let SAXPY: string;
 
+/** Every file below `dir` (none when it does not exist). */
+function filesUnder(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(join(dir, e.name)) : [join(dir, e.name)]));
+}
+
+/** The lenses' titles by line (each line's in the order VS Code shows them). */
+function lensRows(lenses: readonly vscode.CodeLens[]): Record<number, string[]> {
+  const rows: Record<number, string[]> = {};
+  for (const l of lenses) (rows[l.range.start.line] ??= []).push(l.command?.title ?? '');
+  return rows;
+}
+
 /** "Show diff / apply again" of the session: the proposal opens again in saxpy.cu. */
 async function applyAgain(): Promise<PendingChange[]> {
   const ids = (p: PendingChange[]) => p.map((c) => c.id).join();
@@ -35,6 +48,16 @@ async function applyAgain(): Promise<PendingChange[]> {
     const pending = api.inlineDiff.pending(document.uri);
     return pending.length > 0 && ids(pending) !== before && pending;
   });
+}
+
+/**
+ * saxpy.cu as the workspace has it, saved, without a proposal: where each test that opens its own proposal starts, so
+ * that a test that failed halfway leaves nothing behind for the next.
+ */
+async function fresh(): Promise<void> {
+  if (document.isClosed) document = await vscode.workspace.openTextDocument(workspaceUri('saxpy.cu'));
+  if (api.inlineDiff.hasReview(document.uri)) await vscode.commands.executeCommand('kernelTuner.rejectAll', document.uri);
+  if (document.getText() !== SAXPY || document.isDirty) await replaceAll(SAXPY);
 }
 
 /** Puts `text` into saxpy.cu and saves it (between tests that leave edits behind). */
@@ -154,6 +177,9 @@ describe('a tuning session', () => {
     assert(titles.some((t) => t.includes('Accept All')) && titles.some((t) => t.includes('Reject All')), 'Accept All / Reject All lenses');
     assertEqual(titles.filter((t) => t === '$(check) Accept').length, pending.length, 'one Accept lens per change');
     assertEqual(titles.filter((t) => t === '$(close) Reject').length, pending.length, 'one Reject lens per change');
+    const rows = lensRows(lenses);
+    assertEqual(rows[0], ['$(check-all) Accept All (' + pending.length + ')', '$(close-all) Reject All', '$(diff) Side by side'], 'the file\'s actions on the first line, alone');
+    for (const p of pending) assertEqual(rows[p.newLines.end], ['$(check) Accept', '$(close) Reject', `$(arrow-up) ${p.label}`], `the lenses of ${p.id}, right below its new lines`);
     assert(!titles.some((t) => t.includes('Tune kernel')), 'no "Tune kernel" lens while the proposal is open');
     const before = api.lastSession()?.sessionId;
     await editorOnKernel();
@@ -168,10 +194,10 @@ describe('a tuning session', () => {
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', document.uri), 'Accept All applied');
     assertEqual(document.getText(), finalCode, 'the document after Accept All');
     assert(!api.inlineDiff.hasReview(document.uri), 'nothing left to review');
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', document);
     assertEqual(document.getText(), SAXPY, 'the document after one undo');
     assert(!api.inlineDiff.hasReview(document.uri), 'no proposal after one undo');
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', document);
     assertEqual(document.getText(), display, 'the document after a second undo');
     assertEqual(api.inlineDiff.pending(document.uri).length, count, 'the proposal is back, every change pending');
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
@@ -180,6 +206,7 @@ describe('a tuning session', () => {
   });
 
   it('Reject All leaves the document byte-identical; Side by side shows it without and with the proposal', async () => {
+    await fresh();
     await applyAgain();
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.openSideBySide', document.uri), 'Open side-by-side diff ran');
     const findDiffTab = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === 'kernel-tuner-proposal');
@@ -191,8 +218,7 @@ describe('a tuning session', () => {
     const taken = api.inlineDiff.pending(document.uri).find((p) => p.kind === 'code' && p.oldText !== '')!;
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk', document.uri, taken.id), 'Accept one change');
     await until('the left side with the accepted change', () => without.getText() === SAXPY.replace(taken.oldText, taken.newText));
-    await vscode.window.showTextDocument(document);
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', document);
     assertEqual(document.getText(), display, 'the document after the undo');
     await until('the left side without it again', () => without.getText() === SAXPY);
     // Found again: a tab object goes stale once another editor comes to the front.
@@ -204,6 +230,7 @@ describe('a tuning session', () => {
   });
 
   it('accepts the change under the cursor and keeps the others pending; each Undo steps back through the review', async () => {
+    await fresh();
     const pending = await applyAgain();
     const editor = await vscode.window.showTextDocument(document);
     const last = pending.filter((p) => p.kind === 'code' && p.oldText !== '').at(-1)!;
@@ -215,19 +242,20 @@ describe('a tuning session', () => {
     const afterAccept = document.getText();
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All of the rest');
     assertEqual(document.getText(), accepted, 'the accepted change only');
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', document);
     assertEqual(document.getText(), afterAccept, 'undo of Reject All');
     assertEqual(api.inlineDiff.pending(document.uri).length, pending.length - 1, 'the rest is pending again');
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', document);
     assertEqual(document.getText(), display, 'undo of the Accept: the whole proposal');
     assertEqual(api.inlineDiff.pending(document.uri).length, pending.length, 'every change pending');
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', document);
     assertEqual(document.getText(), SAXPY, 'undo of the proposal: the original');
     assert(!api.inlineDiff.hasReview(document.uri), 'no review');
     await document.save();
   });
 
   it('follows the user\'s edits: lines above and below move the changes, typing in a change stays in it, an edit across one withdraws it', async () => {
+    await fresh();
     const pending = await applyAgain();
     const editor = await vscode.window.showTextDocument(document);
     const end = document.lineAt(document.lineCount - 1).range.end;
@@ -245,9 +273,9 @@ describe('a tuning session', () => {
     assert(await editor.edit((b) => b.delete(new vscode.Range(lastOld, new vscode.Position(joined.newLines.start, 0)))), 'edit across the change');
     assertEqual(api.inlineDiff.pending(document.uri).length, pending.length - 1, 'the change is withdrawn, the others stay');
     const afterJoin = document.getText();
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', document);
     assertEqual(api.inlineDiff.pending(document.uri).length, pending.length, 'undo brings the change back');
-    await vscode.commands.executeCommand('redo');
+    await inEditor('redo', document);
     assertEqual(document.getText(), afterJoin, 'redo');
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
     assert(document.getText().startsWith('// top\n') && document.getText().endsWith('// host code\n'), 'the user\'s lines stay');
@@ -255,6 +283,7 @@ describe('a tuning session', () => {
   });
 
   it('a save while the proposal is open writes the file without it; the proposal stays in the editor', async () => {
+    await fresh();
     const pending = await applyAgain();
     assert(await document.save(), 'saved');
     assertEqual(readFileSync(document.uri.fsPath, 'utf8'), SAXPY, 'the file on disk');
@@ -266,6 +295,7 @@ describe('a tuning session', () => {
   });
 
   it('a second proposal for the same file replaces the first, keeping the user\'s edits', async () => {
+    await fresh();
     const first = await applyAgain();
     const editor = await vscode.window.showTextDocument(document);
     assert(await editor.edit((b) => b.insert(new vscode.Position(0, 0), '// mine\n')), 'the user types');
@@ -280,6 +310,7 @@ describe('a tuning session', () => {
   });
 
   it('closing the document ends its review and leaves the file as it was', async () => {
+    await fresh();
     await applyAgain();
     await vscode.window.showTextDocument(document);
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
@@ -291,6 +322,7 @@ describe('a tuning session', () => {
   });
 
   it('with auto-save after a delay, the proposal opens beside the file and the file holds only what is taken', async () => {
+    await fresh();
     const files = vscode.workspace.getConfiguration('files');
     await files.update('autoSave', 'afterDelay', vscode.ConfigurationTarget.Workspace);
     try {
@@ -307,8 +339,7 @@ describe('a tuning session', () => {
       assertEqual(document.getText(), finalCode, 'the file after Accept All');
       await until('the proposal to close', () => !vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'kernel-tuner-proposal'));
       assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
-      await vscode.window.showTextDocument(document);
-      await vscode.commands.executeCommand('undo');
+      await inEditor('undo', document);
       assertEqual(document.getText(), SAXPY, 'one undo');
       await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
       await until('the proposal beside the file again', () => api.inlineDiff.isAside(document.uri));
@@ -321,13 +352,27 @@ describe('a tuning session', () => {
     }
   });
 
+  it('keeps the file\'s actions on a line of their own when a change starts at the top', async () => {
+    await fresh();
+    const untitled = await vscode.workspace.openTextDocument({ language: 'cuda-cpp', content: SAXPY });
+    await vscode.window.showTextDocument(untitled);
+    assert(await api.inlineDiff.review(untitled, `#define block_size_x 512\n${SAXPY}`, 'test proposal'), 'a review with a change at the top');
+    const rows = lensRows(await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', untitled.uri));
+    assertEqual(rows[0], ['$(check-all) Accept All (1)', '$(close-all) Reject All', '$(diff) Side by side'], 'line 1: the file\'s actions');
+    assertEqual(rows[1], ['$(check) Accept', '$(close) Reject', '$(arrow-up) chosen values: block_size_x = 512'], 'line 2, below the new line: the change\'s');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', untitled.uri), 'Reject All');
+    assertEqual(untitled.getText(), SAXPY, 'the document after Reject All');
+    await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
+  });
+
   it('works in an untitled document, and in a CRLF file without a final newline beside another review', async () => {
+    await fresh();
     const untitled = await vscode.workspace.openTextDocument({ language: 'cuda-cpp', content: SAXPY });
     await vscode.window.showTextDocument(untitled);
     assert(await api.inlineDiff.review(untitled, finalCode, 'test proposal'), 'a review in the untitled document');
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', untitled.uri), 'Accept All');
     assertEqual(untitled.getText(), finalCode, 'the untitled document after Accept All');
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', untitled);
     assertEqual(untitled.getText(), SAXPY, 'after one undo');
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
 
@@ -348,7 +393,7 @@ describe('a tuning session', () => {
     assert(await api.inlineDiff.review(crlf, finalCode, 'test proposal'), 'the review again');
     assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', crlfUri), 'Accept All in the CRLF file');
     assertEqual(crlf.getText(), finalCode.replace(/\n/g, '\r\n'), 'the proposal in CRLF');
-    await vscode.commands.executeCommand('undo');
+    await inEditor('undo', crlf);
     assertEqual(crlf.getText(), crlfText, 'undo in the CRLF file');
     assertEqual(api.inlineDiff.pending(document.uri).length, saxpyPending, 'the other file\'s review is untouched');
     await vscode.commands.executeCommand('workbench.action.revertAndCloseActiveEditor');
@@ -379,6 +424,7 @@ async function startScripted(settings: Record<string, unknown> = {}): Promise<{ 
   const root = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;
   const script = JSON.parse(readFileSync(join(root, 'test', 'fixtures', 'llm-scripts', 'autonomous-session.json'), 'utf8')) as { turns: ScriptTurn[] };
   const llm = await startScriptedLlmServer(script.turns);
+  await fresh();
   const config = vscode.workspace.getConfiguration('kernelTuner');
   await config.update('llm.baseUrl', `${llm.url}/v1`, vscode.ConfigurationTarget.Workspace);
   for (const [key, value] of Object.entries(settings)) await config.update(key, value, vscode.ConfigurationTarget.Workspace);
@@ -469,6 +515,7 @@ function turnsFrom(comment: string): ScriptTurn[] {
 
 describe('time travel', () => {
   it('starts a branch from step 3 as it was: the history lists it under its session, and each chart draws the other', async () => {
+    await fresh();
     const llm = await startScriptedLlmServer(turnsFrom('step 3'));
     try {
       await vscode.workspace.getConfiguration('kernelTuner').update('llm.baseUrl', `${llm.url}/v1`, vscode.ConfigurationTarget.Workspace);
@@ -503,6 +550,109 @@ describe('time travel', () => {
       await llm.close();
     }
   }, 90_000);
+});
+
+describe('Tune parameters: the tuner alone', () => {
+  let params: vscode.TextDocument;
+  let PARAMS: string;
+  let tunedId: string;
+  let tunedCode: string;
+
+  before(async () => {
+    const root = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;
+    PARAMS = readFileSync(join(root, 'test', 'extension', 'workspace', 'params.cu'), 'utf8');
+    params = await vscode.workspace.openTextDocument(workspaceUri('params.cu'));
+    await vscode.window.showTextDocument(params, { preview: false });
+  });
+
+  it('shows a "Tune parameters" lens beside "Tune kernel" where a spec beside the file names the kernel', async () => {
+    const lenses = await until('the Tune parameters lens', async () => {
+      const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', params.uri);
+      return found.some((l) => l.command?.command === 'kernelTuner.tuneParameters') ? found : undefined;
+    });
+    const lens = lenses.find((l) => l.command?.command === 'kernelTuner.tuneParameters')!;
+    assertEqual(lens.command!.title, '$(settings) Tune parameters', 'lens title');
+    assertEqual((lens.command!.arguments![0] as { specPath: string }).specPath, workspaceUri('params.tune.yaml').fsPath, 'the spec it found');
+    assert(lenses.some((l) => l.command?.command === 'kernelTuner.tuneKernel'), 'the "Tune kernel" lens beside it');
+    const saxpyLenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
+    assert(!saxpyLenses.some((l) => l.command?.command === 'kernelTuner.tuneParameters'), 'no such lens where no spec names the kernel');
+  });
+
+  it('runs the search from the lens with no model (its pre-flight does not apply), as a session of one step', async () => {
+    const config = vscode.workspace.getConfiguration('kernelTuner');
+    // A model no server answers: an LLM session would stop at its pre-flight check.
+    await config.update('llm.baseUrl', 'http://127.0.0.1:9/v1', vscode.ConfigurationTarget.Workspace);
+    const backends = (globalThis as { kernelTunerTestBackends?: FakeBackend[] }).kernelTunerTestBackends;
+    assert(backends, 'the test backend module was loaded in this host');
+    const lens = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', params.uri)).find((l) => l.command?.command === 'kernelTuner.tuneParameters')!;
+    await vscode.commands.executeCommand(lens.command!.command, ...lens.command!.arguments!);
+    const started = api.lastSession();
+    assert(started && started.sessionId !== sessionId, 'the command started a session');
+    tunedId = started.sessionId;
+    await started.finished;
+    const entry = await api.history.get(tunedId);
+    const report = entry?.report;
+    assert(entry && isSessionReport(report), 'the session is in the history, with its report');
+    assertEqual(entry.status, 'completed', 'history status');
+    assertEqual(entry.steps.map((s) => [s.title, s.status]), [['Tune parameters', 'accepted']], 'one step');
+    assertEqual([report.header.strategy, entry.run, entry.llmExchanges?.length ?? 0], ['tuner', undefined, 0], 'no model, no settings of one');
+    assert(entry.speedup !== undefined && Math.abs(entry.speedup - 0.75 / 0.6) < 1e-6, `256 → 512 threads: 0.75/0.6 faster, got ${entry.speedup}`);
+    const types = report.events.map((e) => e.type);
+    assertEqual(types.filter((t) => t === 'configs.evaluated').length, 3, 'every configuration in the log');
+    for (const type of ['session.started', 'tests.ready', 'profile', 'baseline', 'step.accepted', 'session.finished'] as const) assert(types.includes(type), `the log has ${type}`);
+    assert(!types.some((t) => t.startsWith('llm.')), 'no model was asked');
+    const log = backends.at(-1)!.log;
+    assert(log.findIndex((e) => e.kind === 'profile') > log.findLastIndex((e) => e.kind === 'time'), 'the best configuration was profiled after every timing');
+    assert(api.panels.hasPanel(tunedId), 'the session has a panel');
+    await until('the panel to draw every event', () => api.panels.renderedEvents(tunedId) === report.events.length, 30_000);
+    tunedCode = entry.finalCode!;
+    assert(tunedCode.includes('#define block_size_x 512') && !tunedCode.includes('#define block_size_x 256'), 'the final file holds the best value in its own #define');
+    assert(tunedCode.includes('saxpy_params<<<(n + 511) / 512, 512>>>(x, y, a, n);'), 'the host launch rewritten for it');
+    await config.update('llm.baseUrl', undefined, vscode.ConfigurationTarget.Workspace);
+  }, 90_000);
+
+  it('proposes the best values in the file; Accept writes them', async () => {
+    const pending = await until('the proposal in params.cu', () => api.inlineDiff.pending(params.uri).length > 0 && api.inlineDiff.pending(params.uri));
+    assertEqual(pending.map((p) => p.kind), ['values', 'code'], 'the chosen value, and the launch');
+    assertEqual(pending[0]!.label, 'chosen values: block_size_x = 512', 'the chosen value');
+    assertEqual([pending[1]!.oldText.trim(), pending[1]!.newText.trim()], ['saxpy_params<<<(n + 255) / 256, 256>>>(x, y, a, n);', 'saxpy_params<<<(n + 511) / 512, 512>>>(x, y, a, n);'], 'the launch');
+    assertEqual(api.inlineDiff.textWithoutProposal(params), PARAMS, 'the document without the proposal');
+    await vscode.window.showTextDocument(params);
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', params.uri), 'Accept All applied');
+    assertEqual(params.getText(), tunedCode, 'the document after Accept All');
+    await params.save();
+    assertEqual(readFileSync(params.uri.fsPath, 'utf8'), tunedCode, 'the file on disk');
+    await vscode.commands.executeCommand('undo');
+    assertEqual(params.getText(), PARAMS, 'the document after an undo');
+    await params.save();
+  });
+
+  it('Reject leaves the file byte for byte', async () => {
+    await vscode.commands.executeCommand('kernelTuner.history.applyAgain', tunedId);
+    await until('the proposal again', () => api.inlineDiff.pending(params.uri).length > 0);
+    assert(params.getText() !== PARAMS, 'the proposal is in the document');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', params.uri), 'Reject All');
+    assertEqual(params.getText(), PARAMS, 'the document after Reject All');
+    await params.save();
+    assertEqual(readFileSync(params.uri.fsPath, 'utf8'), PARAMS, 'the file on disk, byte for byte');
+  });
+});
+
+describe('the window closes with reports and a proposal open', () => {
+  it('leaves the session\'s proposal open, unsaved, in saxpy.cu, and says which reports are open (for the reload suite)', async () => {
+    await fresh();
+    const pending = await applyAgain();
+    assert(pending.length > 0 && document.isDirty, 'an unsaved proposal');
+    assertEqual(readFileSync(document.uri.fsPath, 'utf8'), SAXPY, 'the file on disk');
+    // Hot exit brings back what VS Code backed up (a second after the last change): the window closes once the
+    // proposal is in a backup (User/Backups in a browser's profile, Backups beside User on the desktop).
+    const profile = join(api.history.root, '..', '..', '..');
+    const text = document.getText();
+    await until('a backup of saxpy.cu with the proposal in it', () => [join(profile, 'Backups'), join(profile, '..', 'Backups')].some((dir) => filesUnder(dir).some((f) => readFileSync(f, 'utf8').includes(text))), 30_000);
+    const open = (await api.history.list()).sessions.filter((s) => api.panels.hasPanel(s.id)).map((s) => s.id);
+    assert(open.length >= 2, `several reports open, got ${JSON.stringify(open)}`);
+    writeFileSync(reportsOpenAtCloseFile(), JSON.stringify(open));
+  });
 });
 
 export function run(): Promise<void> {

@@ -21,6 +21,11 @@ export function workspaceUri(...path: string[]): vscode.Uri {
   return vscode.Uri.joinPath(folder.uri, ...path);
 }
 
+/** Where the first window writes which sessions' reports it leaves open (beside the workspace, for the reload suite). */
+export function reportsOpenAtCloseFile(): string {
+  return join(workspaceUri().fsPath, '..', 'reports-open-at-close.json');
+}
+
 export async function extensionApi(): Promise<KernelTunerApi> {
   const extension = vscode.extensions.getExtension<KernelTunerApi>(EXTENSION_ID);
   if (!extension) throw new Error(`extension ${EXTENSION_ID} is not installed in this host`);
@@ -34,6 +39,20 @@ export async function until<T>(what: string, probe: () => T | undefined | false 
     if (value !== undefined && value !== false) return value;
     if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/**
+ * Undo or Redo as a user gives it: in the document's editor, with the keyboard focus there. Given again (at most
+ * twice) when the document did not change: a command given while the focus is still on its way from elsewhere (a
+ * panel, a closing diff editor) goes there instead.
+ */
+export async function inEditor(command: 'undo' | 'redo', document: vscode.TextDocument): Promise<void> {
+  const version = document.version;
+  for (let attempt = 1; attempt <= 3; attempt++) {
+    await vscode.window.showTextDocument(document, { preserveFocus: false, preview: false });
+    await vscode.commands.executeCommand(command);
+    if (await until(`${command} in ${document.uri.path}`, () => document.version !== version, 2_000).then(() => true, () => false)) return;
   }
 }
 

@@ -13,8 +13,8 @@ import { after, before, describe, it } from 'node:test';
 import { loadSpec, REAL_EXAMPLE_SPECS, type RealExampleSpec } from '../../examples/load';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
-import type { ConfigStatus, TuneResult } from '../../src/tuner/types';
 import { gpuSkipReason } from '../support/gpu-available';
+import { assertAllCorrect, report } from '../support/tune-results';
 
 // The bundle runs from dist/gpu-tests/; the repository root is two levels up.
 const root = path.resolve(__dirname, '..', '..');
@@ -43,32 +43,6 @@ const NVRTC_SPECS: ReadonlySet<RealExampleSpec> = new Set([
   'real/fp16ScalarProduct.yaml',
   'real/reduce6.yaml',
 ]);
-
-/** What no configuration of a correct kernel, launched as its host code launches it, may end with. */
-const FAILURES: readonly ConfigStatus[] = ['wrong_result', 'fault', 'compile_error', 'timeout', 'launch_error', 'exceeds_device_limits'];
-
-/** The result as a table for assertion messages: compiler, reference, then one line per configuration. */
-function report(title: string, result: TuneResult): string {
-  const lines = result.results.map((r) => {
-    const time = r.timeMs === undefined ? '' : ` ${r.timeMs.toFixed(4)} ms`;
-    const why = r.error ? ` -- ${r.error.message.slice(0, 400)}` : r.note ? ` -- ${r.note}` : '';
-    return `    ${r.key}: ${r.status}${time}${why}`;
-  });
-  const compiler = result.compiler ? `${result.compiler.backend}${result.compiler.note ? ` (${result.compiler.note})` : ''}` : 'not recorded';
-  return [`${title}: compiler ${compiler}, reference ${JSON.stringify(result.reference?.config)}`, ...lines].join('\n');
-}
-
-/** Asserts a completed search with a correct best and no failed configuration. */
-function assertAllCorrect(result: TuneResult, message: string): void {
-  assert.equal(result.stopReason, 'completed', message);
-  assert.ok(result.best, `no best configuration\n${message}`);
-  assert.equal(result.best.status, 'ok', message);
-  for (const r of result.results) {
-    assert.ok(!FAILURES.includes(r.status), `${r.key} ended as ${r.status}\n${message}`);
-    assert.ok(r.status === 'ok' || r.status === 'stopped_early', `${r.key}: ${r.status}\n${message}`);
-  }
-  assert.ok(result.compiler?.backend === 'nvrtc' || result.compiler?.backend === 'nvcc', `the compiler is recorded\n${message}`);
-}
 
 describe('real files on the device', () => {
   let gpu: GpuBackend;

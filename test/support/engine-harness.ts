@@ -2,7 +2,12 @@
  * Runs engine sessions in tests: the scripted LLM server (real LangChain clients over HTTP), the fake backend, and the
  * event stream collected with how the session ended.
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import type { KernelProfile } from '../../src/gpu/ncu/profile';
+import { parseNcuCsv, profileNumbers, summarizeProfile } from '../../src/gpu/ncu/report';
+import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
 import { createChatModel } from '../../src/engine/llm/providers';
 import { transportRetryPolicy } from '../../src/engine/llm/transport';
 import type { TuningEvent, TuningEventType } from '../../src/engine/progress/events';
@@ -98,5 +103,33 @@ export function saxpySessionOptions(llm: LLMKernelTransformerOptions['llm'], ext
     tuningStrategy: new AutonomousTuningStrategy({ retryPolicy: defaultRetryPolicy(1) }),
     transportRetryPolicy: FAST_TRANSPORT_RETRY,
     ...extra,
+  };
+}
+
+/** Limits as an H100 SXM's measure (TEST DOUBLE's figures, for the fake backend's speed of light). */
+export const H100_LIMITS: DeviceSpeedLimits = {
+  bandwidthGBps: 3000,
+  bandwidthMethod: 'copy kernel (test double: not measured)',
+  memcpyGBps: 3100,
+  fp32GFlops: 66_908,
+  fp32Formula: '132 SMs x 128 FP32 lanes x 2 (FMA) x 1.98 GHz = 66.9 TFLOP/s',
+};
+
+/**
+ * Nsight Compute's answer for a launch of `kernel` (TEST DOUBLE of a run: the captured raw page of
+ * test/fixtures/ncu/matmul_naive-raw.csv, read by the real parser and summarized as a real profile is).
+ */
+export function ncuProfileOf(kernel: string): KernelProfile {
+  const row = parseNcuCsv(readFileSync(join(__dirname, '..', 'fixtures', 'ncu', 'matmul_naive-raw.csv'), 'utf8'))[0]!;
+  const numbers = profileNumbers(row);
+  return {
+    available: true,
+    kernel,
+    numbers,
+    summary: summarizeProfile(numbers, kernel),
+    metrics: row.metrics,
+    units: row.units,
+    skippedMetrics: [],
+    ncu: { path: '/opt/nvidia/nsight-compute/2025.3.1/ncu', version: '2025.3.1', foundBy: '/opt/nvidia/nsight-compute' },
   };
 }

@@ -8,10 +8,15 @@
 //   fault                   throws CUDA_ERROR_ILLEGAL_ADDRESS and poisons the fake context: every later call throws it
 //   exit                    process.exit(3) (a worker that dies mid-request)
 //   sleep(ms)               blocks the worker's thread for ms milliseconds, then returns
+//   read_constant(out)      copies the bytes of its module's first __constant__ symbol into out
 //   anything else           does nothing, unless its program was compiled with -Dfake_behaviour=N: 1 faults and 2
 //                           hangs as the kernels above, 3 sleeps 3 s per launch, 0 does nothing (a tunable parameter
 //                           named fake_behaviour scripts what each configuration does)
 // benchmark applies its resets (fills and copies) before every timed launch, as the addon does.
+// __constant__ symbols: a module has the `__constant__ T name[N]` of its source: N elements of T (1 to 8 bytes) where N
+// is a product of integers, else as many as are copied into it. Stricter than CUDA, so that tests see every run get its
+// copy: a launch or benchmark of a kernel whose module has such symbols fails with FAKE_CONSTANT_NOT_COPIED unless each
+// was written (moduleCopyToGlobal) since that module's previous launch or benchmark.
 // Compile: "// fake-delay-ms: N" in the source delays the answer by N ms; a line containing "#error" fails with an
 // NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4. The fake cubin
 // (JSON) names the process that compiled it (pid) and how many other compiles that process was running (alongside).
@@ -42,8 +47,27 @@ let compilesInFlight = 0; // in this process
 let contextCreated = false;
 let nextHandle = 1n;
 const memory = new Map(); // ptr → Uint8Array
-const modules = new Map(); // module → { kernels: string[] }
-const functions = new Map(); // fn → { name, dynamicSharedLimit }
+const modules = new Map(); // module → { kernels: string[], behaviour, symbols: Map<name, { data: Uint8Array, written }> }
+const functions = new Map(); // fn → { name, module, dynamicSharedLimit }
+const ELEMENT_BYTES = { char: 1, short: 2, half: 2, __half: 2, int: 4, unsigned: 4, float: 4, long: 8, double: 8 };
+
+/** The __constant__ arrays of a source: name → bytes. */
+function constantSymbols(source) {
+  const symbols = new Map();
+  for (const m of source.matchAll(/__constant__\s+(?:const\s+)?(\w+)\s+(\w+)\s*\[([^\]]+)\]/g)) {
+    const count = /^[\d\s*]+$/.test(m[3]) ? m[3].split('*').reduce((n, f) => n * Number(f.trim()), 1) : undefined;
+    symbols.set(m[2], { data: new Uint8Array(count === undefined ? 0 : count * (ELEMENT_BYTES[m[1]] ?? 4)), sized: count !== undefined, written: false });
+  }
+  return symbols;
+}
+
+/** The strict rule above: every symbol of the kernel's module written since its last launch; then they count as read. */
+function consumeConstants(fn) {
+  const symbols = modules.get(functions.get(fn)?.module)?.symbols ?? new Map();
+  const missing = [...symbols].filter(([, s]) => !s.written).map(([name]) => name);
+  if (missing.length > 0) throw nativeError('FAKE_CONSTANT_NOT_COPIED', 'cuLaunchKernel', `__constant__ ${missing.join(', ')} not copied before this launch`);
+  for (const s of symbols.values()) s.written = false;
+}
 
 function live(call) {
   if (sticky) throw nativeError(sticky, call, 'an illegal memory access was encountered');
@@ -134,6 +158,11 @@ function runKernel(launch) {
     case 'slow':
       sleepFor(3000);
       return;
+    case 'read_constant': {
+      const first = [...(modules.get(f.module)?.symbols.values() ?? [])][0];
+      if (first) mem(launch.args[0].ptr, 'cuLaunchKernel').set(first.data.subarray(0, mem(launch.args[0].ptr, 'cuLaunchKernel').byteLength));
+      return;
+    }
     case 'vector_add': {
       const [a, b, c] = launch.args.slice(0, 3).map((arg) => {
         const m = mem(arg.ptr, 'cuLaunchKernel');
@@ -203,9 +232,9 @@ module.exports = {
 
   moduleLoad: (cubin) => {
     needContext('cuModuleLoadData');
-    const { kernels, behaviour } = JSON.parse(Buffer.from(cubin).toString('utf8'));
+    const { kernels, behaviour, source } = JSON.parse(Buffer.from(cubin).toString('utf8'));
     const handle = nextHandle++;
-    modules.set(handle, { kernels, behaviour });
+    modules.set(handle, { kernels, behaviour, symbols: constantSymbols(source ?? "") });
     return handle;
   },
   moduleUnload: (module) => {
@@ -217,7 +246,7 @@ module.exports = {
     const m = modules.get(module);
     if (!m || !m.kernels.includes(name)) throw nativeError('CUDA_ERROR_NOT_FOUND', 'cuModuleGetFunction', 'named symbol not found');
     const fn = nextHandle++;
-    functions.set(fn, { name, behaviour: m.behaviour, dynamicSharedLimit: DEFAULT_DYNAMIC_SHARED });
+    functions.set(fn, { name, module, behaviour: m.behaviour, dynamicSharedLimit: DEFAULT_DYNAMIC_SHARED });
     return fn;
   },
   functionAttributes: (fn) => {
@@ -276,6 +305,19 @@ module.exports = {
     copy(dst, src, bytes);
   },
 
+  moduleCopyToGlobal: (module, name, src, bytes) => {
+    needContext('cuModuleGetGlobal');
+    const m = modules.get(module);
+    if (!m) throw nativeError('INVALID_ARGUMENT', 'moduleCopyToGlobal', 'unknown module');
+    const symbol = m.symbols.get(name);
+    if (!symbol) throw nativeError('CUDA_ERROR_NOT_FOUND', 'cuModuleGetGlobal', 'named symbol not found');
+    if (!symbol.sized && bytes > symbol.data.byteLength) symbol.data = new Uint8Array(bytes);
+    if (bytes > symbol.data.byteLength) throw nativeError('INVALID_ARGUMENT', 'moduleCopyToGlobal', `${bytes} bytes do not fit the symbol ${name} of ${symbol.data.byteLength} bytes`);
+    symbol.data.set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
+    symbol.written = true;
+    return symbol.data.byteLength;
+  },
+
   memCopyBenchmark: (dst, src, bytes, options) => {
     needContext('cuMemcpyDtoD');
     for (let i = 0; i < options.warmup + options.iterations; i++) mem(dst, 'cuMemcpyDtoD').set(mem(src, 'cuMemcpyDtoD').subarray(0, bytes));
@@ -284,6 +326,7 @@ module.exports = {
 
   launch: (launch) => {
     needContext('cuLaunchKernel');
+    consumeConstants(launch.fn);
     runKernel(launch);
   },
   energyBenchmark: (launch, options) => {
@@ -317,6 +360,7 @@ module.exports = {
   },
   benchmark: (launch, options) => {
     needContext('cuLaunchKernel');
+    consumeConstants(launch.fn);
     if (options.flushBytes > 0) mem(options.flushPtr, 'cuMemsetD8Async');
     for (let i = 0; i < options.warmup; i++) runKernel(launch);
     return Array.from({ length: options.iterations }, (_, i) => {

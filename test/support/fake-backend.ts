@@ -5,8 +5,10 @@
  *
  * Contract:
  * - `compile()` compiles with the real nvcc when `compile: 'nvcc'` (so a compile error is nvcc's CompileError with its
- *   real log and diagnostics) and otherwise accepts any source. Compiles are cached per source + defines for the whole
- *   test file, so repeated sessions do not pay for nvcc again. `load()` takes a kernel compiled by any FakeBackend (as
+ *   real log and diagnostics, and a kernel's registers and shared memory are ptxas's) and otherwise accepts any source
+ *   (a kernel of 32 registers and no shared memory). A kernel's metrics are the occupancy calculator's for them
+ *   (calculatedKernelMetrics, the GPU layer's formula for a device without a driver). Compiles are cached per source +
+ *   defines for the whole test file, so repeated sessions do not pay for nvcc again. `load()` takes a kernel compiled by any FakeBackend (as
  *   GPUs of one model share compiled kernels).
  * - Every `load()` is a module of its own, with a memory that starts empty (its `__device__` variables) and a count of
  *   its launches. Outputs hold, per input set, what the last launch left: a reset (resetOutputs, and before every timed
@@ -17,6 +19,10 @@
  *   module, the module's memory, the input set's address and checksum, what the outputs hold before it), whether it
  *   works and how long it takes. Without one (and always for the oracle, which is never judged: it defines the
  *   expected outputs) every launch works and takes `model.timeMs(variant)`.
+ * - `profile()` answers with the occupancy calculator's metrics for the fake's 32 registers per thread, and with
+ *   `model.profile(variant)` as Nsight Compute's answer (default: not installed, as on a machine without it).
+ * - `energy()` reads the model's power for the variant as NVML would (`model.powerW`, the energy of a launch its power
+ *   times the configuration's time); without `powerW` the fake device has no NVML and says so.
  * - `timeDelayMs` makes each `timedLaunches()` take that long (for cancelling mid-step); aborting its signal ends it at
  *   once with the GPU layer's AbortError, as a killed worker does. `log` records every compile and every
  *   `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
@@ -25,13 +31,21 @@
 import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
+import { calculatedKernelMetrics } from '../../src/gpu/kernel-metrics';
+import type { KernelProfile } from '../../src/gpu/ncu/profile';
+import { occupancyDeviceFor, theoreticalOccupancy } from '../../src/gpu/occupancy';
+import { driverMetrics, type ProfiledLaunch } from '../../src/tuner/run/profile';
 import { NvccCompiler } from '../../src/gpu/nvcc';
+import type { EnergyResult } from '../../src/gpu/energy';
+import type { KernelResources } from '../../src/gpu/types';
+import type { DriverMetrics } from '../../src/tuner/types';
 import {
   programOf,
   type BuildRequest,
   type BuiltKernel,
   type CompiledKernel,
   type DeviceDescription,
+  type EnergyOptions,
   type Launch,
   type OutputComparison,
   type PreparedTest,
@@ -76,7 +90,16 @@ export interface FakeModel {
   correct?(variant: FakeVariant): true | string;
   /** How each launch of this variant behaves (default: it works, in timeMs). */
   behaviour?(variant: FakeVariant): FakeBehaviour | undefined;
+  /** What Nsight Compute says of a launch of the variant; default that it is not installed. */
+  profile?(variant: FakeVariant): KernelProfile;
+  /**
+   * The power (W) the device draws while this variant runs back to back: what its NVML reads. Without it the fake
+   * device has no NVML, and `energy()` says so as the real backend says why it has none.
+   */
+  powerW?(variant: FakeVariant): number;
 }
+
+export const FAKE_NCU_MISSING: KernelProfile = { available: false, reason: 'ncu-not-found', message: 'Nsight Compute (ncu) is not installed: the fake GPU has none (test double)' };
 
 export interface FakeBackendOptions {
   model: FakeModel;
@@ -98,6 +121,10 @@ export const FAKE_DEVICE: DeviceDescription = {
   ordinal: 0,
   computeCapability: [9, 0],
   multiprocessors: 132,
+  maxThreadsPerMultiprocessor: 2048,
+  maxRegistersPerMultiprocessor: 65536,
+  maxSharedMemoryPerMultiprocessor: 228 * 1024,
+  maxRegistersPerBlock: 65536,
   globalMemoryBytes: 80 * 1024 ** 3,
   l2CacheBytes: 50 * 1024 ** 2,
   maxThreadsPerBlock: 1024,
@@ -111,27 +138,37 @@ export const FAKE_DEVICE: DeviceDescription = {
   compilers: ['nvcc'],
 };
 
-const compiles = new Map<string, Promise<string>>();
+const compiles = new Map<string, Promise<{ log: string; resources?: KernelResources }>>();
 const nvcc = new NvccCompiler({ defaultArch: 'sm_90' });
+/** What a kernel the fake does not compile uses. */
+const UNCOMPILED_RESOURCES: KernelResources = { registers: 32, sharedBytes: 0, localBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0, constantBytes: 0, barriers: 1 };
 
 class FakeCompiled implements CompiledKernel {
   readonly compileMs = 1;
   constructor(
     readonly request: BuildRequest,
     readonly log: string,
+    readonly resources: KernelResources = UNCOMPILED_RESOURCES,
   ) {}
 }
 
+const FAKE_RESOURCES = { registers: 32, sharedBytes: 0, localBytes: 0, spillStoreBytes: 0, spillLoadBytes: 0, constantBytes: 0, barriers: 1 };
 let modulesLoaded = 0;
 
 class FakeKernel implements BuiltKernel {
-  readonly resources = { registers: 32, sharedBytes: 0, localBytes: 0, maxThreadsPerBlock: 1024 };
   readonly loadMs = 0;
   /** Which load this is, for the log. */
   readonly module = ++modulesLoaded;
   readonly memory = new Map<string, unknown>();
   launches = 0;
-  constructor(readonly request: BuildRequest) {}
+  constructor(readonly compiled: FakeCompiled) {}
+  get request(): BuildRequest {
+    return this.compiled.request;
+  }
+  async metrics(launch: Launch): Promise<DriverMetrics> {
+    const threadsPerBlock = launch.block[0] * launch.block[1] * launch.block[2];
+    return { ...calculatedKernelMetrics(this.compiled.resources, FAKE_DEVICE.computeCapability, { threadsPerBlock, dynamicSharedBytes: launch.sharedMemBytes }), max_threads_per_block: 1024 };
+  }
   async release(): Promise<void> {}
 }
 
@@ -157,12 +194,16 @@ class FakePrepared implements PreparedTest {
 }
 
 export interface FakeLogEntry {
-  kind: 'compile' | 'time';
+  kind: 'compile' | 'time' | 'profile' | 'energy';
   source: string;
   compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
-  /** timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch, the module. */
+  /**
+   * timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch,
+   * the module; energy(): the configuration's time, the window and the limit of one launch, the module.
+   */
   timeMs?: number;
+  windowMs?: number;
   iterations?: number;
   warmup?: number;
   timeoutMs?: number;
@@ -201,19 +242,20 @@ export class FakeBackend implements TuningBackend {
     if (!compiled) {
       compiled = nvcc
         .compile(programOf(request), signal ? { signal } : {})
-        .then((p) => p.log);
+        .then((p) => ({ log: p.log, ...(p.resources?.[request.nameExpression] && { resources: p.resources[request.nameExpression] }) }));
       compiles.set(key, compiled);
       // A failed compile is cached too (the same source fails the same way), but not an aborted one.
       compiled.catch((e: unknown) => {
         if (!(e instanceof CompileError)) compiles.delete(key);
       });
     }
-    return new FakeCompiled(request, await compiled);
+    const { log, resources } = await compiled;
+    return new FakeCompiled(request, log, resources);
   }
 
   async load(kernel: CompiledKernel): Promise<BuiltKernel> {
     if (!(kernel instanceof FakeCompiled)) throw new TypeError('a kernel compiled by another kind of backend was passed to FakeBackend');
-    return new FakeKernel(kernel.request);
+    return new FakeKernel(kernel);
   }
 
   async prepare(data: TestData, oracle: { kernel: BuiltKernel }): Promise<PreparedTest> {
@@ -246,6 +288,26 @@ export class FakeBackend implements TuningBackend {
     });
   }
 
+  async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, _inputSet: number, options: EnergyOptions): Promise<EnergyResult> {
+    const k = kernel as FakeKernel;
+    const test = prepared as FakePrepared;
+    this.log.push({ kind: 'energy', source: k.request.source, defines: k.request.defines, timeMs: options.timeMs, windowMs: options.windowMs, timeoutMs: options.timeoutMs, module: k.module });
+    const variant = this.variant(k, launch, test);
+    const powerW = this.options.model.powerW?.(variant);
+    if (powerW === undefined) return { available: false, reason: 'the test double has no NVML (its model gives no power)' };
+    return {
+      available: true,
+      nvml_power: powerW,
+      nvml_energy: (powerW * options.timeMs) / 1000,
+      core_freq: 1980,
+      mem_freq: 2619,
+      temperature: 40 + powerW / 20,
+      powerSource: 'energy counter',
+      windowMs: options.windowMs,
+      launches: Math.max(1, Math.ceil(options.windowMs / options.timeMs)),
+    };
+  }
+
   async compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
     const test = prepared as FakePrepared;
     const held = test.outputs[inputSet]!;
@@ -269,6 +331,16 @@ export class FakeBackend implements TuningBackend {
         },
       ],
     };
+  }
+
+  async profile(kernel: CompiledKernel, launch: Launch, test: PreparedTest): Promise<ProfiledLaunch> {
+    const { request } = kernel as FakeCompiled;
+    this.log.push({ kind: 'profile', source: request.source, defines: request.defines });
+    const cc = (await this.describe()).computeCapability;
+    const shape = { threadsPerBlock: launch.block[0] * launch.block[1] * launch.block[2], dynamicSharedBytes: launch.sharedMemBytes };
+    const occupancy = theoreticalOccupancy(occupancyDeviceFor(cc), { registers: FAKE_RESOURCES.registers, staticSharedBytes: 0 }, shape);
+    const variant: FakeVariant = { source: request.source, defines: request.defines, launch, test: (test as FakePrepared).data };
+    return { driver: driverMetrics(calculatedKernelMetrics(FAKE_RESOURCES, cc, shape), occupancy), ncu: this.options.model.profile?.(variant) ?? FAKE_NCU_MISSING };
   }
 
   async dispose(): Promise<void> {

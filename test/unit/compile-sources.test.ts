@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { CompileError, NvccCompiler } from '../../src/gpu';
 import type { CudaToolkit } from '../../src/gpu/toolkit';
-import { buildWithFallback, candidatePrograms, compileSources, definesCollidingInHeaders, withCollisionHint } from '../../src/tuner/compile/compile-sources';
+import { buildWithFallback, candidatePrograms, compileSources } from '../../src/tuner/compile/compile-sources';
 import { isDeviceUsableToolkitHeader, NVCC_IMPLICIT_PRELUDE, systemHeaderStandIn } from '../../src/tuner/compile/system-headers';
 import { blankRanges, isHostOnly, outlineSource } from '../../src/tuner/source/translation-unit';
 
@@ -240,15 +240,5 @@ describe('system headers for NVRTC', () => {
     expect(isDeviceUsableToolkitHeader('cub/block/block_reduce.cuh')).toBe(true);
     expect(isDeviceUsableToolkitHeader('cublas_v2.h')).toBe(false);
     expect(isDeviceUsableToolkitHeader('nvtx3/nvToolsExt.h')).toBe(false);
-  });
-});
-
-describe('tunable parameters that collide with header names', () => {
-  it('names the parameter and the header line where the compiler complains', () => {
-    const header = write('collide/api.h', 'void setMode(int mode);\nvoid other(int n);\n');
-    const error = new CompileError('failed', { code: 'X', explanation: '', log: `${header}(1): error: expected a ")"\n` });
-    expect(definesCollidingInHeaders(error, { mode: '1', block_size_x: '128' })).toEqual([{ name: 'mode', at: 'api.h:1: void setMode(int mode);' }]);
-    expect(withCollisionHint(error, { mode: '1' }).message).toMatch(/The tunable parameter 'mode' is also a name in a header \(api.h:1: void setMode\(int mode\);\): parameters are #defines, so rename it/);
-    expect(withCollisionHint(error, { tile: '4' })).toBe(error);
   });
 });

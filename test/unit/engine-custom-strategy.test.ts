@@ -4,6 +4,7 @@ import { END, START, StateGraph, type LangGraphRunnableConfig } from '@langchain
 import { afterEach, expect, it } from 'vitest';
 import { TuningState, type TuningStateValue } from '../../src/engine/state';
 import { BaseTuningStrategy } from '../../src/engine/strategies/base';
+import { measuredOf } from '../../src/engine/prompts';
 import { stepRequestTail } from '../../src/engine/strategies/prompts';
 import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { collect, openaiModel, SAXPY, saxpyTime, serve } from '../support/engine-harness';
@@ -17,8 +18,8 @@ class OnePromptStrategy extends BaseTuningStrategy {
       const step = { id: 'one-prompt', title: 'Optimize in one go' };
       const started = this.startStep(state, step, config);
       const prompt = [
-        'Rewrite this CUDA kernel to be as fast as you can make it on a modern GPU.',
-        stepRequestTail({ code: state.code, tuneParams: state.tuneParams, namesParameters: true, candidate: 0, candidates: 1 }),
+        'Rewrite this CUDA kernel to be as fast as you can make it on the GPU described below.',
+        stepRequestTail({ code: state.code, tuneParams: state.tuneParams, measured: measuredOf(state, config), namesParameters: true, candidate: 0, candidates: 1 }),
       ].join('\n\n');
       const outcome = await this.tryCandidate(llm, { stepId: step.id, candidate: 0, prompt }, state, config);
       return { ...started, ...this.decide(state, step, [outcome], config).update };

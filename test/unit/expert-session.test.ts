@@ -3,7 +3,9 @@
 // bench/expert-replay.ts replays through the whole graph on the GPU. Here, without a GPU:
 //  - the recording is the session these answers make with today's graph (after a change of the prompts, regenerate it:
 //    LKT_RECORD_EXPERT=1 npx vitest run test/unit/expert-session.test.ts);
-//  - it replays to the end on the fake backend, every step accepted, every recorded answer used;
+//  - its requests that plan or rewrite carry the GPU as measured and the current kernel's profile;
+//  - it replays to the end on the fake backend, every step accepted, every recorded answer used, also on a fake GPU
+//    that measures other numbers (another name, limits and an Nsight Compute profile), as on a real one;
 //  - every step's kernel compiles with nvcc at the corners of its search space.
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +20,7 @@ import { transformerOptionsFrom } from '../../src/engine/session/session-options
 import type { SessionSettings } from '../../src/engine/session/session-settings';
 import { LLMKernelTransformer } from '../../src/engine/session/transformer';
 import { NvccCompiler } from '../../src/gpu/nvcc';
-import { collect, openaiModel, scriptedServers } from '../support/engine-harness';
+import { collect, H100_LIMITS, ncuProfileOf, openaiModel, scriptedServers } from '../support/engine-harness';
 import { FakeBackend, type FakeVariant } from '../support/fake-backend';
 import type { ScriptTurn } from '../support/scripted-llm-server';
 
@@ -85,7 +87,7 @@ async function recordSession(): Promise<HistoryEntry> {
   const server = await servers.start(turns());
   const { options } = transformerOptionsFrom(EXPERT_SETTINGS, {
     llm: openaiModel(server, EXPERT_SETTINGS.model.model),
-    backend: new FakeBackend({ model: { timeMs: expertTime } }),
+    backend: new FakeBackend({ model: { timeMs: expertTime }, limits: H100_LIMITS }),
     checkpointer: new MemorySaver(),
     threadId: 'expert-matmul-naive',
   });
@@ -125,14 +127,37 @@ describe('the expert session of examples/matmul_naive', () => {
     expect(stored.llmExchanges!.map((x) => x.purpose)).toEqual(['describe kernel', 'problem size', 'outputs', 'test spec', 'plan', 'validate steps', 'step 1', 'restrictions', 'step 2', 'restrictions', 'step 3', 'restrictions', 'step 4', 'restrictions']);
   });
 
+  it('tells the model the GPU as measured and, in every step after the first, the profile of the step before', () => {
+    const stored = HistoryEntrySchema.parse(JSON.parse(readFileSync(RECORDING, 'utf8')));
+    const prompt = (purpose: string) => stored.llmExchanges!.find((x) => x.purpose === purpose)!.messages.at(-1)!.content as string;
+    for (const purpose of ['plan', 'step 1', 'step 2', 'step 3', 'step 4']) {
+      expect(prompt(purpose)).toContain('The GPU, as the tuner measured it:\n- Fake GPU (test double)');
+      expect(prompt(purpose)).toMatch(/- the current kernel takes [\d.]+ ms on the first test, [\d.]+% of its speed of light/);
+      expect(prompt(purpose)).toMatch(/Profile of the current kernel at its best configuration \{.*\} \(the driver's metrics: Nsight Compute is not installed\):\n- matmul_naive: \d+ registers per thread/);
+    }
+    // Each step's request carries the configuration the step before it chose.
+    expect(prompt('plan')).toContain('at its best configuration {"block_size_x":16,"block_size_y":16}');
+    expect(prompt('step 2')).toMatch(/at its best configuration \{"block_size_x":\d+,"block_size_y":\d+,"tile_m":\d+,"tile_k":\d+\}/);
+  });
+
   it('replays through the whole graph without a model, every step accepted, to the double-buffered kernel', async () => {
     const stored = HistoryEntrySchema.parse(JSON.parse(readFileSync(RECORDING, 'utf8')));
     const replay = new ReplayChatModel(stored.llmExchanges!);
-    const { options } = transformerOptionsFrom(stored.run!, { llm: replay, backend: new FakeBackend({ model: { timeMs: expertTime } }), checkpointer: new MemorySaver(), threadId: 'replay' });
+    // Another GPU than the recording's: its name, limits and profiles differ, and the replay goes through all the same.
+    const backend = new FakeBackend({
+      model: { timeMs: expertTime, profile: () => ncuProfileOf('matmul_naive') },
+      device: { name: 'Another fake GPU (test double)' },
+      limits: { ...H100_LIMITS, bandwidthGBps: 4800 },
+    });
+    const { options } = transformerOptionsFrom(stored.run!, { llm: replay, backend, checkpointer: new MemorySaver(), threadId: 'replay' });
     const run = await collect(new LLMKernelTransformer(stored.originalCode, options));
     expect(run.end).toEqual({ status: 'finished' });
     expect(replay.unused()).toEqual([]);
     expect(run.of('step.accepted').map((e) => e.stepId)).toEqual(['1', '2', '3', '4']);
+    // The requests of this run carry this GPU's measurements, not the recording's.
+    const asked = run.of('llm.exchange').find((e) => e.exchange.purpose === 'step 2')!.exchange.messages.at(-1)!.content as string;
+    expect(asked).toContain('- Another fake GPU (test double)');
+    expect(asked).toContain('(Nsight Compute 2025.3.1, one launch):\n- matmul_naive: memory-bound, DRAM throughput 86% of peak');
     const finished = run.of('session.finished')[0]!;
     expect(finished.tunableCode).toContain('__launch_bounds__(block_size_x * block_size_y, min_blocks_per_sm)');
     expect(finished.tunableCode).toContain('a_tile[2][tile_k]');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readEngineConfig, redactConfig, requiresApiKey } from '../../src/extension/config';
+import { readEngineConfig, readGpuSettings, redactConfig, requiresApiKey, sessionSettings } from '../../src/extension/config';
 
 const settings = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -14,6 +14,8 @@ describe('settings → engine config', () => {
       stripThinkingOutput: true,
       strategy: { kind: 'autonomous', breakdownSteps: false, maxBreakdowns: 1, withReplanning: true, maxReplanning: 3 },
       performanceThreshold: 1,
+      objective: 'time',
+      energy: false,
       candidatesPerStep: 1,
       approvePlan: false,
       retries: 3,
@@ -64,6 +66,19 @@ describe('settings → engine config', () => {
     expect(result.problems[0]!.message).toContain('ollama, openai');
   });
 
+  it('reads the objective and energy, names a bad objective, and stores them in the session settings', () => {
+    const bad = readEngineConfig(settings({ 'llm.model': 'm', objective: 'speed' }), undefined);
+    expect(!bad.ok && bad.problems.map((p) => p.setting)).toEqual(['kernelTuner.objective']);
+    const result = readEngineConfig(settings({ 'llm.model': 'm', objective: 'energy', energy: true }), undefined);
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config).toMatchObject({ objective: 'energy', energy: true });
+    const file = { kernelName: 'k', fileName: 'k.cu', includePaths: [], buildOptions: [] };
+    expect(sessionSettings(result.config, file)).toMatchObject({ objective: { name: 'energy', higherIsBetter: false }, energy: true });
+    const byTime = readEngineConfig(settings({ 'llm.model': 'm' }), undefined);
+    expect(byTime.ok && sessionSettings(byTime.config, file)).not.toHaveProperty('objective');
+  });
+
   it('reads the GPUs to tune on: kernelTuner.gpus, else kernelTuner.device alone', () => {
     const gpus = (values: Record<string, unknown>) => {
       const r = readEngineConfig(settings({ 'llm.model': 'm', ...values }), undefined);
@@ -86,5 +101,13 @@ describe('settings → engine config', () => {
     const bad = readEngineConfig(settings({ 'llm.model': 'm', strategy: 'explicit', 'explicit.steps': ['warp_magic'] }), undefined);
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.problems[0]).toMatchObject({ setting: 'kernelTuner.explicit.steps', message: expect.stringContaining('warp_magic') });
+  });
+});
+
+describe('settings of a session of the tuner alone ("Tune parameters")', () => {
+  it('are the GPUs only: no model needs to be set', () => {
+    expect(readGpuSettings(settings({}))).toEqual({ device: 0, gpus: { kind: 'list', ordinals: [0] }, problems: [] });
+    expect(readGpuSettings(settings({ device: 1, gpus: '0,2' }))).toEqual({ device: 1, gpus: { kind: 'list', ordinals: [0, 2] }, problems: [] });
+    expect(readGpuSettings(settings({ device: -1, gpus: 3 })).problems.map((p) => p.setting)).toEqual(['kernelTuner.device', 'kernelTuner.gpus']);
   });
 });

@@ -58,6 +58,11 @@ describe('the tuned kernel in its file', () => {
   it('takes the final code as the whole file when it already holds what surrounds the kernel', () => {
     const final = '#include <cstdio>\n#define block_size_x 64\n__global__ void k(float *y) { y[0] = 2; }\nint main() { return 0; }\n';
     expect(spliceFinalCode(file, final, start, end)).toBe(final);
+    // The file's own #define of a parameter holds the chosen value in the final code, its launch the chosen block: still
+    // the whole file.
+    const defining = '#include <cstdio>\n#ifndef block_size_x\n#define block_size_x 256\n#endif\n__global__ void k(float *y) { y[0] = 1; }\nvoid run(float *y) { k<<<4, 256>>>(y); }\n';
+    const chosen = defining.replace('block_size_x 256', 'block_size_x 512').replace('<<<4, 256>>>', '<<<2, 512>>>');
+    expect(spliceFinalCode(defining, chosen, defining.indexOf('__global__'), defining.indexOf('}\n') + 1)).toBe(chosen);
     const kernelOnly = '__global__ void k(float *y) {}\n';
     expect(spliceFinalCode(kernelOnly, '// tuned\n__global__ void k(float *y) { }\n', 0, kernelOnly.length - 1)).toBe('// tuned\n__global__ void k(float *y) { }\n');
   });

@@ -14,6 +14,14 @@ describe('the checks before a session', () => {
     expect(report.settings).toBe('kernelTuner');
   });
 
+  it('says a command of the message without markdown (a notification shows backticks as they are)', () => {
+    const down = { kind: 'llm-unreachable' as const, message: 'cannot reach Ollama at http://127.0.0.1:11434: is it running? `ollama serve`' };
+    const missing = { kind: 'llm-model-missing' as const, message: 'model qwen is not available on Ollama at http://127.0.0.1:11434: `ollama pull qwen`' };
+    expect(describeFailures([down], 'kernelTuner').message).toBe('The LLM cannot be used: cannot reach Ollama at http://127.0.0.1:11434: is it running? Run "ollama serve".');
+    expect(describeFailures([missing], 'kernelTuner').message).toBe('The LLM cannot be used: model qwen is not available on Ollama at http://127.0.0.1:11434: run "ollama pull qwen".');
+    expect(describeFailures([{ kind: 'other', message: 'Run `npm run build` to build it.' }], 'kernelTuner').message).toBe('Cannot start tuning: Run "npm run build" to build it.');
+  });
+
   it('names one problem with its own buttons and settings', () => {
     expect(describeFailures([gpu], 'kernelTuner')).toEqual({ message: 'No usable GPU: libcuda.so.1 was not found: install the NVIDIA driver.', actions: ['Show log', 'Open settings'], settings: 'kernelTuner.device' });
     const auth = describeFailures([{ kind: 'llm-auth', message: 'the server refused the API key' }], 'kernelTuner');

@@ -92,6 +92,7 @@ describe('a review in the document', () => {
     const [first, second] = acceptAll(s);
     const middle = run(s, first);
     expect(middle.text).toBe(ORIGINAL); // one Undo after Accept All comes back here
+    expect(middle.tally).toEqual({ accepted: 2, rejected: 0, withdrawn: 0 }); // the review ends here, every change accepted
     expect(run(middle, second).text).toBe(PROPOSED);
     expect(second.next.tally).toEqual({ accepted: 2, rejected: 0, withdrawn: 0 });
     expect(textWithout(s)).toBe(ORIGINAL);

@@ -1,8 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { EVENTS_VERSION, type TuningEvent, type TuningEventBody } from '../../src/engine/progress/events';
 import type { HistoryEntry } from '../../src/engine/store/history-store';
 import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../../src/engine/session/session-settings';
 import { buildReport, isSessionReport, sessionReportData } from '../../src/extension/report';
+import { reportFromSession } from '../../src/report/model';
 import { acceptedTimeline, focusStep, historyFields, reduceAll, speedup, stepCode, type SessionHeader } from '../../src/engine/session/session-view';
 import { progressMessage } from '../../src/extension/progress';
 
@@ -29,7 +32,16 @@ function session(): TuningEvent[] {
     ev({ type: 'llm.usage', purpose: 'step 1', model: 'm', promptTokens: 100, completionTokens: 20 }),
     ev({ type: 'step.started', stepId: '2', title: 'Tune the block size' }),
     ev({ type: 'candidate', stepId: '2', candidate: 1, attempt: 1, code: 'tuned code', diff: '@@ -1 +1 @@\n-a\n+b\n', tuneParams: { block_size_x: [128, 512] }, restrictions: ['block_size_x <= 512'] }),
-    ev({ type: 'configs.evaluated', stepId: '2', candidate: 1, done: 1, total: 2, failures: 0, bestTimeMs: 1.5, result: { key: '128', config: { block_size_x: 128 }, status: 'ok', timeMs: 1.5 } }),
+    ev({
+      type: 'configs.evaluated',
+      stepId: '2',
+      candidate: 1,
+      done: 1,
+      total: 2,
+      failures: 0,
+      bestTimeMs: 1.5,
+      result: { key: '128', config: { block_size_x: 128 }, status: 'ok', timeMs: 1.5, driver: { num_regs: 16, local_mem_bytes: 0, static_shared_mem_bytes: 0, occupancy: 1 }, energy: { nvml_energy: 0.0004, nvml_power: 260 } },
+    }),
     ev({ type: 'configs.evaluated', stepId: '2', candidate: 1, done: 2, total: 2, failures: 1, bestTimeMs: 1.5, result: { key: '512', config: { block_size_x: 512 }, status: 'compile_error', error: 'boom' } }),
     ev({ type: 'step.accepted', stepId: '2', candidate: 1, oldTimeMs: 2, newTimeMs: 1.5, improvementPct: 25, bestParams: { block_size_x: 128 } }),
     ev({ type: 'llm.usage', purpose: 'step 2', model: 'm', promptTokens: 50, completionTokens: 5 }),
@@ -53,7 +65,7 @@ describe('session view reducer', () => {
     expect(view.lastEventAt).toBe('2026-01-01T10:00:14.000Z');
     expect(acceptedTimeline(view)).toEqual([
       { label: 'baseline', timeMs: 2 },
-      { label: 'Tune the block size', timeMs: 1.5 },
+      { label: 'Tune the block size', timeMs: 1.5, step: 2 },
     ]);
     expect(speedup(view)).toBeCloseTo(2 / 1.5);
     expect(stepCode(view, '2')).toBe(
@@ -134,7 +146,8 @@ describe('session view reducer', () => {
     expect(isSessionReport(report)).toBe(true);
     expect(report.problemSize).toEqual([1048576]);
     expect(report.configurations).toEqual([
-      { config: { block_size_x: 128 }, timeMs: 1.5 },
+      // With what else was measured, under Kernel Tuner's names, for the cache export's top-level fields.
+      { config: { block_size_x: 128 }, timeMs: 1.5, observed: { num_regs: 16, local_mem_bytes: 0, static_shared_mem_bytes: 0, occupancy: 1, nvml_energy: 0.0004, nvml_power: 260 } },
       { config: { block_size_x: 512 }, failure: 'compile_error' },
     ]);
   });
@@ -178,9 +191,69 @@ describe('session view reducer', () => {
     expect(data.compiler.options).toEqual(['-DN=4096']);
     expect(data.reproduce).toMatchObject({ session: 's2', file: 'saxpy.cu' });
     expect(data.reproduce.notes.at(-1)).toContain('"Replay with the recorded model answers"');
+    expect(data.timing).toBe('each the median of 32 timed launches after a warm-up launch, every configuration checked against the original kernel first');
     // A session stored before exchanges were recorded replays nothing; one stored without events has no report.
     const { llmExchanges: _none, ...older } = entry;
     expect(sessionReportData(older)!.reproduce.notes.join(' ')).not.toContain('Replay');
     expect(sessionReportData({ ...entry, report: undefined })).toBeUndefined();
+  });
+
+  it("charts the step the panel's chart shows, the accepted one, numbered as the plan numbers it (the recorded H100 session)", () => {
+    const events = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'sessions', 'h100-matmul-naive.events.json'), 'utf8')) as TuningEvent[];
+    const h100: SessionHeader = { ...header, sessionId: 'h100', kernelName: 'matmul_naive', fileName: 'matmul_naive.cu' };
+    const view = reduceAll(h100, events);
+    // Two configurations each: the rejected first step's failed ones, the accepted second step's timed ones.
+    expect(view.order.map((id) => [id, view.steps[id]!.status, view.steps[id]!.candidates.at(-1)!.configs.length])).toEqual([
+      ['1', 'rejected', 2],
+      ['2', 'accepted', 2],
+    ]);
+    expect(focusStep(view)?.id).toBe('2');
+    const data = reportFromSession({ header: h100, events, reproduce: { command: 'x', notes: [] } });
+    expect(data.chartStepId).toBe('2');
+    expect(data.timeline.map((p) => p.step)).toEqual([undefined, 2]);
+  });
+
+  it('charts the last accepted step of a finished session, not a rejected one after it; a running step while it runs', () => {
+    clock = 100;
+    const events = [
+      ...session(),
+      ev({ type: 'step.started', stepId: '3', title: 'Unroll' }),
+      ev({ type: 'candidate', stepId: '3', candidate: 1, attempt: 1, code: 'c', diff: '', tuneParams: {}, restrictions: [] }),
+      ev({ type: 'configs.evaluated', stepId: '3', candidate: 1, done: 1, total: 1, failures: 0, bestTimeMs: 1.49, result: { key: 'a', config: {}, status: 'ok', timeMs: 1.49 } }),
+    ];
+    expect(focusStep(reduceAll(header, events))?.id).toBe('3');
+    const finished = [...events, ev({ type: 'step.rejected', stepId: '3', reason: { kind: 'insufficient_gain', oldTimeMs: 1.5, newTimeMs: 1.49, improvementPct: 0.7, thresholdPct: 1 } })];
+    const view = reduceAll(header, [...finished, ev({ type: 'session.cancelled' })]);
+    expect(focusStep(view)?.id).toBe('2');
+  });
+});
+
+describe('profiles in the session view and its report', () => {
+  const driver = { num_regs: 40, local_mem_bytes: 0, static_shared_mem_bytes: 0, dynamic_shared_mem_bytes: 0, active_blocks_per_sm: 8, active_warps_per_sm: 64, occupancy: 1, occupancy_source: 'driver' as const };
+  const original = { config: { block_size_x: 256 }, source: 'driver' as const, summary: ['saxpy: 40 registers per thread'], driver, unavailable: { reason: 'ncu-not-found' as const, message: 'Nsight Compute (ncu) is not installed: looked on PATH' } };
+  const step2 = { config: { block_size_x: 128 }, source: 'ncu' as const, summary: ['saxpy: memory-bound, DRAM throughput 91% of peak'], driver, ncu: { numbers: { topStalls: [], bound: 'memory' as const }, version: '2025.3.1' } };
+  const events = () => {
+    const all = session();
+    const baseline = all.findIndex((e) => e.type === 'baseline');
+    const accepted = all.findIndex((e) => e.type === 'step.accepted');
+    return [...all.slice(0, baseline + 1), ev({ type: 'profile', profile: original }), ...all.slice(baseline + 1, accepted), ev({ type: 'profile', stepId: '2', candidate: 1, profile: step2 }), ...all.slice(accepted)];
+  };
+
+  it("keeps the original kernel's profile and each candidate's, where the panel shows them", () => {
+    const view = reduceAll(header, events());
+    expect(view.baselineProfile).toEqual(original);
+    expect(view.steps['2']!.candidates[0]!.profile).toEqual(step2);
+    expect(view.steps['2']!.candidates[0]!.configs).toHaveLength(2);
+    // A new attempt of the candidate is another kernel: the profile goes with the old one.
+    const again = reduceAll(header, [...events(), ev({ type: 'candidate', stepId: '2', candidate: 1, attempt: 2, code: 'c', diff: '', tuneParams: {}, restrictions: [] })]);
+    expect(again.steps['2']!.candidates[0]!.profile).toBeUndefined();
+  });
+
+  it('puts them in the HTML report with where the lines come from, and why not from Nsight Compute', () => {
+    const entry = { id: 's1', kernelName: 'saxpy', filePath: 'saxpy.cu', createdAt: header.startedAt, updatedAt: header.startedAt, device: { name: 'GPU' }, status: 'running', steps: [], originalCode: 'code', threadId: 's1', report: buildReport(header, events(), reduceAll(header, events())) } satisfies HistoryEntry;
+    const data = sessionReportData(entry)!;
+    expect(data.baselineProfile).toEqual({ config: { block_size_x: 256 }, source: "the driver's metrics: Nsight Compute is not installed. Nsight Compute (ncu) is not installed: looked on PATH", summary: ['saxpy: 40 registers per thread'] });
+    expect(data.steps[1]!.profile).toEqual({ config: { block_size_x: 128 }, source: 'Nsight Compute 2025.3.1, one launch', summary: ['saxpy: memory-bound, DRAM throughput 91% of peak'] });
+    expect(data.steps[0]!.profile).toBeUndefined();
   });
 });

@@ -6,6 +6,7 @@ import { chartConfig, chartSeries, chooseScale, DATASET, formatTime, niceMax, ty
 import { parseUnifiedDiff, sideBySide } from '../../webview/diff-rows';
 import { highlightTokens } from '../../webview/highlight';
 import { sortConfigs } from '../../webview/sort';
+import { energyNote, formatEnergy, metricColumns, metricRows, metricValue } from '../../webview/config-metrics';
 import type { ConfigSummary } from '../../src/engine/progress/events';
 
 /** [text, innermost class] of the non-blank tokens of each line. */
@@ -117,6 +118,17 @@ describe('performance chart series', () => {
     expect(s.summary).toBe(
       'Baseline 2 ms; 1 accepted step(s), now 1.25 ms (1.60×); 4 configuration(s) of "Tile the loop": 3 timed, 1 without a time, fastest 1.25 ms with block_size_x=256.',
     );
+  });
+
+  it("numbers a step as the plan numbers it, in its tooltip and on the step axis", () => {
+    const numbered = chartSeries({ ...data, timeline: [data.timeline[0]!, { ...data.timeline[1]!, step: 2 }] });
+    expect(numbered.steps[1]!.info.title).toBe('Step 2: Tile the loop');
+    expect(numbered.stepLabels).toEqual(['baseline', 'step 2']);
+    const scales = chartConfig(numbered, theme).options!.scales as Record<string, { ticks: { callback: (v: number) => string } }>;
+    expect([0, 1].map((v) => scales.steps!.ticks.callback(v))).toEqual(['baseline', 'step 2']);
+    // A related session with more steps goes on with its own numbers.
+    const parent = { label: 'parent', timeline: [{ label: 'baseline', timeMs: 2 }, { label: 'Tile', timeMs: 1.5, step: 1 }, { label: 'Unroll', timeMs: 1, step: 3 }] };
+    expect(chartSeries({ ...data, timeline: [data.timeline[0]!, { ...data.timeline[1]!, step: 2 }], others: [parent] }).stepLabels).toEqual(['baseline', 'step 2', 'step 3']);
   });
 
   it('never calls a configuration that stopped early the fastest', () => {
@@ -314,5 +326,59 @@ describe('configurations sort', () => {
   it('sorts by a parameter numerically and by result', () => {
     expect(sortConfigs(configs, { column: 'param:block_size_x', descending: false }).map((c) => c.key)).toEqual(['64', '128', '256', '1024']);
     expect(sortConfigs(configs, { column: 'status', descending: false }).map((c) => c.key)).toEqual(['64', '128', '256', '1024']);
+  });
+});
+
+describe('configuration metrics in the table, the tooltips and the best', () => {
+  const driver = (num_regs: number, occupancy: number, local = 0): ConfigSummary['driver'] => ({ num_regs, local_mem_bytes: local, static_shared_mem_bytes: 4096, dynamic_shared_mem_bytes: 1024, occupancy, occupancy_source: 'driver' });
+  const fast: ConfigSummary = { key: 'fast', config: { block_size_x: 256 }, status: 'ok', timeMs: 1, driver: driver(40, 0.5), energy: { nvml_energy: 0.0005, nvml_power: 500, core_freq: 1980, mem_freq: 2619, temperature: 51 }, metrics: { edp: 5e-7 } };
+  const lean: ConfigSummary = { key: 'lean', config: { block_size_x: 128 }, status: 'ok', timeMs: 1.2, driver: driver(32, 1, 16), energy: { nvml_energy: 0.00036, nvml_power: 300 }, metrics: { edp: 4.32e-7 } };
+  const broken: ConfigSummary = { key: 'broken', config: { block_size_x: 1024 }, status: 'compile_error', error: 'no' };
+
+  it('has a column for each measured quantity some configuration has, and none for what none has', () => {
+    const columns = metricColumns([fast, lean, broken]);
+    expect(columns.map((c) => c.label)).toEqual(['Registers', 'Local memory', 'Shared memory', 'Occupancy', 'Energy', 'Power', 'edp']);
+    expect(columns.map((c) => c.text(lean))).toEqual(['32', '16 B', '5 KiB', '100%', '360 µJ', '300 W', '4.32e-7']);
+    expect(columns.map((c) => c.text(broken))).toEqual(['', '', '', '', '', '', '']);
+    // No spills, no energy: no such columns.
+    expect(metricColumns([{ ...fast, driver: driver(40, 0.5), energy: undefined, metrics: undefined }]).map((c) => c.label)).toEqual(['Registers', 'Shared memory', 'Occupancy']);
+    expect(formatEnergy(1.5)).toBe('1.5 J');
+    expect(formatEnergy(0.0123)).toBe('12.3 mJ');
+  });
+
+  it('sorts by a metric column, configurations without the value last', () => {
+    expect(sortConfigs([fast, broken, lean], { column: 'metric:energy', descending: false }).map((c) => c.key)).toEqual(['lean', 'fast', 'broken']);
+    expect(sortConfigs([fast, broken, lean], { column: 'metric:occupancy', descending: true }).map((c) => c.key)).toEqual(['lean', 'fast', 'broken']);
+    expect(sortConfigs([fast, broken, lean], { column: 'metric:edp', descending: true }).map((c) => c.key)).toEqual(['fast', 'lean', 'broken']);
+    expect(metricValue(lean, 'metric:shared')).toBe(5120);
+  });
+
+  it("adds a point's metrics, clocks and temperature to its tooltip, and says why energy is missing", () => {
+    const s = chartSeries({ timeline: [{ label: 'baseline', timeMs: 2 }], configs: [fast, lean, broken] });
+    expect(s.configs[0]!.info.rows.slice(4)).toEqual([
+      ['Registers', '40'],
+      ['Shared memory', '5 KiB'],
+      ['Occupancy', '50%'],
+      ['Energy', '500 µJ'],
+      ['Power', '500 W'],
+      ['edp', '5e-7'],
+      ['Clocks', 'SM 1980 MHz, memory 2619 MHz'],
+      ['Temperature', '51 °C'],
+    ]);
+    const reason = 'NVML is not loaded: libnvidia-ml.so.1: cannot open shared object file';
+    const unmeasured = { ...lean, energy: undefined, metrics: undefined, energyUnavailable: reason };
+    expect(metricRows(unmeasured).at(-1)).toEqual(['Energy', `not measured: ${reason}`]);
+    expect(energyNote([unmeasured, broken])).toBe(`Energy and power not measured: ${reason}`);
+    expect(energyNote([fast, unmeasured])).toBeUndefined();
+    expect(energyNote([broken])).toBeUndefined();
+  });
+
+  it('marks the best by the objective: the fastest for time, the leanest for energy', () => {
+    const data: ChartData = { timeline: [{ label: 'baseline', timeMs: 2 }], configs: [fast, lean, broken], stepTitle: 'Tile' };
+    expect(chartSeries(data).best?.info.title).toBe('block_size_x=256');
+    const byEnergy = chartSeries({ ...data, objective: { name: 'energy', higherIsBetter: false } });
+    expect(byEnergy.best?.info.title).toBe('block_size_x=128');
+    expect(byEnergy.summary).toMatch(/least energy 0\.00036 J \(1\.2 ms\) with block_size_x=128\.$/);
+    expect(chartSeries({ ...data, objective: { name: 'occupancy', higherIsBetter: true } }).summary).toMatch(/highest occupancy 1 \(1\.2 ms\) with block_size_x=128\.$/);
   });
 });

@@ -93,7 +93,7 @@ describe('profileNumbers and summarizeProfile', () => {
 
   it('summarizes in a few lines', () => {
     expect(summarizeProfile(numbers, 'matmul_naive')).toEqual([
-      'matmul_naive: memory-bound, DRAM throughput 86% of peak, SM throughput 31% of peak',
+      'matmul_naive: memory-bound, DRAM throughput 86% of peak, L1/TEX cache 39%, L2 cache 48%, SM throughput 31% of peak',
       'achieved occupancy 92% with 32 registers per thread',
       'top warp stalls (cycles per issued instruction): long_scoreboard 18.7, lg_throttle 3.4, wait 1.9',
       'no shared-memory bank conflicts',
@@ -189,7 +189,7 @@ describe('profileKernel (fake ncu, fake addon, the real worker bundle)', () => {
     if (!p.available) throw new Error(p.message);
     expect(p.kernel).toBe('vector_add');
     expect(p.numbers.bound).toBe('memory');
-    expect(p.summary[0]).toBe('vector_add: memory-bound, DRAM throughput 86% of peak, SM throughput 31% of peak');
+    expect(p.summary[0]).toBe('vector_add: memory-bound, DRAM throughput 86% of peak, L1/TEX cache 39%, L2 cache 48%, SM throughput 31% of peak');
     expect(p.metrics['sm__warps_active.avg.pct_of_peak_sustained_active']).toBe(91.55);
     expect(p.skippedMetrics).toEqual([]);
     expect(p.ncu).toBe(FAKE_NCU);

@@ -110,6 +110,22 @@ describe('GpuWorker protocol (real child process, fake addon)', () => {
     expect(Array.from(await c.download())).toEqual([11, 12, 13, 14, 15, 16, -1, -1]);
   });
 
+  it('copies a buffer into a module\'s __constant__ symbol, which the next launch reads; an unknown or too small symbol is refused', async () => {
+    const gpu = await openFake();
+    const module = await gpu.loadModule(await gpu.compile({ source: '__constant__ float d_filter[2*3];\n// fake kernels', nameExpressions: ['read_constant'] }));
+    const read = await module.getKernel('read_constant');
+    const [filter, out, tooBig] = await Promise.all([gpu.alloc('float32', 6), gpu.alloc('float32', 6), gpu.alloc('float32', 7)]);
+    await filter.upload(Float32Array.from([1, 2, 3, 4, 5, 6]));
+    expect(await module.copyToSymbol('d_filter', filter)).toBe(24);
+    await gpu.launch(read, { grid: 1, block: 1 }, [out]);
+    expect(Array.from(await out.download())).toEqual([1, 2, 3, 4, 5, 6]);
+    // The test double holds every launch to a fresh copy, as the tuner must give one before each run.
+    await expect(gpu.launch(read, { grid: 1, block: 1 }, [out])).rejects.toThrow(/__constant__ d_filter not copied before this launch/);
+    await expect(module.copyToSymbol('d_filters', filter)).rejects.toThrow(/CUDA_ERROR_NOT_FOUND/);
+    await expect(module.copyToSymbol('d_filter', tooBig)).rejects.toThrow('28 bytes do not fit the symbol d_filter of 24 bytes');
+    await expect(module.copyToSymbol('', filter)).rejects.toThrow(ArgumentError);
+  });
+
   it('times the driver\'s device-to-device copy of whole buffers (benchmarkCopy), checking both buffers first', async () => {
     const gpu = await openFake();
     const [source, destination, shorter] = await Promise.all([gpu.alloc('uint32', 64), gpu.alloc('uint32', 64), gpu.alloc('uint32', 32)]);

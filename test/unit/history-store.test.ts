@@ -235,7 +235,7 @@ describe('HistoryStore', () => {
         report: {
           problemSize: [1048576],
           configurations: [
-            { config: { block_size_x: 256, tile: 2 }, timeMs: 0.41, timesMs: [0.4, 0.41, 0.42], compileTimeMs: 120 },
+            { config: { block_size_x: 256, tile: 2 }, timeMs: 0.41, timesMs: [0.4, 0.41, 0.42], compileTimeMs: 120, observed: { num_regs: 30, occupancy: 1, occupancy_source: 'driver', nvml_energy: 0.00012, nvml_power: 290.5 } },
             { config: { block_size_x: 128, tile: 2 }, timeMs: 0.5 },
             { config: { block_size_x: 1024, tile: 4 }, failure: 'compile_error' },
             { config: { block_size_x: 512, tile: 4 }, failure: 'restricted' },
@@ -259,6 +259,8 @@ describe('HistoryStore', () => {
     });
     expect(Object.keys(cache.cache).sort()).toEqual(['1024,4', '128,2', '256,2', '512,4', '64,4']);
     expect(cache.cache['256,2']).toMatchObject({ block_size_x: 256, tile: 2, time: 0.41, times: [0.4, 0.41, 0.42], compile_time: 120 });
+    // Observers' fields at top level under Kernel Tuner's names, as its own cache entries carry them.
+    expect(cache.cache['256,2']).toMatchObject({ num_regs: 30, occupancy: 1, occupancy_source: 'driver', nvml_energy: 0.00012, nvml_power: 290.5 });
     expect(cache.cache['1024,4'].time).toBe('CompilationFailedConfig');
     expect(cache.cache['512,4'].time).toBe('InvalidConfig');
     expect(cache.cache['64,4']).toMatchObject({ time: 'RuntimeFailedConfig', timestamp: '2025-01-02T00:00:00Z' });

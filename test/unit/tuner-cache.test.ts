@@ -31,7 +31,19 @@ function sampleResults(): ConfigResult[] {
     status: 'ok',
     timeMs: 4,
     stats: computeStats([4.5, 4, 3.5, 4]),
-    resources: { registers: 32, sharedBytes: 4096, localBytes: 0 },
+    driver: {
+      num_regs: 32,
+      local_mem_bytes: 0,
+      static_shared_mem_bytes: 4096,
+      dynamic_shared_mem_bytes: 128,
+      max_threads_per_block: 1024,
+      active_blocks_per_sm: 32,
+      active_warps_per_sm: 32,
+      occupancy: 0.5,
+      occupancy_source: 'driver',
+    },
+    energy: { nvml_energy: 0.00125, nvml_power: 312.5, core_freq: 1980, mem_freq: 2619, temperature: 41.5 },
+    metrics: { edp: 0.000005, 'GFLOP/s': 268.4 },
     geometry: { grid: [32768, 1, 1], block: [32, 1, 1] },
     timings: { compileMs: 812.25, loadMs: 1.5, verifyMs: 3.25, benchmarkMs: 17, strategyMs: 0.5, frameworkMs: 2 },
     reproduce: {
@@ -62,6 +74,7 @@ function sampleResults(): ConfigResult[] {
       timeMs: 12.3,
       stats: computeStats([12.3]),
       note: 'stopped after 1 of 32 launches: 12.3 ms is 4.1x the best so far',
+      energyUnavailable: 'NVML is not loaded: libnvidia-ml.so.1: cannot open shared object file',
       timings: { compileMs: 650, loadMs: 1, verifyMs: 2, benchmarkMs: 12.3 },
     }),
     failure({ block_size_x: 64, tile: 2 }, 'wrong_result', { error: { message: '12 of 1048576 elements differ' } }),
@@ -91,9 +104,15 @@ describe('cache: Kernel Tuner layout', () => {
     expect(entryLines[1]).toMatch(/"time": "CompilationFailedConfig"/);
     const data = JSON.parse(text);
     expect(Object.keys(data)).toEqual(['device_name', 'kernel_name', 'problem_size', 'tune_params_keys', 'tune_params', 'objective', 'cache']);
-    expect(Object.keys(data.cache['32,1']).slice(0, 11)).toEqual([
-      'block_size_x', 'tile', 'time', 'times', 'compile_time', 'verification_time', 'benchmark_time', 'strategy_time', 'framework_time', 'lkt_status', 'lkt_load_time',
+    // Observers' and metrics' fields at top level, under Kernel Tuner's names (num_regs, nvml_*), before our own.
+    expect(Object.keys(data.cache['32,1']).slice(0, 28)).toEqual([
+      'block_size_x', 'tile', 'time', 'times', 'compile_time', 'verification_time', 'benchmark_time', 'strategy_time', 'framework_time',
+      'num_regs', 'local_mem_bytes', 'static_shared_mem_bytes', 'dynamic_shared_mem_bytes', 'max_threads_per_block', 'active_blocks_per_sm', 'active_warps_per_sm', 'occupancy', 'occupancy_source',
+      'nvml_energy', 'nvml_power', 'core_freq', 'mem_freq', 'temperature', 'edp', 'GFLOP/s',
+      'lkt_status', 'lkt_metrics', 'lkt_load_time',
     ]);
+    expect(entryLines[0]).toMatch(/"num_regs": 32, .*"occupancy": 0\.5, "occupancy_source": "driver", "nvml_energy": 0\.00125, "nvml_power": 312\.5, "core_freq": 1980\.0, /);
+    expect(data.cache['32,1']['GFLOP/s']).toBe(268.4);
     expect(data.cache['32,1'].lkt_reproduce).toEqual({
       source_hash: 'sha256:abc',
       defines: { grid_size_x: '32768', block_size_x: '32', tile: '1', kernel_tuner: '1' },

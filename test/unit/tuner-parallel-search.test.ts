@@ -5,7 +5,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { replay } from '../../src/tuner/cache/replay';
 import { SearchSpace } from '../../src/tuner/space/search-space';
-import { bruteForce, genetic, localSearch, randomSample, type Evaluate, type Strategy } from '../../src/tuner/strategies';
+import { bruteForce, genetic, greedyMls, mls, randomSample, type Evaluate, type Strategy } from '../../src/tuner/strategies';
 import type { Config } from '../../src/tuner/types';
 import { syntheticMatmulSpace } from '../fixtures/caches/synthetic-matmul';
 
@@ -37,9 +37,9 @@ function timedReplay() {
 
 const ALL: [string, () => Strategy][] = [
   ['brute_force', () => bruteForce()],
-  ['random_sample', () => randomSample()],
-  ['greedy_mls', () => localSearch()],
-  ['greedy_mls (best improvement)', () => localSearch({ improvement: 'best' })],
+  ['random_sample', () => randomSample({ fraction: 1 })],
+  ['greedy_mls', () => greedyMls()],
+  ['mls (best improvement)', () => mls()],
   ['genetic_algorithm', () => genetic()],
 ];
 
@@ -90,8 +90,8 @@ describe('searching with several workers', () => {
 
   it('a genetic generation is evaluated as one batch; a first-improvement climb one neighbour at a time', async () => {
     expect(genetic().parallelism).toMatch(/each generation is one batch/);
-    expect(localSearch().parallelism).toMatch(/one climb per GPU.*one at a time/);
-    expect(localSearch({ improvement: 'best' }).parallelism).toMatch(/each neighbourhood evaluated as one batch/);
+    expect(greedyMls().parallelism).toMatch(/one climb per GPU.*one at a time/);
+    expect(mls().parallelism).toMatch(/each neighbourhood evaluated as one batch/);
     // With as many workers as the population, the first generation runs all at once.
     const { evaluate, stats } = timedReplay();
     await genetic({ populationSize: 6 }).run(space, evaluate, { workers: 6, maxFevals: 6, seed: 1 });
@@ -223,7 +223,7 @@ describe('shards of a search', () => {
   });
 
   it('are refused for strategies that learn from earlier results, and for a malformed shard', async () => {
-    for (const s of [randomSample(), localSearch(), genetic()]) {
+    for (const s of [randomSample(), greedyMls(), genetic()]) {
       expect(s.shardable).toBe(false);
       await expect(s.run(limited, evaluate, { shard: { index: 0, count: 2 } })).rejects.toThrow(/cannot be split into shards.*Shard brute_force/);
     }

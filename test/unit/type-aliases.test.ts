@@ -5,7 +5,7 @@ import * as path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { resolveTestSpec } from '../../src/tuner/spec/input-spec';
 import { TunableKernel } from '../../src/tuner/tunable-kernel';
-import { evaluateCondition, typeAliases } from '../../src/tuner/source/type-aliases';
+import { typeAliases } from '../../src/tuner/source/type-aliases';
 
 const scratch = mkdtempSync(path.join(tmpdir(), 'lkt-aliases-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
@@ -26,37 +26,16 @@ typedef float accT;
 #endif
 `;
 
-describe('preprocessor conditions', () => {
-  const defines = new Map([
-    ['A', ''],
-    ['N', '4'],
-    ['H', '0x10'],
-  ]);
-  it.each([
-    ['defined(A)', 1],
-    ['defined A && !defined(B)', 1],
-    ['defined(B) || N > 3', 1],
-    ['N * 2 == 8 && H == 16', 1],
-    ['UNDEFINED_NAME', 0],
-    ['!(defined(A))', 0],
-    ['__CUDA_ARCH__ >= 800', undefined],
-    ['defined(B) && __CUDA_ARCH__ >= 800', 0],
-    ['defined(A) || __CUDA_ARCH__ >= 800', 1],
-  ])('%s is %s', (condition, value) => {
-    expect(evaluateCondition(condition, defines)).toBe(value);
-  });
-});
-
 describe('type aliases', () => {
   writeFileSync(path.join(scratch, 'common.h'), COMMON);
   const kernel = '__global__ void k(floatN* out, const floatX* in, accT scale, int n) {}\n';
 
   it("follows the file's defines into its headers and through chains, and leaves the compiler's choices open", async () => {
-    const bf16 = await typeAliases(`#define ENABLE_BF16\n#include "common.h"\n${kernel}`, { filePath: path.join(scratch, 'a.cu'), readFile: (f) => (f.endsWith('common.h') ? COMMON : undefined) });
+    const bf16 = await typeAliases(`#define ENABLE_BF16\n#include "common.h"\n${kernel}`, { world: 'closed', includes: { filePath: path.join(scratch, 'a.cu'), readFile: (f) => (f.endsWith('common.h') ? COMMON : undefined) } });
     expect(bf16.get('floatX')).toEqual(['__nv_bfloat16']);
     expect(bf16.get('floatN')).toEqual(['__nv_bfloat16']);
     expect(bf16.get('accT')).toEqual(['double', 'float']);
-    const plain = await typeAliases(`#include "common.h"\n${kernel}`, { filePath: path.join(scratch, 'a.cu'), readFile: (f) => (f.endsWith('common.h') ? COMMON : undefined) });
+    const plain = await typeAliases(`#include "common.h"\n${kernel}`, { world: 'closed', includes: { filePath: path.join(scratch, 'a.cu'), readFile: (f) => (f.endsWith('common.h') ? COMMON : undefined) } });
     expect(plain.get('floatX')).toEqual(['float']);
   });
 

@@ -4,12 +4,14 @@
  * The chart and the CUDA highlighting are the panel's, so the report and the panel look and read alike. Tables sort by
  * any column, in place.
  */
-import type { ReportConfig, ReportData, ReportStep } from '../../src/report/model';
+import type { ReportConfig, ReportData, ReportProfile, ReportStep } from '../../src/report/model';
 import { mountPerformanceChart } from '../chart';
 import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
 import { highlightHunk } from '../highlight-dom';
 import { sortConfigs, type SortState } from '../sort';
+import { energyNote, metricColumns } from '../config-metrics';
+import { formatMeasured, objectiveValue } from '../../src/tuner/types';
 
 type Child = Node | string | null | undefined | false;
 
@@ -45,12 +47,15 @@ function bestConfigOf(data: ReportData): ReportConfig | undefined {
 function summary(data: ReportData): HTMLElement {
   const s = data.summary;
   const best = bestConfigOf(data);
+  const objective = data.objective;
+  const value = best && objective.name !== 'time' ? objectiveValue(best, objective) : undefined;
   return h(
     'section',
     { id: 'summary' },
     h('div', { class: 'cards' },
       card(data.kind === 'tune' ? 'reference kernel' : 'baseline', time(s.baselineTimeMs)),
       card('best', time(s.bestTimeMs), 'best-time'),
+      value !== undefined && card(`best ${objective.name} (the objective, ${objective.higherIsBetter ? 'highest' : 'lowest'})`, formatMeasured(objective.name, value), 'best-objective'),
       s.speedup !== null && card('speed-up', `${s.speedup.toFixed(2)}×`, 'speedup'),
       best?.GBps !== undefined && card(`achieved bandwidth${best.bandwidthPct !== undefined ? ` (${pct(best.bandwidthPct)} of the limit)` : ''}`, `${num(best.GBps)} GB/s`, 'best-bandwidth'),
       best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
@@ -77,19 +82,21 @@ function device(data: ReportData): HTMLElement {
       ['Compiler', data.compiler.backend ? `${data.compiler.backend}${data.compiler.note ? ` (${data.compiler.note})` : ''}` : undefined],
       ['Compiler options', data.compiler.options.length > 0 ? h('code', {}, data.compiler.options.join(' ')) : '(none)'],
       ['Work of one launch', data.work ? `${num(data.work.bytes, 4)} bytes${data.work.flops !== undefined ? `, ${num(data.work.flops, 4)} floating-point operations` : ''} (${data.work.source})` : 'unknown: no speed-of-light figures'],
-      ['Times', data.mode],
+      ['Times', `${time(data.summary.baselineTimeMs)} (${data.kind === 'tune' ? 'reference kernel' : 'baseline'}) → ${time(data.summary.bestTimeMs)} (best)${data.timing ? `; ${data.timing}` : ''}`],
     ]),
   );
 }
 
 function chart(data: ReportData): HTMLElement {
-  // Beside the line of improvements: the configurations of the step with the most of them.
-  const step = [...data.steps].sort((a, b) => b.configs.length - a.configs.length)[0];
+  // Beside the line of improvements: the configurations of the step the panel's chart shows (a report written before
+  // the report kept which: the last step with any).
+  const step = data.steps.find((s) => s.id === data.chartStepId) ?? data.steps.findLast((s) => s.configs.length > 0);
   const holder = h('div', { class: 'chart-holder', id: 'chart' });
   mountPerformanceChart(holder, {
     timeline: data.timeline,
     configs: step?.configs ?? [],
     ...(step && { stepTitle: step.title }),
+    objective: data.objective,
   });
   return h('section', { id: 'performance' }, h('h2', {}, 'Performance'), holder);
 }
@@ -134,6 +141,8 @@ function configColumns(step: ReportStep, data: ReportData): Column[] {
       if (data.limits?.fp32GFlops) columns.push({ label: '% of FP32 peak', sort: 'time', inverse: true, numeric: true, cell: (c) => pct(c.flopsPct) });
     }
   }
+  // Registers, memory, occupancy, energy and the metrics: sorted low to high on a first click, as the time is.
+  for (const m of metricColumns(step.configs)) columns.push({ label: m.label, sort: m.id, numeric: true, cell: (c) => m.text(c) });
   columns.push({ label: 'result', sort: 'status', numeric: false, cell: (c, best) => (best ? 'best' : c.status === 'ok' ? 'ok' : `${c.status.replace(/_/g, ' ')}${c.error ? `: ${c.error}` : ''}`) });
   // Recordings from before verified launches were recorded have none to show.
   if (step.configs.some((c) => c.verified)) columns.push({ label: 'verified', sort: 'status', numeric: false, cell: (c) => c.verified ?? '' });
@@ -172,11 +181,17 @@ function configTable(step: ReportStep, data: ReportData): HTMLElement {
   return h('div', { class: 'table-holder' }, table);
 }
 
+function profile(title: string, p: ReportProfile, id?: string): HTMLElement {
+  return h('div', { class: 'profile', id }, h('h3', {}, `${title} at `, h('code', {}, formatParams(p.config))), h('p', { class: 'muted' }, p.source), h('ul', {}, ...p.summary.map((l) => h('li', {}, l))));
+}
+
 function steps(data: ReportData): HTMLElement {
   const section = h('section', { id: 'steps' }, h('h2', {}, data.kind === 'tune' ? 'Configurations' : 'Steps'));
+  if (data.baselineProfile) section.append(profile('Profile of the original kernel', data.baselineProfile, 'baseline-profile'));
   data.steps.forEach((step, i) => {
     const body: Child[] = [];
-    if (step.reason) body.push(h('p', { class: 'muted' }, step.reason));
+    if (step.search) body.push(h('p', { class: 'search' }, `Search: ${step.search}`));
+    else if (step.reason) body.push(h('p', { class: 'muted' }, step.reason));
     if (step.diff !== undefined) body.push(h('h3', {}, 'Changes'), diffTable(step.diff));
     const tune = Object.entries(step.tuneParams);
     if (tune.length > 0) body.push(h('h3', {}, 'Tunable parameters'), h('ul', {}, ...tune.map(([k, v]) => h('li', {}, h('code', {}, k), `: ${v.join(', ')}`))));
@@ -187,6 +202,9 @@ function steps(data: ReportData): HTMLElement {
     const skipped = count((s) => s === 'exceeds_device_limits');
     const outcome = [`${failed} failed`, ...(skipped > 0 ? [`${skipped} skipped (over the device's limits)`] : [])].join(', ');
     if (step.configs.length > 0) body.push(h('h3', {}, `Configurations (${step.configs.length}: ${outcome}); click a column to sort`), configTable(step, data));
+    const noEnergy = energyNote(step.configs);
+    if (noEnergy) body.push(h('p', { class: 'muted energy-note' }, noEnergy));
+    if (step.profile) body.push(profile('Profile of the best configuration', step.profile));
     const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
     const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status)), ...body);
     details.open = step.status === 'accepted' || step.status === 'search' || data.steps.length === 1;

@@ -8,11 +8,12 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
 import { SearchSpaceError } from '../../tuner/space/search-space';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
-import { outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
+import type { ConfigProfile } from '../../tuner/run/profile';
+import { objectiveValue, outcomeOf, searchSummaryOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
 import { engineContext, type EngineContext } from '../context';
 import { TimeoutError, tuningTimeoutMs, UnusableKernelError } from '../errors';
-import { emit, summarizeConfig } from '../progress/events';
+import { emit, summarizeConfig, type TuningEventBody } from '../progress/events';
 import type { GridDivisors } from './finalize';
 import { fileInfo } from './kernel-view';
 import type { TestRef, TuningStateValue } from '../state';
@@ -29,8 +30,38 @@ export interface CandidateKernel {
 
 export interface CandidateRun {
   timeMs: number;
+  /** The objective's value of the best configuration (its time when the objective is time). */
+  objectiveValue: number;
   bestParams: Config;
   result: TuneResult;
+  /** The best configuration's profile, when the backend can profile. */
+  profile?: ConfigProfile;
+}
+
+/**
+ * Time limit of profiling a kernel's best configuration with Nsight Compute (it replays the launch once per pass of
+ * metrics); past it, the driver's metrics stand in.
+ */
+export const PROFILE_TIMEOUT_MS = 60_000;
+
+/** The event of a kernel's profile (the original's without a step), or the warning of why profiling it failed. */
+export function profileEvent(result: Pick<TuneResult, 'profile' | 'profileError'>, progress?: { stepId: string; candidate: number }): TuningEventBody | undefined {
+  if (result.profile) return { type: 'profile', ...progress, profile: result.profile };
+  if (result.profileError === undefined) return undefined;
+  return { type: 'warning', message: `profiling ${progress ? `step ${progress.stepId}'s best configuration` : 'the original kernel'} failed: ${result.profileError.split('\n', 1)[0]}` };
+}
+
+/** Announces a kernel's profile, or why profiling it failed (see profileEvent); returns the profile. */
+export function reportProfile(result: Pick<TuneResult, 'profile' | 'profileError'>, config: LangGraphRunnableConfig, progress?: { stepId: string; candidate: number }): ConfigProfile | undefined {
+  const event = profileEvent(result, progress);
+  if (event) emit(config, event);
+  return result.profile;
+}
+
+/** The original kernel on the first test: its time, its objective's value, and its profile where it was asked for. */
+export interface OriginalRun extends Pick<TuneResult, 'profile' | 'profileError'> {
+  timeMs: number;
+  objectiveValue: number;
 }
 
 export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
@@ -40,6 +71,22 @@ export function kernelTestOf(ref: TestRef, ctx: EngineContext): KernelTest {
     return test;
   }
   return KernelTest.fromSpec(ref.spec);
+}
+
+/**
+ * What a tuning run on the first test optimises and measures besides the time: the session's objective, metrics and
+ * energy, with the work of a launch on that test for metrics over flops and bytes (where the tests know it).
+ */
+function objectiveOptions(ctx: EngineContext, state: TuningStateValue): TuneOptions {
+  const { objective, metrics, energy } = ctx.settings;
+  const work = state.tests[0]?.work;
+  return {
+    objective: objective.name,
+    objectiveHigherIsBetter: objective.higherIsBetter,
+    ...(metrics && { metrics }),
+    ...(energy && { energy }),
+    ...(work && { work: { bytes: work.bytes, ...(work.flops !== undefined && { flops: work.flops }) } }),
+  };
 }
 
 function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
@@ -63,23 +110,41 @@ function throwIfAborted(config: LangGraphRunnableConfig): void {
   config.signal?.throwIfAborted();
 }
 
+/** The original kernel's time on a test (what sizes a generated test), at the baseline launch parameters. */
+export async function timeOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
+  return (await runOriginal(state, test, config, {})).timeMs;
+}
+
 /**
- * The original kernel's time on a test, at the baseline launch parameters. A kernel that does not compile or does not
- * reproduce its own results cannot be the oracle: UnusableKernelError (no model can fix that by changing the test).
+ * The original kernel's time, the objective's value and its profile (or why profiling failed: see reportProfile) on a
+ * test: the baseline every step is judged against, and what the first step's request tells the model.
  */
-export async function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<number> {
+export function measureOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig): Promise<OriginalRun> {
+  return runOriginal(state, test, config, { ...objectiveOptions(engineContext(config), state), profile: { timeoutMs: PROFILE_TIMEOUT_MS } });
+}
+
+/**
+ * Runs the original kernel on a test at the baseline launch parameters (with `measure`'s objective, metrics, energy and
+ * profile). A kernel that does not compile or does not reproduce its own results cannot be the oracle:
+ * UnusableKernelError (no model can fix that by changing the test).
+ */
+async function runOriginal(state: TuningStateValue, test: KernelTest, config: LangGraphRunnableConfig, measure: TuneOptions): Promise<OriginalRun> {
   const ctx = engineContext(config);
   const kernel = await TunableKernel.create(state.originalCode, fileInfo(state));
   const unusable = (log: string) =>
     new UnusableKernelError(`the kernel to tune does not compile with ${JSON.stringify(state.baselineParams)}:\n${log}`);
   // It is its own oracle here, so a compile error comes from building the oracle (thrown) or the configuration (a result).
   const result = await ctx
-    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
+    .exclusive(() => kernel.tune(test, lists(state.baselineParams), [], { ...commonOptions(ctx, config), ...measure, ...sharedMemOf(state.analysis?.sharedMemBytes), timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, 1), earlyStop: false }))
     .catch((e: unknown) => {
       throw e instanceof CompileError ? unusable(e.log) : e;
     });
   throwIfAborted(config);
-  if (result.best?.timeMs !== undefined) return result.best.timeMs;
+  const best = result.best;
+  const value = best && objectiveValue(best, result.objective);
+  if (best?.timeMs !== undefined && value !== undefined) {
+    return { timeMs: best.timeMs, objectiveValue: value, ...(result.profile && { profile: result.profile }), ...(result.profileError !== undefined && { profileError: result.profileError }) };
+  }
   const failure = failureOf(result);
   if (failure instanceof CompileError) throw unusable(failure.log);
   if (failure instanceof FailedTestsError) {
@@ -113,19 +178,24 @@ export async function runCandidate(
   return ctx.exclusive(async () => {
     const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {
       ...options,
+      ...objectiveOptions(ctx, state),
       timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
+      profile: { timeoutMs: PROFILE_TIMEOUT_MS },
       onResult: (r, p) => {
         done++;
         if (outcomeOf(r.status) === 'failed') failures++;
         emit(config, { type: 'configs.evaluated', ...progress, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) });
       },
     });
+    emit(config, { type: 'configs.searched', ...progress, search: searchSummaryOf(result) });
     throwIfAborted(config);
     const best = result.best;
-    if (best?.timeMs === undefined) throw failureOf(result);
+    const value = best && objectiveValue(best, result.objective);
+    if (best?.timeMs === undefined || value === undefined) throw failureOf(result);
+    const profile = reportProfile(result, config, progress);
     for (const test of others) await kernel.test(test, best.config, options);
     throwIfAborted(config);
-    return { timeMs: best.timeMs, bestParams: best.config, result };
+    return { timeMs: best.timeMs, objectiveValue: value, bestParams: best.config, result, ...(profile && { profile }) };
   });
 }
 

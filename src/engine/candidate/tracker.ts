@@ -3,6 +3,9 @@
  * how fast the kernel was before and after, with which parameters; and the totals the report and the UI show.
  */
 import { z } from 'zod';
+import type { ObjectiveChange } from '../progress/events';
+import type { TuningStateValue } from '../state';
+import type { Objective } from '../../tuner/types';
 
 export type ParamValue = number | string | boolean;
 
@@ -62,8 +65,23 @@ function checkTime(what: string, ms: number): void {
   if (!Number.isFinite(ms) || ms <= 0) throw new RangeError(`${what} must be a positive number of milliseconds, got ${ms}`);
 }
 
-export function improvementPct(oldTimeMs: number | null, newTimeMs: number): number {
-  return oldTimeMs === null ? 0 : ((oldTimeMs - newTimeMs) / oldTimeMs) * 100;
+/**
+ * How much better `newValue` is than `oldValue`, in percent of it: less time (or energy) is better, unless the
+ * objective is higher-is-better (a metric such as GFLOP/s). 0 without an old value.
+ */
+export function improvementPct(oldValue: number | null, newValue: number, higherIsBetter = false): number {
+  if (oldValue === null) return 0;
+  return ((higherIsBetter ? newValue - oldValue : oldValue - newValue) / Math.abs(oldValue)) * 100;
+}
+
+/**
+ * The objective's value of the best so far and of a candidate. A session checkpointed before objectives existed has no
+ * bestObjective: its objective is the time.
+ */
+export function objectiveChange(state: TuningStateValue, objective: Objective, newValue: number): ObjectiveChange {
+  const oldValue = state.bestObjective ?? (objective.name === 'time' ? state.bestTimeMs : null);
+  if (oldValue === null || oldValue === undefined) throw new Error(`a candidate is judged against the baseline's ${objective.name}, which was not measured`);
+  return { name: objective.name, higherIsBetter: objective.higherIsBetter, oldValue, newValue };
 }
 
 export class PerformanceTracker {

@@ -5,7 +5,8 @@
  * says which call it was and what differs.
  *
  * Requests are matched by their messages, in recorded order first: the first unused exchange with the same messages
- * answers. So candidates asked side by side (Send) may arrive in any order, and a request that the recorded session
+ * answers. The parts of a message that state measurements (the GPU, the kernel's profile: ../prompts.ts) are compared
+ * by their headings only, so that a session recorded on one GPU (or on the fake one of the tests) replays on another. So candidates asked side by side (Send) may arrive in any order, and a request that the recorded session
  * asked twice (a transient failure, then its retry) gets the failure first and the answer next, as it did.
  */
 import type { CallbackManagerForLLMRun } from '@langchain/core/callbacks/manager';
@@ -18,6 +19,7 @@ import type { InteropZodType } from '@langchain/core/utils/types';
 import { LlmConnectionError, LlmError } from './errors';
 import { extractJson } from './json';
 import { redactSecrets, toExchangeMessage, type ExchangeMessage, type LlmExchange } from './exchange';
+import { withoutMeasurements } from '../prompts';
 
 /** The run asked the model something the recording does not hold: the replay stops here. Never transient. */
 export class ReplayDivergenceError extends LlmError {
@@ -33,10 +35,11 @@ export class ReplayDivergenceError extends LlmError {
 
 const clip = (text: string, max = 160) => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 const quote = (text: string) => JSON.stringify(clip(text));
-const asText = (content: ExchangeMessage['content']) => (typeof content === 'string' ? content : JSON.stringify(content));
+/** A message's text with its measured parts reduced to their headings: what a replay compares. */
+const asText = (content: ExchangeMessage['content']) => (typeof content === 'string' ? withoutMeasurements(content) : JSON.stringify(content));
 
 function sameMessage(a: ExchangeMessage, b: ExchangeMessage): boolean {
-  return a.role === b.role && JSON.stringify(a.content) === JSON.stringify(b.content) && JSON.stringify(a.toolCalls ?? []) === JSON.stringify(b.toolCalls ?? []) && a.toolCallId === b.toolCallId;
+  return a.role === b.role && asText(a.content) === asText(b.content) && JSON.stringify(a.toolCalls ?? []) === JSON.stringify(b.toolCalls ?? []) && a.toolCallId === b.toolCallId;
 }
 
 function sameMessages(a: readonly ExchangeMessage[], b: readonly ExchangeMessage[]): boolean {

@@ -8,10 +8,13 @@
  * of this vocabulary: a consumer that sees a newer `v` than it knows can still show `describeEvent`'s text.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import type { ConfigProfile } from '../../tuner/run/profile';
+import { profileSourceText } from '../../tuner/run/profile';
 import { describeVerification } from '../../tuner/run/measurement';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
-import type { Config, ConfigResult, ConfigStatus, Dim3, ParamValue } from '../../tuner/types';
+import { describeSearch, type Config, type ConfigResult, type ConfigStatus, type Dim3, type DriverMetrics, type EnergyReadings, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
+import { describeChange } from './describe-change';
 
 export const EVENTS_VERSION = 1;
 
@@ -27,7 +30,7 @@ export interface PlanStepView {
   status: StepStatus;
 }
 
-/** One evaluated configuration, summarised. */
+/** One evaluated configuration, summarised: what the panel's table, its chart's tooltips and the report show. */
 export interface ConfigSummary {
   key: string;
   config: Config;
@@ -37,12 +40,28 @@ export interface ConfigSummary {
   error?: string;
   /** Which launches had their outputs verified: "input sets 1–2, timed launches 7, 19, 28 and the last of 32". */
   verified?: string;
+  driver?: DriverMetrics;
+  energy?: EnergyReadings;
+  /** Why there is no energy where it was asked for. */
+  energyUnavailable?: string;
+  metrics?: Record<string, number>;
+}
+
+/**
+ * The objective's values before and after a step, where the session optimises something other than time (the times
+ * are in the event either way; improvementPct is the objective's).
+ */
+export interface ObjectiveChange {
+  name: string;
+  higherIsBetter: boolean;
+  oldValue: number;
+  newValue: number;
 }
 
 /** Why a candidate of a step was not accepted. */
 export type RejectionReason =
   | { kind: 'wrong_result'; summary: string }
-  | { kind: 'insufficient_gain'; oldTimeMs: number; newTimeMs: number; improvementPct: number; thresholdPct: number }
+  | { kind: 'insufficient_gain'; oldTimeMs: number; newTimeMs: number; improvementPct: number; thresholdPct: number; objective?: ObjectiveChange }
   | { kind: 'compile_error'; message: string; log: string; attempts: number }
   | { kind: 'failed'; error: string; message: string; attempts: number };
 
@@ -112,7 +131,15 @@ interface Base {
 }
 
 export type TuningEventBody =
-  | { type: 'session.started'; threadId: string; resumed: boolean; kernel: { name: string; signature: string }; device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number } }
+  | {
+      type: 'session.started';
+      threadId: string;
+      resumed: boolean;
+      kernel: { name: string; signature: string };
+      device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
+      /** What every tuning run optimises and every step must improve, when it is not the time. */
+      objective?: Objective;
+    }
   /**
    * This session is a branch of `parentThreadId`: it starts again from step `stepId`, from the kernel that step started
    * from, or (`edited`) from the user's version of it, which the next events check and time as the pseudo-step
@@ -148,6 +175,11 @@ export type TuningEventBody =
   /** The device's bandwidth and FP32 limits, measured on it, for the speed of light of every configuration. */
   | { type: 'device.limits'; limits: DeviceSpeedLimits }
   | { type: 'baseline'; timeMs: number; params: Config; testId: string }
+  /**
+   * The profile of a kernel at its best configuration, after its timings: the original kernel's (no stepId), or a
+   * step's candidate's. Nsight Compute's lines, or the driver's metrics with why there is no Nsight Compute profile.
+   */
+  | { type: 'profile'; stepId?: string; candidate?: number; profile: ConfigProfile }
   | { type: 'plan'; reason: 'initial' | 'validated' | 'broken_down' | 'approved' | 'replanned'; steps: PlanStepView[] }
   | { type: 'plan.awaiting_approval'; steps: PlanStepView[] }
   | { type: 'step.started'; stepId: string; title: string }
@@ -174,7 +206,9 @@ export type TuningEventBody =
       bestTimeMs: number | null;
       result: ConfigSummary;
     }
-  | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config }
+  /** A candidate's search ended: the strategy that ran (and why, when auto chose it) and why it stopped. */
+  | { type: 'configs.searched'; stepId: string; candidate: number; search: SearchSummary }
+  | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange }
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
   | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number }
@@ -226,6 +260,10 @@ export function summarizeConfig(result: ConfigResult): ConfigSummary {
     ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
     ...(error !== undefined && { error }),
     ...(result.verified && { verified: describeVerification(result.verified) }),
+    ...(result.driver && { driver: result.driver }),
+    ...(result.energy && { energy: result.energy }),
+    ...(result.energyUnavailable !== undefined && { energyUnavailable: result.energyUnavailable }),
+    ...(result.metrics && { metrics: result.metrics }),
   };
 }
 
@@ -239,7 +277,7 @@ export function describeRejection(reason: RejectionReason): string {
     case 'wrong_result':
       return `wrong result: ${reason.summary}`;
     case 'insufficient_gain':
-      return `${ms(reason.oldTimeMs)} -> ${ms(reason.newTimeMs)} is ${pct(reason.improvementPct)}, below the threshold of ${pct(reason.thresholdPct)}`;
+      return `${describeChange(reason)} is ${pct(reason.improvementPct)}, below the threshold of ${pct(reason.thresholdPct)}`;
     case 'compile_error':
       return `did not compile after ${reason.attempts} attempt(s): ${reason.message.split('\n', 1)[0]}`;
     case 'failed':
@@ -268,6 +306,8 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`tests: ${event.tests.map((t) => `${t.id} (${t.origin}, size [${t.problemSize.join(', ')}]${t.timeMs === null ? '' : `, ${ms(t.timeMs)}`})`).join('; ')}`);
     case 'baseline':
       return info(`baseline: ${ms(event.timeMs)} with ${JSON.stringify(event.params)}`);
+    case 'profile':
+      return info(`profile of ${event.stepId === undefined ? 'the original kernel' : `step ${event.stepId}`} with ${JSON.stringify(event.profile.config)} (${profileSourceText(event.profile)}): ${event.profile.summary.join('; ')}`);
     case 'plan':
       return info(`plan (${event.reason}): ${event.steps.map((s, i) => `${i + 1}. ${s.title} [${s.status}]`).join(' ')}`);
     case 'plan.awaiting_approval':
@@ -282,8 +322,10 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return debug(
         `step ${event.stepId}: ${event.done}/${event.total} configurations (${event.failures} failed), best ${ms(event.bestTimeMs)}; ${event.result.key}: ${event.result.status}${event.result.timeMs === undefined ? '' : ` ${ms(event.result.timeMs)}`}`,
       );
+    case 'configs.searched':
+      return info(`step ${event.stepId} candidate ${event.candidate} searched with ${describeSearch(event.search)}`);
     case 'step.accepted':
-      return info(`step ${event.stepId} accepted: ${ms(event.oldTimeMs)} -> ${ms(event.newTimeMs)} (${pct(event.improvementPct)}) with ${JSON.stringify(event.bestParams)}`);
+      return info(`step ${event.stepId} accepted: ${describeChange(event)} (${pct(event.improvementPct)}) with ${JSON.stringify(event.bestParams)}`);
     case 'step.rejected':
       return info(`step ${event.stepId} rejected: ${describeRejection(event.reason)}`);
     case 'replanning':

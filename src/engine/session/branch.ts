@@ -16,12 +16,13 @@ import type { RunnableConfig } from '@langchain/core/runnables';
 import type { BaseCheckpointSaver, CheckpointTuple, LangGraphRunnableConfig, StateSnapshot } from '@langchain/langgraph';
 import { checkInterface, mergeTuneParams, restrictionsStillValid } from '../candidate/code';
 import { unifiedDiff } from '../candidate/diff';
+import { engineContext } from '../context';
 import { emit } from '../progress/events';
 import { unitOf } from '../candidate/kernel-view';
 import { originalKernel, runCandidate } from '../candidate/run-tests';
 import { editStepId, editStepTitle } from './session-log';
 import type { TuningStateUpdate, TuningStateValue } from '../state';
-import { improvementPct, PerformanceTracker } from '../candidate/tracker';
+import { improvementPct, objectiveChange, PerformanceTracker } from '../candidate/tracker';
 
 /** The node of the session graph that runs the tuning strategy (its subgraph's checkpoints live under `tune:<task>`). */
 export const TUNE_NODE = 'tune';
@@ -126,7 +127,18 @@ export async function measureEditedKernel(state: TuningStateValue, code: string,
   const tracker = PerformanceTracker.fromJSON(state.tracker);
   tracker.addStep({ description: title, code, oldTimeMs, newTimeMs: run.timeMs, tunableParams: tuneParams, restrictions, bestParams: run.bestParams });
   if (oldTimeMs !== null) {
-    emit(config, { type: 'step.accepted', stepId: id, candidate: 0, oldTimeMs, newTimeMs: run.timeMs, improvementPct: improvementPct(oldTimeMs, run.timeMs), bestParams: run.bestParams });
+    const { objective } = engineContext(config).settings;
+    const change = objectiveChange(state, objective, run.objectiveValue);
+    emit(config, {
+      type: 'step.accepted',
+      stepId: id,
+      candidate: 0,
+      oldTimeMs,
+      newTimeMs: run.timeMs,
+      improvementPct: improvementPct(change.oldValue, change.newValue, objective.higherIsBetter),
+      bestParams: run.bestParams,
+      ...(objective.name !== 'time' && { objective: change }),
+    });
   }
-  return { code, tuneParams, restrictions, bestParams: run.bestParams, bestTimeMs: run.timeMs, tracker: tracker.toJSON() };
+  return { code, tuneParams, restrictions, bestParams: run.bestParams, bestTimeMs: run.timeMs, bestObjective: run.objectiveValue, tracker: tracker.toJSON(), profile: run.profile ?? null };
 }

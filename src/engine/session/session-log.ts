@@ -32,8 +32,10 @@ export interface StoredSessionHeader {
   /** Workspace-relative path (or base name) of the source file. */
   fileName: string;
   startedAt: string;
+  /** The model that answered; for a session of the tuner alone, what ran instead ("the tuner alone: brute_force"). */
   model: string;
-  strategy: 'autonomous' | 'explicit';
+  /** The tuning strategy; 'tuner': the tuner alone over a spec's parameters, one step and no model ("Tune parameters"). */
+  strategy: 'autonomous' | 'explicit' | 'tuner';
 }
 
 export interface StoredSessionReport<H extends StoredSessionHeader = StoredSessionHeader> {

@@ -31,6 +31,12 @@ export const SessionSettingsSchema = z.object({
   ]),
   retries: z.number().int().min(0),
   performanceThreshold: z.number().min(0),
+  /** What the session optimises (Kernel Tuner's objective); absent: time. */
+  objective: z.object({ name: z.string().min(1), higherIsBetter: z.boolean() }).optional(),
+  /** Kernel Tuner's metrics of every configuration, in order. */
+  metrics: z.record(z.string().min(1), z.string().min(1)).optional(),
+  /** Energy and power measured with NVML (read only) in every tuning run. */
+  energy: z.boolean().optional(),
   iterations: z.number().int().min(1),
   timePerTestS: z.number().positive(),
   launchTimeoutS: z.number().positive().optional(),

@@ -3,10 +3,12 @@
  * steps, speed-up) and the webview (everything it renders) use the same function, so a report reopened from history
  * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
  */
-import type { ConfigSummary, EventOf, LaunchGeometryView, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
+import { describeChange } from '../progress/describe-change';
+import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
-import type { Config, ParamValue } from '../../tuner/types';
+import type { ConfigProfile } from '../../tuner/run/profile';
+import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
 
@@ -27,6 +29,10 @@ export interface CandidateView {
   total: number;
   failures: number;
   bestTimeMs: number | null;
+  /** Its best configuration's profile, once its timings are done. */
+  profile?: ConfigProfile;
+  /** How its search went (the strategy, why it ran, why it stopped), once it ended. */
+  search?: SearchSummary;
 }
 
 export interface StepView extends PlanStepView {
@@ -35,7 +41,7 @@ export interface StepView extends PlanStepView {
   rejection?: RejectionReason;
   /** Candidates by number, latest attempt of each. */
   candidates: CandidateView[];
-  accepted?: { candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config };
+  accepted?: { candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange };
 }
 
 export interface UsageView {
@@ -67,9 +73,13 @@ export interface SessionView {
   kernel?: { name: string; signature: string };
   /** gpus: how many GPUs of this model the session tunes on, when more than one. */
   device?: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
+  /** What the session optimises: time, unless session.started named another objective. */
+  objective: Objective;
   analysis?: { description: string; problemSize: string[]; outputs: string[] };
   tests: EventOf<'tests.ready'>['tests'];
   baseline?: { timeMs: number; params: Config; testId: string };
+  /** The original kernel's profile at the baseline configuration. */
+  baselineProfile?: ConfigProfile;
   /** Step ids in plan order (steps that started without being planned are appended). */
   order: string[];
   steps: Record<string, StepView>;
@@ -90,6 +100,7 @@ export function initialView(header: SessionHeader): SessionView {
   return {
     header,
     status: header.statusOverride ?? 'running',
+    objective: TIME_OBJECTIVE,
     tests: [],
     order: [],
     steps: {},
@@ -110,6 +121,11 @@ function withStep(view: SessionView, stepId: string, change: (step: StepView) =>
     order: existing ? view.order : [...view.order, stepId],
     steps: { ...view.steps, [stepId]: change(step) },
   };
+}
+
+/** A candidate known only from its results so far (its 'candidate' event is missing, e.g. from a truncated log). */
+function emptyCandidate(candidate: number): CandidateView {
+  return { candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
 }
 
 function withCandidate(step: StepView, number: number, change: (c: CandidateView | undefined) => CandidateView): StepView {
@@ -139,6 +155,7 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
         threadId: event.threadId,
         kernel: event.kernel,
         device: event.device,
+        objective: event.objective ?? TIME_OBJECTIVE,
       };
     case 'session.branched': {
       if (!event.edited) return stamped;
@@ -156,6 +173,11 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
       return { ...stamped, tests: event.tests };
     case 'baseline':
       return { ...stamped, baseline: { timeMs: event.timeMs, params: event.params, testId: event.testId } };
+    case 'profile': {
+      const { profile, stepId } = event;
+      if (stepId === undefined) return { ...stamped, baselineProfile: profile };
+      return withStep(stamped, stepId, (s) => withCandidate(s, event.candidate ?? 0, (c) => ({ ...(c ?? emptyCandidate(event.candidate ?? 0)), profile })));
+    }
     case 'plan':
       return { ...applyPlan(stamped, event.steps), planAwaitingApproval: false, status: stamped.status === 'awaiting_approval' ? 'running' : stamped.status };
     case 'plan.awaiting_approval':
@@ -183,16 +205,25 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
     case 'configs.evaluated':
       return withStep(stamped, event.stepId, (s) =>
         withCandidate(s, event.candidate, (c) => {
-          const base = c ?? { candidate: event.candidate, attempt: 1, code: '', diff: '', tuneParams: {}, restrictions: [], configs: [], total: 0, failures: 0, bestTimeMs: null };
+          const base = c ?? emptyCandidate(event.candidate);
           const configs = base.configs.filter((r) => r.key !== event.result.key);
           return { ...base, configs: [...configs, event.result], total: event.total, failures: event.failures, bestTimeMs: event.bestTimeMs };
         }),
       );
+    case 'configs.searched':
+      return withStep(stamped, event.stepId, (s) => withCandidate(s, event.candidate, (c) => ({ ...(c ?? emptyCandidate(event.candidate)), search: event.search })));
     case 'step.accepted':
       return withStep(stamped, event.stepId, (s) => ({
         ...s,
         status: 'accepted',
-        accepted: { candidate: event.candidate, oldTimeMs: event.oldTimeMs, newTimeMs: event.newTimeMs, improvementPct: event.improvementPct, bestParams: event.bestParams },
+        accepted: {
+          candidate: event.candidate,
+          oldTimeMs: event.oldTimeMs,
+          newTimeMs: event.newTimeMs,
+          improvementPct: event.improvementPct,
+          bestParams: event.bestParams,
+          ...(event.objective && { objective: event.objective }),
+        },
       }));
     case 'step.rejected':
       return withStep(stamped, event.stepId, (s) => ({ ...s, status: 'rejected', rejection: event.reason, reason: describeReason(event.reason) }));
@@ -246,14 +277,12 @@ function firstLine(text: string): string {
   return text.split('\n', 1)[0]!;
 }
 
-const ms = (value: number) => `${Number(value.toPrecision(4))} ms`;
-
 export function describeReason(reason: RejectionReason): string {
   switch (reason.kind) {
     case 'wrong_result':
       return `wrong result: ${reason.summary}`;
     case 'insufficient_gain':
-      return `too little gain: ${ms(reason.oldTimeMs)} → ${ms(reason.newTimeMs)} is ${reason.improvementPct.toFixed(1)}%, below the ${reason.thresholdPct}% threshold`;
+      return `too little gain: ${describeChange(reason).replaceAll(' -> ', ' → ')} is ${reason.improvementPct.toFixed(1)}%, below the ${reason.thresholdPct}% threshold`;
     case 'compile_error':
       return `did not compile after ${reason.attempts} attempt(s): ${firstLine(reason.message)}`;
     case 'failed':
@@ -280,24 +309,30 @@ export function stepCode(view: SessionView, stepId: string): string | undefined 
 }
 
 /** Time per accepted step against the baseline: the points of the performance chart's line. */
-export function acceptedTimeline(view: SessionView): { label: string; timeMs: number }[] {
+export function acceptedTimeline(view: SessionView): { label: string; timeMs: number; step?: number }[] {
   if (!view.baseline) return [];
-  const points = [{ label: 'baseline', timeMs: view.baseline.timeMs }];
-  for (const stepId of view.order) {
+  const points: { label: string; timeMs: number; step?: number }[] = [{ label: 'baseline', timeMs: view.baseline.timeMs }];
+  view.order.forEach((stepId, i) => {
     const accepted = view.steps[stepId]?.accepted;
-    if (accepted) points.push({ label: view.steps[stepId]!.title, timeMs: accepted.newTimeMs });
-  }
+    // `step`: numbered as the plan numbers it.
+    if (accepted) points.push({ label: view.steps[stepId]!.title, timeMs: accepted.newTimeMs, step: i + 1 });
+  });
   return points;
 }
 
-/** The step whose configurations the chart shows: the running one, else the last that has any. */
+/**
+ * The step whose configurations the chart shows: the running one; when none runs, the last accepted one (the kernel
+ * the session ends with comes from it), else the last that has any.
+ */
 export function focusStep(view: SessionView): StepView | undefined {
   if (view.currentStepId && view.steps[view.currentStepId]) return view.steps[view.currentStepId];
-  for (let i = view.order.length - 1; i >= 0; i--) {
-    const step = view.steps[view.order[i]!]!;
-    if (step.candidates.some((c) => c.configs.length > 0)) return step;
-  }
-  return undefined;
+  const tried = view.order.map((id) => view.steps[id]!).filter((s) => s.candidates.some((c) => c.configs.length > 0));
+  return tried.findLast((s) => s.accepted) ?? tried.at(-1);
+}
+
+/** The candidate a step was decided on: the accepted one, else the last tried. */
+export function decidedCandidate(step: StepView): CandidateView | undefined {
+  return step.candidates.find((c) => c.candidate === step.accepted?.candidate) ?? step.candidates.at(-1);
 }
 
 /** The best time reached so far (baseline if nothing was accepted). */

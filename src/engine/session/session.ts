@@ -4,6 +4,7 @@
  * `session.failed`, `session.cancelled`, or the pause for approval. Node names never reach the consumer.
  */
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import type { DeviceSpeedLimits } from '../../tuner/run/speed-of-light';
 import { isTuningEvent, makeEvent, type PlanStepView, type TuningEvent } from '../progress/events';
 import { nodeEventOf } from '../progress/graph-view';
 import { isAbortError } from '../llm/errors';
@@ -51,15 +52,20 @@ export async function* streamSession(graph: StreamableGraph, input: unknown, con
     if (end.status === 'awaiting_approval') yield makeEvent({ type: 'plan.awaiting_approval', steps: end.steps });
     if (finished) yield finished;
   } catch (thrown) {
-    if (isAbortError(thrown, config.signal)) {
-      yield makeEvent({ type: 'session.cancelled' });
-      return { status: 'cancelled' };
-    }
-    const error = thrown instanceof Error ? thrown : new Error(String(thrown));
-    yield makeEvent({ type: 'session.failed', error: { name: error.name, message: error.message } });
-    return { status: 'failed', error };
+    return yield* endedBy(thrown, config.signal);
   }
   return end;
+}
+
+/** How a session that threw ends: `session.cancelled` when `signal` aborted it, else `session.failed` with the error. */
+export async function* endedBy(thrown: unknown, signal: AbortSignal | undefined): AsyncGenerator<TuningEvent, SessionEnd> {
+  if (isAbortError(thrown, signal)) {
+    yield makeEvent({ type: 'session.cancelled' });
+    return { status: 'cancelled' };
+  }
+  const error = thrown instanceof Error ? thrown : new Error(String(thrown));
+  yield makeEvent({ type: 'session.failed', error: { name: error.name, message: error.message } });
+  return { status: 'failed', error };
 }
 
 /**
@@ -86,4 +92,13 @@ export async function* eventsWhile<T>(work: (writer: (chunk: unknown) => void) =
   }
   if ('error' in outcome) throw outcome.error;
   return outcome.value;
+}
+
+/** The device.limits event, or a warning when they could not be measured (the session goes on without them). */
+export async function limitsEvent(measure: () => Promise<DeviceSpeedLimits>): Promise<TuningEvent> {
+  try {
+    return makeEvent({ type: 'device.limits', limits: await measure() });
+  } catch (e) {
+    return makeEvent({ type: 'warning', message: `the device's bandwidth and FLOP/s limits could not be measured, so no speed-of-light figures: ${(e as Error).message.split('\n', 1)[0]}` });
+  }
 }

@@ -13,11 +13,11 @@ import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { Command, MemorySaver, type BaseCheckpointSaver, type LangGraphRunnableConfig, type RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import { type DeviceDescription, type TuningBackend } from '../../tuner/run/backend';
-import type { DeviceSpeedLimits } from '../../tuner/run/speed-of-light';
 import { backendsOf } from '../../tuner/run/gpu-backend';
 import { checkOneModel, type GpuSelection } from '../../tuner/run/gpu-selection';
 import { TunableKernel, type KernelTest } from '../../tuner/tunable-kernel';
-import type { Config } from '../../tuner/types';
+import { ResultMetrics } from '../../tuner/run/metrics';
+import type { Config, Objective } from '../../tuner/types';
 import { EngineContext, type GraphOptions } from '../context';
 import { describeEvent, makeEvent, type EventLevel, type EventOf, type TuningEvent } from '../progress/events';
 import { defaultRetryPolicy, type Attempt } from '../candidate/feedback';
@@ -27,7 +27,7 @@ import type { StructuredOutputType } from '../llm/structured';
 import type { RetryPolicy } from '../llm/retry';
 import type { BranchOptions } from './session-settings';
 import { copyLineage, EditedKernelError, findBranchPoint, measureEditedKernel } from './branch';
-import { eventsWhile, streamSession, type SessionEnd } from './session';
+import { endedBy, eventsWhile, limitsEvent, streamSession, type SessionEnd } from './session';
 import { createSessionGraph } from './graph';
 import { finishedEvent } from './graph/nodes/finish';
 import type { TestRef, TuningStateUpdate, TuningStateValue } from '../state';
@@ -82,8 +82,19 @@ export interface LLMKernelTransformerOptions {
   /** Default <think>...</think>. */
   thinkingPattern?: string | RegExp;
   structuredOutputType?: StructuredOutputType;
-  /** Percent a candidate must improve on the best time to be accepted. Default 1.0. */
+  /** Percent a candidate must improve on the best so far (in the objective) to be accepted. Default 1.0. */
   performanceThreshold?: number;
+  /**
+   * What every tuning run optimises and every step must improve (Kernel Tuner's objective): time (default), energy,
+   * edp, or a metric of `metrics`.
+   */
+  objective?: string;
+  /** Kernel Tuner's objective_higher_is_better: true for a metric such as GFLOP/s. */
+  objectiveHigherIsBetter?: boolean;
+  /** Kernel Tuner's metrics, computed for every configuration: name → expression, in order. */
+  metrics?: Record<string, string>;
+  /** Measure energy and power with NVML (read only) in every tuning run; implied by an objective that needs them. */
+  energy?: boolean;
   /** Which events makeKernelTunable logs. Default 'info'. */
   verbosity?: Verbosity;
   /** Where makeKernelTunable's log lines go; default stderr. */
@@ -127,6 +138,8 @@ const LEVELS: Record<Verbosity, readonly EventLevel[]> = {
 
 export class LLMKernelTransformer {
   readonly threadId: string;
+  /** What the session optimises. */
+  readonly objective: Objective;
   private readonly llm: BaseChatModel;
   private readonly tests: KernelTest[];
   private readonly checkpointer: BaseCheckpointSaver;
@@ -144,6 +157,11 @@ export class LLMKernelTransformer {
     if (options.launchTimeout !== undefined && !(Number.isFinite(options.launchTimeout) && options.launchTimeout > 0)) {
       throw new RangeError(`launchTimeout must be a positive number of seconds, got ${options.launchTimeout}`);
     }
+    // The objective and the metrics are checked now, with flops and bytes taken as known (the tests will say how many).
+    this.objective = ResultMetrics.create(
+      { ...(options.metrics && { metrics: options.metrics }), ...(options.objective !== undefined && { objective: options.objective }), objectiveHigherIsBetter: options.objectiveHigherIsBetter ?? false, work: { flops: 1, bytes: 1 } },
+      [],
+    ).objective;
     const timePerTest = options.timePerTest ?? 15;
     if (!Number.isFinite(timePerTest) || timePerTest <= 0) throw new RangeError(`timePerTest must be a positive number of seconds, got ${timePerTest}`);
     this.llm = options.stripThinkingOutput
@@ -170,7 +188,7 @@ export class LLMKernelTransformer {
     try {
       ({ backends } = await backendsOf(o));
     } catch (e) {
-      return yield* failed(e, o.signal);
+      return yield* endedBy(e, o.signal);
     }
     try {
       const kernel = await TunableKernel.create(this.kernelCode, {
@@ -191,6 +209,9 @@ export class LLMKernelTransformer {
         timePerTestS: o.timePerTest ?? 15,
         ...(o.launchTimeout !== undefined && { launchTimeoutS: o.launchTimeout }),
         performanceThreshold: o.performanceThreshold ?? 1.0,
+        objective: this.objective,
+        ...(o.metrics && { metrics: o.metrics }),
+        energy: o.energy ?? false,
         approvePlan: o.approvePlan ?? false,
         iterations: o.iterations ?? 32,
       });
@@ -204,7 +225,11 @@ export class LLMKernelTransformer {
       yield makeEvent({ type: 'graph.described', graphs: await graph.describe() });
       // The device's limits, for the speed of light of every configuration (not for a session that only reports).
       const first = backends[0]!;
-      if (first.speedLimits && !finished) yield await limitsEvent(first.speedLimits.bind(first));
+      if (first.speedLimits && !finished) {
+        const limits = await limitsEvent(first.speedLimits.bind(first));
+        if (limits.type === 'device.limits') engine.speedLimits = limits.limits;
+        yield limits;
+      }
       if (!started && o.branch) {
         yield* this.startBranch(graph, config, o.branch);
         return yield* streamSession(graph, null, config);
@@ -219,7 +244,7 @@ export class LLMKernelTransformer {
       }
       return yield* streamSession(graph, started ? null : this.initialState(kernel), config);
     } catch (e) {
-      return yield* failed(e, o.signal);
+      return yield* endedBy(e, o.signal);
     } finally {
       if (!o.backend) await Promise.all(backends.map((b) => b.dispose().catch(() => undefined)));
     }
@@ -307,6 +332,7 @@ export class LLMKernelTransformer {
       resumed,
       kernel: { name: kernel.name, signature: kernel.signature.signatureText },
       device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability, ...(gpus > 1 && { gpus }) },
+      ...(this.objective.name !== 'time' && { objective: this.objective }),
     });
   }
 
@@ -331,27 +357,10 @@ export class LLMKernelTransformer {
       gridDivisors: {},
       bestParams: {},
       bestTimeMs: null,
+      bestObjective: null,
       tracker: new PerformanceTracker().toJSON(),
+      profile: null,
       startedSteps: [],
     };
   }
-}
-
-/** The device.limits event, or a warning when they could not be measured (the session goes on without them). */
-async function limitsEvent(measure: () => Promise<DeviceSpeedLimits>): Promise<TuningEvent> {
-  try {
-    return makeEvent({ type: 'device.limits', limits: await measure() });
-  } catch (e) {
-    return makeEvent({ type: 'warning', message: `the device's bandwidth and FLOP/s limits could not be measured, so no speed-of-light figures: ${(e as Error).message.split('\n', 1)[0]}` });
-  }
-}
-
-async function* failed(thrown: unknown, signal: AbortSignal | undefined): AsyncGenerator<TuningEvent, SessionEnd> {
-  if (isAbortError(thrown, signal)) {
-    yield makeEvent({ type: 'session.cancelled' });
-    return { status: 'cancelled' };
-  }
-  const error = thrown instanceof Error ? thrown : new Error(String(thrown));
-  yield makeEvent({ type: 'session.failed', error: { name: error.name, message: error.message } });
-  return { status: 'failed', error };
 }

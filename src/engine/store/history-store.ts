@@ -147,6 +147,11 @@ export const ReportConfigurationSchema = z.object({
   benchmarkTimeMs: finiteNumber.optional(),
   /** Why it has no time, in the tuner's vocabulary (FailureKind). */
   failure: z.enum(FAILURES).optional(),
+  /**
+   * What else was measured, under the names Kernel Tuner's cache entries carry at top level: the driver's num_regs and
+   * occupancy, NVML's nvml_energy, nvml_power, core_freq, mem_freq, temperature, the metrics.
+   */
+  observed: z.record(z.string(), z.union([finiteNumber, z.string()])).optional(),
   timestamp: isoDate.optional(),
 }).refine((c) => (c.timeMs === undefined) !== (c.failure === undefined), 'exactly one of timeMs and failure');
 
@@ -475,6 +480,7 @@ function toKernelTunerCache(entry: HistoryEntry): Record<string, unknown> {
       benchmark_time: c.benchmarkTimeMs ?? 0,
       strategy_time: 0,
       framework_time: 0,
+      ...c.observed,
       timestamp: c.timestamp ?? entry.updatedAt,
     };
   }

@@ -12,6 +12,7 @@ import { z } from 'zod';
 import { CompileError } from '../../gpu/errors';
 import { compileRestrictions } from '../../tuner/space/restrictions';
 import { FailedTestsError } from '../../tuner/tunable-kernel';
+import type { ConfigProfile } from '../../tuner/run/profile';
 import type { Config } from '../../tuner/types';
 import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, restrictionsStillValid, type TuneParamLists } from '../candidate/code';
 import { engineContext, type GraphOptions } from '../context';
@@ -27,7 +28,7 @@ import { SYSTEM_PROMPT, type KernelView } from '../prompts';
 import type { RetryPolicy } from '../llm/retry';
 import { originalKernel, runCandidate, type CandidateKernel, type CandidateRun } from '../candidate/run-tests';
 import type { TuningStateUpdate, TuningStateValue } from '../state';
-import { PerformanceTracker, improvementPct } from '../candidate/tracker';
+import { PerformanceTracker, improvementPct, objectiveChange } from '../candidate/tracker';
 import { restrictionsPrompt } from './prompts';
 
 export interface TuningStrategyOptions {
@@ -42,7 +43,7 @@ export interface TuningGraph {
 
 /** What one candidate of a step came to. */
 export type CandidateOutcome =
-  | { ok: true; stepId: string; candidate: number; kernel: CandidateKernel; timeMs: number; bestParams: Config }
+  | { ok: true; stepId: string; candidate: number; kernel: CandidateKernel; timeMs: number; objectiveValue: number; bestParams: Config; profile?: ConfigProfile }
   | { ok: false; stepId: string; candidate: number; reason: RejectionReason };
 
 /** One request to the model for a rewrite. */
@@ -152,7 +153,7 @@ export abstract class BaseTuningStrategy {
             restrictions: kernel.restrictions,
           });
           const run = await this.runTests(kernel, state, config, { stepId, candidate });
-          return { ok: true as const, stepId, candidate, kernel, timeMs: run.timeMs, bestParams: run.bestParams };
+          return { ok: true as const, stepId, candidate, kernel, timeMs: run.timeMs, objectiveValue: run.objectiveValue, bestParams: run.bestParams, ...(run.profile && { profile: run.profile }) };
         } catch (error) {
           throw withAnswer(error, answer);
         }
@@ -185,12 +186,14 @@ export abstract class BaseTuningStrategy {
   }
 
   /**
-   * Accepts the fastest correct candidate when it improves on the best time by at least the performance threshold
-   * (recording the step in the tracker), else rejects the step with the reason; emits step.accepted / step.rejected.
+   * Accepts the best correct candidate by the session's objective when it improves on the best so far by at least the
+   * performance threshold (recording the step in the tracker, its profile becoming the kernel's), else rejects the
+   * step with the reason; emits step.accepted / step.rejected.
    */
   decide(state: TuningStateValue, step: { id: string; title: string }, outcomes: readonly CandidateOutcome[], config: LangGraphRunnableConfig): Decision {
-    const threshold = engineContext(config).settings.performanceThreshold;
-    const passed = outcomes.filter((o): o is Extract<CandidateOutcome, { ok: true }> => o.ok).sort((a, b) => a.timeMs - b.timeMs);
+    const { performanceThreshold: threshold, objective } = engineContext(config).settings;
+    const direction = objective.higherIsBetter ? -1 : 1;
+    const passed = outcomes.filter((o): o is Extract<CandidateOutcome, { ok: true }> => o.ok).sort((a, b) => direction * (a.objectiveValue - b.objectiveValue));
     const best = passed[0];
     if (!best) {
       const failed = outcomes.filter((o): o is Extract<CandidateOutcome, { ok: false }> => !o.ok);
@@ -200,13 +203,11 @@ export abstract class BaseTuningStrategy {
     }
     const oldTimeMs = state.bestTimeMs;
     if (oldTimeMs === null) throw new Error('a candidate is judged against the baseline time, which was not measured');
-    const gain = improvementPct(oldTimeMs, best.timeMs);
+    const change = objectiveChange(state, objective, best.objectiveValue);
+    const gain = improvementPct(change.oldValue, change.newValue, objective.higherIsBetter);
+    const times = { oldTimeMs, newTimeMs: best.timeMs, ...(objective.name !== 'time' && { objective: change }) };
     if (gain < threshold) {
-      emit(config, {
-        type: 'step.rejected',
-        stepId: step.id,
-        reason: { kind: 'insufficient_gain', oldTimeMs, newTimeMs: best.timeMs, improvementPct: gain, thresholdPct: threshold },
-      });
+      emit(config, { type: 'step.rejected', stepId: step.id, reason: { kind: 'insufficient_gain', ...times, improvementPct: gain, thresholdPct: threshold } });
       return { update: {}, accepted: false, correct: true };
     }
     const tracker = PerformanceTracker.fromJSON(state.tracker);
@@ -219,7 +220,7 @@ export abstract class BaseTuningStrategy {
       restrictions: best.kernel.restrictions,
       bestParams: best.bestParams,
     });
-    emit(config, { type: 'step.accepted', stepId: step.id, candidate: best.candidate, oldTimeMs, newTimeMs: best.timeMs, improvementPct: gain, bestParams: best.bestParams });
+    emit(config, { type: 'step.accepted', stepId: step.id, candidate: best.candidate, ...times, improvementPct: gain, bestParams: best.bestParams });
     return {
       update: {
         code: best.kernel.code,
@@ -229,7 +230,9 @@ export abstract class BaseTuningStrategy {
         sharedMemBytes: best.kernel.sharedMemBytes,
         bestParams: best.bestParams,
         bestTimeMs: best.timeMs,
+        bestObjective: best.objectiveValue,
         tracker: tracker.toJSON(),
+        profile: best.profile ?? null,
       },
       accepted: true,
       correct: true,

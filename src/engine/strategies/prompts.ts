@@ -1,7 +1,7 @@
 // Prompts every tuning strategy shares: restrictions, and the parts of a step request that say what a rewrite must
 // keep and how to answer.
 import type { ParamValue } from '../../tuner/types';
-import { formatTuneParams, kernelBlock, TUNER_RULES, type KernelView } from '../prompts';
+import { formatTuneParams, kernelBlock, measuredBlock, TUNER_RULES, type KernelView, type Measured } from '../prompts';
 
 export function restrictionsPrompt(code: string | KernelView, tuneParams: Record<string, readonly ParamValue[]>, existing: readonly string[]): string {
   return [
@@ -19,10 +19,14 @@ export function restrictionsPrompt(code: string | KernelView, tuneParams: Record
     .join('\n');
 }
 
-/** The end of every step request: the current kernel, its parameters, the rules, and the form of the answer. */
+/**
+ * The end of every step request: the current kernel, its parameters, the GPU and the kernel's measurements there
+ * (`measured`: measuredOf(state, config)), the rules, and the form of the answer.
+ */
 export function stepRequestTail(options: {
   code: string | KernelView;
   tuneParams: Record<string, readonly ParamValue[]>;
+  measured?: Measured;
   namesParameters: boolean;
   candidate: number;
   candidates: number;
@@ -33,6 +37,7 @@ export function stepRequestTail(options: {
     'Its tunable parameters (values tried):',
     formatTuneParams(options.tuneParams),
     '',
+    ...(options.measured ? [measuredBlock(options.measured), ''] : []),
     TUNER_RULES,
     '',
   ];

@@ -14,7 +14,7 @@ import { KernelTimeoutError } from '../../gpu/errors';
 import { TestSizeError, TimeoutError } from '../errors';
 import { defaultRetryPolicy, type Attempt } from '../candidate/feedback';
 import type { RetryPolicy } from '../llm/retry';
-import { measureOriginal, originalKernel } from '../candidate/run-tests';
+import { originalKernel, timeOriginal } from '../candidate/run-tests';
 import type { TestRef, TuningStateValue } from '../state';
 
 /** Below this the launch overhead and timer resolution dominate what is measured. */
@@ -60,7 +60,7 @@ export abstract class BaseTestingStrategy {
     const maxMs = maxTestMs(engineContext(config).settings.timePerTestS);
     let timeMs: number;
     try {
-      timeMs = await measureOriginal(state, KernelTest.fromSpec(spec), config);
+      timeMs = await timeOriginal(state, KernelTest.fromSpec(spec), config);
     } catch (e) {
       if (!(e instanceof TimeoutError || e instanceof KernelTimeoutError)) throw e;
       throw new TestSizeError(`The original kernel did not finish on this test (${e.message}). Make the problem much smaller and answer with the whole spec again.`, Infinity, MIN_TEST_MS, maxMs);

@@ -162,7 +162,8 @@ export async function profileKernel(target: ProfileTarget, options: ProfileOptio
           cwd: dir,
           timeoutMs: options.timeoutMs ?? DEFAULT_TIMEOUT_MS,
           ...(options.signal && { signal: options.signal }),
-          env: { ...process.env, ...options.env },
+          // Inside an editor built on Electron, process.execPath is the editor: it runs the worker as Node only when told.
+          env: { ...process.env, ...(process.versions.electron && { ELECTRON_RUN_AS_NODE: '1' }), ...options.env },
           tool: 'ncu',
           method: 'profile',
           timeoutAdvice: 'Nsight Compute replays the kernel once per pass of metrics; a slow kernel needs a longer time limit.',

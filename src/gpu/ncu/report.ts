@@ -38,6 +38,10 @@ export const METRICS = {
   localStoreBytes: 'l1tex__t_bytes_pipe_lsu_mem_local_op_st.sum',
   durationNs: 'gpu__time_duration.sum',
   registersPerThread: 'launch__registers_per_thread',
+  // The caches' throughput: a kernel that reuses data through L1 or L2 (a naive matrix multiply) is bound by them, not
+  // by DRAM, which then stays low however the problem size compares with L2.
+  l1texThroughputPct: 'l1tex__throughput.avg.pct_of_peak_sustained_active',
+  l2ThroughputPct: 'lts__throughput.avg.pct_of_peak_sustained_elapsed',
 } as const;
 
 /** Every metric asked of ncu, in --metrics order. */
@@ -133,6 +137,8 @@ export interface StallShare {
 export interface ProfileNumbers {
   dramThroughputPct?: number;
   smThroughputPct?: number;
+  l1texThroughputPct?: number;
+  l2ThroughputPct?: number;
   /** Achieved occupancy: active warps as % of the peak the active cycles allow. */
   achievedOccupancyPct?: number;
   sharedBankConflicts?: number;
@@ -143,9 +149,22 @@ export interface ProfileNumbers {
   registersPerThread?: number;
   /** The largest stall reasons, largest first (at most 3, each at least 5% of the stall cycles). */
   topStalls: StallShare[];
-  /** What bounds the kernel, by the Speed Of Light rule: a throughput at 60% of peak or more, or neither (latency). */
+  /**
+   * What bounds the kernel, by the Speed Of Light rule: the larger of the memory throughput (the busiest of DRAM, L1/TEX
+   * and L2, as ncu's Memory Throughput) and the SM throughput, when it reaches 60% of peak; else neither (latency).
+   */
   bound?: 'memory' | 'compute' | 'latency';
+  /** The busiest memory unit, when the memory throughput was measured. */
+  busiestMemory?: MemoryUnit;
 }
+
+export type MemoryUnit = 'DRAM' | 'L1/TEX cache' | 'L2 cache';
+
+const MEMORY_UNITS: readonly [MemoryUnit, 'dramThroughputPct' | 'l1texThroughputPct' | 'l2ThroughputPct'][] = [
+  ['DRAM', 'dramThroughputPct'],
+  ['L1/TEX cache', 'l1texThroughputPct'],
+  ['L2 cache', 'l2ThroughputPct'],
+];
 
 const TOP_STALLS = 3;
 const BOUND_PCT = 60;
@@ -167,10 +186,13 @@ export function profileNumbers(row: NcuKernelRow): ProfileNumbers {
     .filter((s) => s.cyclesPerInstruction >= 0.05 * total)
     .sort((a, b) => b.cyclesPerInstruction - a.cyclesPerInstruction)
     .slice(0, TOP_STALLS);
-  const dram = out.dramThroughputPct;
+  const measured = MEMORY_UNITS.filter(([, key]) => out[key] !== undefined);
+  const busiest = measured.reduce<(typeof measured)[number] | undefined>((a, u) => (a === undefined || out[u[1]]! > out[a[1]]! ? u : a), undefined);
+  if (busiest) out.busiestMemory = busiest[0];
+  const memory = busiest && out[busiest[1]]!;
   const sm = out.smThroughputPct;
-  if (dram !== undefined && sm !== undefined)
-    out.bound = Math.max(dram, sm) < BOUND_PCT ? 'latency' : dram >= sm ? 'memory' : 'compute';
+  if (memory !== undefined && sm !== undefined)
+    out.bound = Math.max(memory, sm) < BOUND_PCT ? 'latency' : memory >= sm ? 'memory' : 'compute';
   return out;
 }
 
@@ -187,12 +209,15 @@ export function summarizeProfile(n: ProfileNumbers, kernel: string): string[] {
   const lines: string[] = [];
   const throughput = [
     n.dramThroughputPct !== undefined && `DRAM throughput ${pct(n.dramThroughputPct)} of peak`,
+    n.l1texThroughputPct !== undefined && `L1/TEX cache ${pct(n.l1texThroughputPct)}`,
+    n.l2ThroughputPct !== undefined && `L2 cache ${pct(n.l2ThroughputPct)}`,
     n.smThroughputPct !== undefined && `SM throughput ${pct(n.smThroughputPct)} of peak`,
   ].filter(Boolean);
+  const cachesMeasured = n.l1texThroughputPct !== undefined || n.l2ThroughputPct !== undefined;
   const bound = {
-    memory: 'memory-bound',
+    memory: n.busiestMemory && n.busiestMemory !== 'DRAM' ? `memory-bound by the ${n.busiestMemory}, not DRAM` : 'memory-bound',
     compute: 'compute-bound',
-    latency: `latency-bound (neither DRAM nor SM throughput reaches ${BOUND_PCT}% of peak)`,
+    latency: `latency-bound (neither ${cachesMeasured ? 'memory' : 'DRAM'} nor SM throughput reaches ${BOUND_PCT}% of peak)`,
   };
   lines.push(`${kernel}: ${n.bound ? `${bound[n.bound]}, ` : ''}${throughput.join(', ') || 'no throughput metrics'}`);
   if (n.achievedOccupancyPct !== undefined)

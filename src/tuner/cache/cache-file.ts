@@ -1,6 +1,8 @@
 // The cache file of one run: opened (created, resumed or checked against the run's identity), read by configuration,
 // appended to as each result comes, and closed the way Kernel Tuner closes it (the format: format.ts).
 import { closeSync, existsSync, fstatSync, ftruncateSync, openSync, readFileSync, readSync, renameSync, writeFileSync, writeSync } from 'node:fs';
+import type { Evaluate } from '../strategies/search';
+import { constants as zlibConstants, gunzipSync } from 'node:zlib';
 import { configKey, type Config, type ConfigResult } from '../types';
 import {
   CacheFormatError,
@@ -18,6 +20,13 @@ import {
 } from './format';
 
 // ---------------------------------------------------------------- the cache file
+
+/** A cache file's text; a gzipped one is unpacked (a gzip cut short gives what it holds, as a cut-off cache does). */
+function readCacheText(path: string): string {
+  const bytes = readFileSync(path);
+  if (bytes[0] !== 0x1f || bytes[1] !== 0x8b) return bytes.toString('utf8');
+  return gunzipSync(bytes, { finishFlush: zlibConstants.Z_SYNC_FLUSH }).toString('utf8');
+}
 
 export class CacheFile {
   private readonly byKey = new Map<string, { entry: Entry; config: Config }>();
@@ -44,10 +53,10 @@ export class CacheFile {
     }
   }
 
-  /** Reads a cache without preparing it for writing (for replay and inspection). */
+  /** Reads a cache without preparing it for writing (for replay and inspection); gzipped as the benchmark hub ships them, too. */
   static load(path: string): CacheFile {
     if (!existsSync(path)) throw new CacheFormatError(path, 'the file does not exist');
-    const parsed = parseCacheText(path, readFileSync(path, 'utf8'));
+    const parsed = parseCacheText(path, readCacheText(path));
     return new CacheFile(path, parsed.header, parsed.entries, parsed.repaired);
   }
 
@@ -66,7 +75,7 @@ export class CacheFile {
         problem_size: identity.problemSize,
         tune_params_keys: keys,
         tune_params: identity.tuneParams,
-        objective: 'time',
+        objective: identity.objective ?? 'time',
         ...(identity.shard && { lkt_shard: { index: identity.shard.index, count: identity.shard.count } }),
       };
       writeFileSync(path, openCacheText(header));
@@ -153,4 +162,19 @@ export class CacheFile {
       closeSync(fd);
     }
   }
+}
+
+/**
+ * An evaluation answered from the cache where it holds the configuration, else evaluated and appended to it (a run
+ * without a cache evaluates everything). `complete` adds what is derived from a result (its metrics) either way, before
+ * it is written, so that the cache holds them as Kernel Tuner's does.
+ */
+export function throughCache(cache: CacheFile | undefined, evaluate: Evaluate, complete: (result: ConfigResult, cached: boolean) => ConfigResult): Evaluate {
+  return async (config, worker) => {
+    const cached = cache?.get(configKey(config, cache.header.tune_params_keys));
+    if (cached) return complete(cached, true);
+    const result = complete(await evaluate(config, worker), false);
+    cache?.append(result);
+    return result;
+  };
 }

@@ -5,7 +5,9 @@
 //  - closing replaces the trailing "," by "}\n}". A file cut off mid-run is still readable: the missing closing braces
 //    are implied, and an incomplete last line (a write cut short) is dropped.
 // Entry fields are Kernel Tuner's (the parameters, time, times, compile_time, verification_time, benchmark_time,
-// strategy_time, framework_time, timestamp last); what Kernel Tuner has no field for is stored under lkt_* names, so our
+// strategy_time, framework_time, then the observers' and the metrics' fields at top level as Kernel Tuner writes them:
+// num_regs and the other driver metrics, nvml_energy, nvml_power, core_freq, mem_freq, temperature, each metric by its
+// name, listed in lkt_metrics; timestamp last); what Kernel Tuner has no field for is stored under lkt_* names, so our
 // results round-trip without loss and Kernel Tuner ignores the extras. "time" holds our statistic, the median (recorded
 // in lkt_reproduce.statistic); a failure holds the ErrorConfig string Kernel Tuner uses.
 // A shard of a search (tune --shard I/N) writes its own cache with "lkt_shard" in the header; mergeCaches (merge.ts)
@@ -18,6 +20,8 @@ import {
   type ConfigResult,
   type ConfigStatus,
   type Dim3,
+  type DriverMetrics,
+  type EnergyReadings,
   type FailureKind,
   type ProblemSizeSpec,
   type Reproduction,
@@ -71,6 +75,8 @@ export interface CacheIdentity {
   tuneParams: TuneParams;
   /** The share of the space this run evaluates, when it is a shard of a search. */
   shard?: Shard;
+  /** What the run optimises, for the header of a new cache (Kernel Tuner's objective); default time. Results of a cache are reused whatever it was. */
+  objective?: string;
 }
 
 export const MISMATCH_WHAT = {
@@ -180,18 +186,19 @@ export function toEntry(result: ConfigResult, paramNames: readonly string[]): En
   entry['benchmark_time'] = new PyFloat(t?.benchmarkMs ?? 0);
   if (t?.strategyMs !== undefined) entry['strategy_time'] = new PyFloat(t.strategyMs);
   if (t?.frameworkMs !== undefined) entry['framework_time'] = new PyFloat(t.frameworkMs);
+  for (const [name, value] of Object.entries(result.driver ?? {})) entry[name] = name === 'occupancy' ? new PyFloat(value as number) : value;
+  for (const [name, value] of Object.entries(result.energy ?? {})) entry[name] = new PyFloat(value);
+  for (const [name, value] of Object.entries(result.metrics ?? {})) entry[name] = new PyFloat(value);
   entry['lkt_status'] = result.status;
+  if (result.metrics) entry['lkt_metrics'] = Object.keys(result.metrics);
   if (t) entry['lkt_load_time'] = t.loadMs;
   if (result.gpu) entry['lkt_gpu'] = { host: result.gpu.host, ordinal: result.gpu.ordinal, pci_bus_id: result.gpu.pciBusId };
   if (result.error) entry['lkt_error'] = result.error;
   if (result.note !== undefined) entry['lkt_note'] = result.note;
+  if (result.energyUnavailable !== undefined) entry['lkt_energy_unavailable'] = result.energyUnavailable;
   if (result.verified) {
     const v = result.verified;
     entry['lkt_verified'] = { input_sets: v.inputSets, timed_launches: v.timedLaunches, of: v.of, seed: v.seed };
-  }
-  if (result.resources) {
-    const r = result.resources;
-    entry['lkt_resources'] = { registers: r.registers, shared_bytes: r.sharedBytes, local_bytes: r.localBytes };
   }
   if (result.geometry || result.reproduce) {
     const r = result.reproduce;
@@ -247,12 +254,23 @@ export function fromEntry(entry: Entry, config: Config, key: string): ConfigResu
     result.gpu = { host: gpu['host'], ordinal: gpu['ordinal'], ...(typeof gpu['pci_bus_id'] === 'string' && { pciBusId: gpu['pci_bus_id'] }) };
   }
   if (typeof entry['lkt_note'] === 'string') result.note = entry['lkt_note'];
+  const driver = driverMetricsOf(entry);
+  if (driver) result.driver = driver;
+  if (isNumber(entry['nvml_energy']) && isNumber(entry['nvml_power'])) {
+    const energy: EnergyReadings = { nvml_energy: entry['nvml_energy'], nvml_power: entry['nvml_power'] };
+    for (const name of ['core_freq', 'mem_freq', 'temperature'] as const) if (isNumber(entry[name])) energy[name] = entry[name];
+    result.energy = energy;
+  }
+  if (typeof entry['lkt_energy_unavailable'] === 'string') result.energyUnavailable = entry['lkt_energy_unavailable'];
+  const metricNames = entry['lkt_metrics'];
+  if (Array.isArray(metricNames)) {
+    const metrics = Object.fromEntries(metricNames.flatMap((name) => (typeof name === 'string' && isNumber(entry[name]) ? [[name, entry[name]]] : [])));
+    if (Object.keys(metrics).length > 0) result.metrics = metrics;
+  }
   const verified = entry['lkt_verified'] as Record<string, unknown> | undefined;
   if (verified && isNumber(verified['input_sets']) && isNumber(verified['of']) && isNumber(verified['seed']) && Array.isArray(verified['timed_launches']) && verified['timed_launches'].every(isNumber)) {
     result.verified = { inputSets: verified['input_sets'], timedLaunches: verified['timed_launches'], of: verified['of'], seed: verified['seed'] };
   }
-  const res = entry['lkt_resources'] as Record<string, number> | undefined;
-  if (res) result.resources = { registers: res['registers']!, sharedBytes: res['shared_bytes']!, localBytes: res['local_bytes']! };
   const rep = entry['lkt_reproduce'] as Record<string, unknown> | undefined;
   if (rep) {
     if (isDim3(rep['grid']) && isDim3(rep['block'])) result.geometry = { grid: rep['grid'], block: rep['block'] };
@@ -271,6 +289,28 @@ export function fromEntry(entry: Entry, config: Config, key: string): ConfigResu
   const timestamp = isoTimestamp(entry['timestamp']);
   if (timestamp !== undefined) result.timestamp = timestamp;
   return result;
+}
+
+const OPTIONAL_DRIVER_METRICS = ['dynamic_shared_mem_bytes', 'max_threads_per_block', 'active_blocks_per_sm', 'active_warps_per_sm', 'occupancy'] as const;
+
+/** The driver's metrics of an entry: top-level fields (Kernel Tuner's num_regs), or an older cache's lkt_resources. */
+function driverMetricsOf(entry: Entry): DriverMetrics | undefined {
+  if (isNumber(entry['num_regs'])) {
+    const driver: DriverMetrics = {
+      num_regs: entry['num_regs'],
+      local_mem_bytes: Number(entry['local_mem_bytes'] ?? 0),
+      static_shared_mem_bytes: Number(entry['static_shared_mem_bytes'] ?? 0),
+    };
+    for (const name of OPTIONAL_DRIVER_METRICS) if (isNumber(entry[name])) driver[name] = entry[name];
+    const source = entry['occupancy_source'];
+    if (source === 'driver' || source === 'calculator') driver.occupancy_source = source;
+    return driver;
+  }
+  const legacy = entry['lkt_resources'] as Record<string, unknown> | undefined;
+  if (legacy && isNumber(legacy['registers'])) {
+    return { num_regs: legacy['registers'], local_mem_bytes: Number(legacy['local_bytes'] ?? 0), static_shared_mem_bytes: Number(legacy['shared_bytes'] ?? 0) };
+  }
+  return undefined;
 }
 
 // ---------------------------------------------------------------- reading

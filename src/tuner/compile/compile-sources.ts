@@ -25,6 +25,7 @@ import type { CompilerBackend } from '../../gpu/types';
 import type { KernelProgram } from '../run/backend';
 import { isDeviceUsableToolkitHeader, NVCC_IMPLICIT_PRELUDE, systemHeaderStandIn } from './system-headers';
 import { blankRanges, hostCodeRanges, isHostOnly, outlineSource, type SourceOutline, type TopLevelItem } from '../source/translation-unit';
+import { preprocess } from '../source/preprocessor';
 
 export interface CompileSourcesOptions {
   /** The file's absolute path, when it is on disk: its directory is searched for quoted includes. */
@@ -121,6 +122,13 @@ class SourcesBuilder {
   private readonly blankedHost: string[] = [];
   private readonly visited = new Set<string>();
   private unavailable: string | undefined;
+  /** Macros that stand for __device__ & co. anywhere in the file or its headers (`INLINE_FUNC` → `__device__ inline`). */
+  private spaceMacros: ReadonlyMap<string, string> = new Map();
+  /**
+   * Each file as the preprocessor leaves it for every configuration (the open world of preprocessor.ts, kernel_tuner
+   * defined): what is host code is read there, so that `__global__ void #if ... #endif k(...)` is the kernel it is.
+   */
+  private readonly views = new Map<string, string>();
 
   constructor(private readonly options: CompileSourcesOptions) {
     this.tunables = new Set(options.tunableNames ?? []);
@@ -134,6 +142,9 @@ class SourcesBuilder {
     const filePath = this.options.filePath ? path.resolve(this.options.filePath) : undefined;
     const name = filePath ?? this.options.fileName ?? 'kernel.cu';
     if (filePath) this.visited.add(filePath);
+    const unit = preprocess(code, name, { world: 'open', defines: { kernel_tuner: '1' }, includes: { ...(filePath && { filePath }), includePaths: this.includePaths, readFile: this.readFile } });
+    this.spaceMacros = unit.spaceMacros;
+    unit.files.forEach((f, i) => this.views.set(i === 0 ? name : f.path!, f.view));
     const main = await this.process(code, name, filePath ? path.dirname(filePath) : undefined);
     const userDirs = [...(filePath ? [path.dirname(filePath)] : []), ...this.includePaths];
     const nvrtc: CompileSources['nvrtc'] = this.unavailable
@@ -155,7 +166,8 @@ class SourcesBuilder {
 
   /** Blanks one file's host code (and tunable defines) and resolves its includes, recursively. */
   private async process(code: string, name: string, dir: string | undefined): Promise<ProcessedFile> {
-    const outline = await outlineSource(code);
+    const view = this.views.get(name);
+    const outline = await outlineSource(view?.length === code.length ? view : code, { spaceMacros: this.spaceMacros });
     const tunableDefines = this.tunableDefines(outline, code);
     const host = hostCodeRanges(outline.items);
     for (const item of outline.items.filter(isHostOnly)) this.blankedHost.push(describeItem(item, code, name));
@@ -313,32 +325,4 @@ export async function buildWithFallback<T>(
 function firstError(e: CompileError): string {
   const d = e.diagnostics.find((x) => x.severity === 'error') ?? e.diagnostics[0];
   return d ? `${d.file}:${d.line}: ${d.message}` : e.message.split('\n')[0]!;
-}
-
-/**
- * Tunable parameters are preprocessor names: one that is also a word of a header (`mode`, `size`, `stride` are
- * parameter names in the CUDA headers) turns that header into nonsense, and the compiler reports errors there, far from
- * the user's code. The parameters found at the lines the compiler complains about, with where, or [] when none is.
- */
-export function definesCollidingInHeaders(error: CompileError, defines: Readonly<Record<string, string>>, readFile: (file: string) => string | undefined = readFromDisk): { name: string; at: string }[] {
-  const found = new Map<string, string>();
-  const lines = new Map<string, string[] | undefined>();
-  for (const d of error.diagnostics) {
-    if (!lines.has(d.file)) lines.set(d.file, readFile(d.file)?.split('\n'));
-    const line = lines.get(d.file)?.[d.line - 1];
-    if (line === undefined) continue;
-    for (const name of Object.keys(defines)) {
-      if (!found.has(name) && new RegExp(`\\b${name}\\b`).test(line)) found.set(name, `${path.basename(d.file)}:${d.line}: ${line.trim()}`);
-    }
-  }
-  return [...found].map(([name, at]) => ({ name, at }));
-}
-
-/** A compile error's message, with the colliding parameters named when that is what went wrong. */
-export function withCollisionHint(error: CompileError, defines: Readonly<Record<string, string>>): CompileError {
-  const collisions = definesCollidingInHeaders(error, defines);
-  if (collisions.length === 0) return error;
-  const names = collisions.map((c) => `'${c.name}'`).join(', ');
-  const hint = `\nThe tunable parameter${collisions.length > 1 ? 's' : ''} ${names} ${collisions.length > 1 ? 'are' : 'is'} also a name in a header (${collisions[0]!.at}): parameters are #defines, so rename ${collisions.length > 1 ? 'them' : 'it'} to something no header uses (e.g. '${collisions[0]!.name}_value').`;
-  return new CompileError(error.message + hint, { code: error.code, explanation: error.explanation, log: error.log, diagnostics: error.diagnostics });
 }

@@ -1,13 +1,18 @@
 // What the tuner needs from a GPU, as one interface: the real implementation drives the GPU worker (gpu-backend.ts);
 // CI and the LLM layer's tests use a scripted test double that implements the same interface. Everything the tuner
 // decides (which configurations, what is correct, what is faster) lives above this line, so it is the same code on both.
+import { withDefineClashHint } from '../../gpu/define-clash';
+import type { EnergyResult } from '../../gpu/energy';
+import { CompileError, DeviceLimitError } from '../../gpu/errors';
 import type { ProgramInit } from '../../gpu/program';
+import { withLoopUnrollFactors } from '../compile/unroll-factors';
 import type { CompilerBackend } from '../../gpu/types';
 import type { Dim3 } from '../types';
 import type { DeviceLimits } from '../space/geometry';
 import type { ResolvedTest } from '../spec/input-spec';
-import type { ResourceUsage } from '../types';
+import type { DriverMetrics } from '../types';
 import type { DeviceSpeedLimits } from './speed-of-light';
+import type { ProfiledLaunch } from './profile';
 
 export interface DeviceDescription extends DeviceLimits {
   name: string;
@@ -17,6 +22,11 @@ export interface DeviceDescription extends DeviceLimits {
   pciBusId?: string;
   computeCapability: [number, number];
   multiprocessors: number;
+  /** Per multiprocessor: what bounds how many blocks run on one at once (the occupancy). */
+  maxThreadsPerMultiprocessor: number;
+  maxRegistersPerMultiprocessor: number;
+  maxSharedMemoryPerMultiprocessor: number;
+  maxRegistersPerBlock: number;
   globalMemoryBytes: number;
   l2CacheBytes: number;
   /** cuDriverGetVersion, e.g. 13000. */
@@ -39,6 +49,8 @@ export interface KernelProgram {
   /** In-memory headers (include spelling → text) and directories searched for the others. */
   headers?: Readonly<Record<string, string>>;
   includePaths?: readonly string[];
+  /** `__constant__` symbols of the program that the test's constant memory fills before every run (cmem_args). */
+  constantSymbols?: readonly string[];
 }
 
 /** One variant of a kernel to compile: its program with the configuration's defines. */
@@ -49,17 +61,46 @@ export interface BuildRequest extends KernelProgram {
   compilerOptions: readonly string[];
 }
 
-/** The compiler's program for a build request: its source, headers and include paths, with the defines and options. */
+/**
+ * The compiler's program for a build request: its source, headers and include paths, with the defines (loop unroll
+ * factors as constexpr, unroll-factors.ts) and options.
+ */
 export function programOf(request: BuildRequest): ProgramInit {
+  const { source, defines } = withLoopUnrollFactors(request.source, request.defines);
   return {
-    source: request.source,
+    source,
     fileName: request.fileName,
     nameExpressions: [request.nameExpression],
-    defines: request.defines,
+    defines,
     options: [...request.compilerOptions],
     ...(request.headers && { headers: request.headers }),
     ...(request.includePaths && { includePaths: request.includePaths }),
   };
+}
+
+/**
+ * Compiles a variant on a backend. A CompileError comes back with a hint naming the tunable parameters that clash with
+ * a header, only where compiling again with them renamed makes the errors go away (gpu/define-clash.ts); a static
+ * shared memory over the device's limit (DeviceLimitError) and every other error as they are.
+ */
+export async function compileExplained(backend: TuningBackend, request: BuildRequest, signal?: AbortSignal): Promise<CompiledKernel> {
+  try {
+    return await backend.compile(request, signal);
+  } catch (e) {
+    if (!(e instanceof CompileError) || e instanceof DeviceLimitError) throw e;
+    throw await withDefineClashHint(e, programOf(request), (renamed) =>
+      backend.compile(
+        {
+          ...request,
+          source: renamed.source,
+          nameExpression: renamed.nameExpressions[0] ?? request.nameExpression,
+          defines: Object.fromEntries(Object.entries(renamed.defines ?? {}).map(([k, v]) => [k, String(v)])),
+          ...(renamed.headers && { headers: renamed.headers }),
+        },
+        signal,
+      ),
+    );
+  }
 }
 
 /**
@@ -74,8 +115,9 @@ export interface CompiledKernel {
 
 /** A kernel loaded on a device, ready to launch. */
 export interface BuiltKernel {
-  readonly resources: ResourceUsage & { maxThreadsPerBlock: number };
   readonly loadMs: number;
+  /** Its registers, local and shared memory, and its theoretical occupancy launched with `launch` (asked of the driver where there is one). */
+  metrics(launch: Launch, options?: { signal?: AbortSignal }): Promise<DriverMetrics>;
   release(): Promise<void>;
 }
 
@@ -157,6 +199,13 @@ export interface DeviceRunOptions {
   signal?: AbortSignal;
 }
 
+export interface EnergyOptions extends DeviceRunOptions {
+  /** How long the kernel runs back to back while NVML is read (ms). */
+  windowMs: number;
+  /** The configuration's time (its median timed launch): nvml_energy is the mean power times it. */
+  timeMs: number;
+}
+
 export interface TimedLaunchOptions extends DeviceRunOptions {
   /** Untimed launches first. */
   warmup: number;
@@ -195,8 +244,20 @@ export interface TuningBackend {
   timedLaunches(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]>;
   /** Compares an input set's outputs with the expected ones and its inputs with their fingerprints (restoring any changed). */
   compareOutputs(test: PreparedTest, inputSet: number): Promise<OutputComparison>;
+  /**
+   * Energy and power while the kernel runs back to back on an input set for `windowMs`, read with NVML (read only:
+   * nothing on the GPU is ever set), and the energy of one launch of `timeMs` (the mean power times it, as Kernel
+   * Tuner's NVMLObserver computes nvml_energy); or why there are none. A backend without it measures no energy.
+   */
+  energy?(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: EnergyOptions): Promise<EnergyResult>;
   /** The device's bandwidth and FP32 limits, measured on it (speed-of-light.ts); absent where nothing can be measured. */
   speedLimits?(): Promise<DeviceSpeedLimits>;
+  /**
+   * Profiles one launch of a compiled kernel on the test's data, after its timings (never during them): the driver's
+   * metrics, and Nsight Compute's profile where it is installed and the driver lets it read the counters (else why
+   * not). Within `timeoutMs`; absent where nothing can be profiled.
+   */
+  profile?(kernel: CompiledKernel, launch: Launch, test: PreparedTest, options: DeviceRunOptions): Promise<ProfiledLaunch>;
   dispose(): Promise<void>;
 }
 

@@ -1,9 +1,10 @@
 // Evaluating one configuration: geometry → compile → load → check every input set → the timed series, verified, on a
-// module loaded afresh (the protocol: measurement.ts) → result. Every failure becomes a result with its kind (compile
-// error, launch error, fault, timeout, wrong result, inconsistent timing) and the search goes on. Compiles of
-// configurations announced through prefetch() run ahead, up to compileConcurrency at once (NVRTC in the compile pool's
-// processes, or nvcc's), while the GPUs time the current ones: whenever one finishes, the next announced configuration
-// starts compiling, as long as the free memory allows (compile-concurrency.ts).
+// module loaded afresh (the protocol: measurement.ts) → energy, when asked for, on another fresh module → result.
+// Every failure becomes a result with its kind (compile error, launch error, fault, timeout, wrong result,
+// inconsistent timing) and the search goes on. Compiles of configurations announced through prefetch() run ahead, up
+// to compileConcurrency at once (NVRTC in the compile pool's processes, or nvcc's), while the GPUs time the current
+// ones: whenever one finishes, the next announced configuration starts compiling, as long as the free memory allows
+// (compile-concurrency.ts).
 //
 // Evaluations wait for the setup (the oracle built, the test data prepared on every GPU, and with it the program the
 // file compiles with, NVRTC's or nvcc's), but compiles do not: they start with the likely program (the first candidate)
@@ -15,14 +16,14 @@
 // worker loads on every GPU of the model, so whichever GPU takes a configuration finds it compiled ahead.
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
-import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
+import { CompileError, DeviceLimitError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
 import { availableMemoryBytes, memoryAllowsCompile } from './compile-concurrency';
 import { computeStats } from '../../gpu/stats';
-import type { BuildRequest, BuiltKernel, CheckFailure, CompiledKernel, DeviceDescription, KernelProgram, Launch, OutputMismatch, PreparedTest, TuningBackend } from './backend';
+import { compileExplained, type BuildRequest, type BuiltKernel, type CheckFailure, type CompiledKernel, type DeviceDescription, type DeviceRunOptions, type KernelProgram, type Launch, type OutputMismatch, type PreparedTest, type TuningBackend } from './backend';
 import { checkInputSets, newSeed, TIMED_SERIES_ATTEMPTS, timeSeries, timingDisagreement, type TimedSeries } from './measurement';
-import { withCollisionHint } from '../compile/compile-sources';
+import { configProfile, type ConfigProfile } from './profile';
 import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from '../space/geometry';
-import { configKey, type Config, type ConfigResult, type FailureKind, type GpuId, type Reproduction } from '../types';
+import { configKey, type Config, type ConfigResult, type EnergyReadings, type FailureKind, type GpuId, type Reproduction } from '../types';
 
 export interface EvaluatorOptions {
   /**
@@ -51,6 +52,11 @@ export interface EvaluatorOptions {
   compileConcurrency: number;
   /** Memory free for another compile (bytes); default the system's, within the cgroup's limit (compile-concurrency.ts). */
   freeMemoryBytes?: () => number;
+  /**
+   * Measure energy after a configuration's timed series (when it was timed in full): the kernel runs back to back for
+   * `windowMs` on a fresh module while NVML is read (TuningBackend.energy).
+   */
+  energy?: { windowMs: number };
 }
 
 /** One GPU of an evaluation: its backend and what it is. */
@@ -164,7 +170,7 @@ export class Evaluator {
       result.gpu = this.gpus[worker]!;
       kernel = await this.run(() => on.backend.load(compiled));
       timings.loadMs = kernel.loadMs;
-      result.resources = { registers: kernel.resources.registers, sharedBytes: kernel.resources.sharedBytes, localBytes: kernel.resources.localBytes };
+      result.driver = await this.run(() => kernel!.metrics(launch, signal ? { signal } : {}));
 
       const run = { timeoutMs: await this.options.launchTimeoutMs(), ...(signal && { signal }) };
       const verifyStart = performance.now();
@@ -207,6 +213,11 @@ export class Evaluator {
         result.note = `${result.note ? `${result.note}; ` : ''}stopped after ${series.samplesMs.length} timed launches: their median ${result.timeMs.toPrecision(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toPrecision(4)} ms)`;
       } else {
         this.bestMs = Math.min(this.bestMs, result.timeMs);
+        if (this.options.energy) {
+          const energyStart = performance.now();
+          Object.assign(result, await this.energyOf(on, compiled, launch, result.timeMs, this.options.energy.windowMs, run));
+          timings.benchmarkMs += performance.now() - energyStart;
+        }
       }
     } catch (e) {
       if (!(e instanceof EvaluationFailure)) throw e;
@@ -218,6 +229,35 @@ export class Evaluator {
     result.timings = { ...timings, frameworkMs: Math.max(0, performance.now() - started - timings.compileMs - timings.loadMs - timings.verifyMs - timings.benchmarkMs) };
     result.timestamp = new Date().toISOString();
     return result;
+  }
+
+  /**
+   * Profiles a configuration evaluated before (its timings are done), on the first GPU: compiled again, or taken from
+   * the compiles run ahead. Undefined where the backend cannot profile.
+   */
+  async profile(config: Config, options: DeviceRunOptions): Promise<ConfigProfile | undefined> {
+    const setup = await this.setup;
+    const on = { ...this.devices[0]!, test: setup.tests[0]! };
+    if (!on.backend.profile) return undefined;
+    const launch = this.launchOf(config);
+    const compiled = await this.compiled(this.request(config, launch, setup.program), on.backend, options.signal);
+    return configProfile(config, this.options.nameExpression, launch, await on.backend.profile(compiled, launch, on.test, options));
+  }
+
+  /** NVML's readings of a configuration timed in full, or why there are none (energy.ts's reason, or a backend without energy). */
+  private async energyOf(on: EvaluationDevice & { test: PreparedTest }, compiled: CompiledKernel, launch: Launch, timeMs: number, windowMs: number, run: DeviceRunOptions): Promise<Pick<ConfigResult, 'energy' | 'energyUnavailable'>> {
+    const measure = on.backend.energy?.bind(on.backend);
+    if (!measure) return { energyUnavailable: 'this backend does not measure energy' };
+    const kernel = await this.run(() => on.backend.load(compiled));
+    try {
+      const e = await this.run(() => measure(kernel, launch, on.test, 0, { ...run, windowMs, timeMs }));
+      if (!e.available) return { energyUnavailable: e.reason };
+      const readings: EnergyReadings = { nvml_energy: e.nvml_energy, nvml_power: e.nvml_power };
+      for (const name of ['core_freq', 'mem_freq', 'temperature'] as const) if (e[name] !== undefined) readings[name] = e[name];
+      return { energy: readings };
+    } finally {
+      await kernel.release().catch(() => undefined);
+    }
   }
 
   private launchOf(config: Config): Launch {
@@ -268,7 +308,7 @@ export class Evaluator {
    * GPUs' backends in turn: a run's GPUs share one compile pool, nvcc runs anywhere), or the one an evaluation waits for.
    */
   private startCompile(request: BuildRequest, backend: TuningBackend, { ahead, signal }: { ahead: boolean; signal?: AbortSignal }): void {
-    const entry = { promise: backend.compile(request, signal), settled: false };
+    const entry = { promise: compileExplained(backend, request, signal), settled: false };
     if (ahead) this.compilesRunning++;
     entry.promise
       .catch(() => undefined) // observed when evaluated; a compile run ahead may never be
@@ -291,12 +331,14 @@ export class Evaluator {
   /** The compiled kernel of a request: run ahead, or compiled now by the GPU that needs it. */
   private async compiled(request: BuildRequest, backend: TuningBackend, signal?: AbortSignal): Promise<CompiledKernel> {
     const key = buildKey(request);
-    const promise = this.compiles.get(key)?.promise ?? backend.compile(request, signal);
+    const promise = this.compiles.get(key)?.promise ?? compileExplained(backend, request, signal);
     this.compiles.delete(key);
     try {
       return await promise;
     } catch (e) {
-      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', withCollisionHint(e, request.defines).message, e.log);
+      // A static shared memory over the device's limit is the device's limit, as a block of 2048 threads is.
+      if (e instanceof DeviceLimitError) throw new EvaluationFailure('exceeds_device_limits', e.message, e.log);
+      if (e instanceof CompileError) throw new EvaluationFailure('compile_error', e.message, e.log);
       // A compile process that died on every attempt (GpuWorker sends a compile to a fresh one twice) dies on this program.
       if (e instanceof WorkerCrashedError && e.code === 'WORKER_REPLACED') throw new EvaluationFailure('compile_error', `the compiler crashed on this configuration: ${e.message}`);
       throw e;

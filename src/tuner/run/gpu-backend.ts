@@ -19,12 +19,14 @@ import {
   Gpu,
   dtypeBytes,
   isFloatDType,
+  kernelMetrics,
   scalar,
   scalarBitPattern,
   type BufferReset,
   type CompiledProgram,
   type DeviceBuffer,
   type DType,
+  type EnergyResult,
   type GpuOptions,
   type Kernel,
   type KernelArg,
@@ -32,7 +34,9 @@ import {
 } from '../../gpu/client';
 import { measureBandwidth } from '../../gpu/bandwidth';
 import { markPhase } from '../../phases';
+import { profileKernel } from '../../gpu/ncu/profile';
 import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
+import { driverMetrics, type ProfiledLaunch } from './profile';
 import {
   backendList,
   programOf,
@@ -40,6 +44,7 @@ import {
   type BuiltKernel,
   type CompiledKernel,
   type DeviceRunOptions,
+  type EnergyOptions,
   type DeviceDescription,
   type Launch,
   type OutputComparison,
@@ -63,6 +68,7 @@ import {
 } from './helper-kernels';
 import { resolveGpuSelection, singleGpu, type GpuSelection } from './gpu-selection';
 import type { BufferInit } from '../spec/input-spec';
+import type { DriverMetrics } from '../types';
 import {
   DEFAULT_TOLERANCE,
   InvalidTestDataError,
@@ -70,6 +76,7 @@ import {
   SMALLEST_SUBNORMAL,
   initOf,
   mixSeed,
+  profileArgs,
   summarizeMismatch,
   type BufferSlot,
   type InputSet,
@@ -84,6 +91,8 @@ class GpuCompiledKernel implements CompiledKernel {
     readonly compiled: CompiledProgram,
     readonly nameExpression: string,
     readonly compileMs: number,
+    /** Filled from the test's constant memory before every run of the kernel. */
+    readonly constantSymbols: readonly string[],
   ) {}
 
   get log(): string {
@@ -96,11 +105,12 @@ export class GpuBuiltKernel implements BuiltKernel {
     readonly module: Module,
     readonly kernel: Kernel,
     readonly loadMs: number,
+    readonly constantSymbols: readonly string[],
   ) {}
 
-  get resources() {
-    const a = this.kernel.attributes;
-    return { registers: a.registers, sharedBytes: a.staticSharedBytes, localBytes: a.localBytes, maxThreadsPerBlock: a.maxThreadsPerBlock };
+  async metrics(launch: Launch, options: { signal?: AbortSignal } = {}): Promise<DriverMetrics> {
+    const metrics = await this.kernel.metrics({ block: launch.block, sharedMemBytes: launch.sharedMemBytes }, options);
+    return { ...metrics, max_threads_per_block: this.kernel.attributes.maxThreadsPerBlock };
   }
 
   release(): Promise<void> {
@@ -130,7 +140,7 @@ export class GpuPreparedTest implements PreparedTest {
   }
 
   async release(): Promise<void> {
-    const buffers = this.sets.flatMap((s) => s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]));
+    const buffers = this.sets.flatMap((s) => [...s.buffers.flatMap((b) => [b.buffer, b.initial, b.expected]), ...s.ownConstants]);
     this.sets = [];
     await Promise.all(buffers.map((b) => b?.free()));
   }
@@ -230,6 +240,10 @@ export class GpuBackend implements TuningBackend {
       pciBusId: d.pciBusId,
       computeCapability: d.computeCapability,
       multiprocessors: d.multiprocessors,
+      maxThreadsPerMultiprocessor: d.maxThreadsPerMultiprocessor,
+      maxRegistersPerMultiprocessor: d.maxRegistersPerMultiprocessor,
+      maxSharedMemoryPerMultiprocessor: d.maxSharedMemoryPerMultiprocessor,
+      maxRegistersPerBlock: d.maxRegistersPerBlock,
       globalMemoryBytes: d.globalMemoryBytes,
       l2CacheBytes: d.l2CacheBytes,
       maxThreadsPerBlock: d.maxThreadsPerBlock,
@@ -285,7 +299,7 @@ export class GpuBackend implements TuningBackend {
     if (!compiler) throw new Error(`internal: a build asked for ${request.compiler}, which this backend does not have`);
     const t0 = performance.now();
     const compiled = await compiler.compile(programOf(request), signal ? { signal } : {});
-    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0);
+    return new GpuCompiledKernel(compiled, request.nameExpression, performance.now() - t0, request.constantSymbols ?? []);
   }
 
   async load(kernel: CompiledKernel): Promise<GpuBuiltKernel> {
@@ -298,7 +312,7 @@ export class GpuBackend implements TuningBackend {
     const module = await this.gpu.loadModule(compiled);
     try {
       const loaded = await module.getKernel(nameExpression);
-      return new GpuBuiltKernel(module, loaded, performance.now() - t0);
+      return new GpuBuiltKernel(module, loaded, performance.now() - t0, kernel.constantSymbols);
     } catch (e) {
       await module.unload();
       throw e;
@@ -318,7 +332,24 @@ export class GpuBackend implements TuningBackend {
 
   async launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
     const test = await this.current(prepared);
-    await this.gpu.launch(this.own(kernel).kernel, launch, test.sets[inputSet]!.args, requestOptions(options, 1));
+    const set = test.sets[inputSet]!;
+    await this.fillConstants(this.own(kernel), set);
+    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, requestOptions(options, 1));
+  }
+
+  async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: EnergyOptions): Promise<EnergyResult> {
+    const test = await this.current(prepared);
+    // The GPU layer runs the energy window after a benchmark's timed launches: one here, its time is not used.
+    const { energy } = await this.gpu.benchmark(this.own(kernel).kernel, launch, test.sets[inputSet]!.args, {
+      warmup: 0,
+      iterations: 1,
+      energy: { windowMs: options.windowMs },
+      // The window, then a launch that may end after it and the timed one.
+      timeoutMs: options.windowMs + 2 * options.timeoutMs,
+      ...(options.signal && { signal: options.signal }),
+    });
+    if (!energy) throw new Error('internal: a benchmark with energy asked for came back without it');
+    return energy.available ? { ...energy, nvml_energy: (energy.nvml_power * options.timeMs) / 1000 } : energy;
   }
 
   async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
@@ -327,6 +358,8 @@ export class GpuBackend implements TuningBackend {
     const resetBeforeEach = set.buffers.flatMap((slot): BufferReset[] =>
       !slot.output ? [] : slot.initial ? [{ buffer: slot.buffer, copyFrom: slot.initial }] : [{ buffer: slot.buffer, fill: POISON[slot.dtype] }],
     );
+    // The series gets its constant memory as every checked launch does (a kernel cannot change it in between).
+    await this.fillConstants(this.own(kernel), set);
     const stats = await this.gpu.benchmark(this.own(kernel).kernel, launch, set.args, {
       warmup: options.warmup,
       iterations: options.count,
@@ -339,6 +372,28 @@ export class GpuBackend implements TuningBackend {
 
   async compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
     return this.compare(await this.current(prepared), inputSet);
+  }
+
+  /**
+   * The driver's metrics of the kernel loaded here, and Nsight Compute's profile of one launch in a process of its own
+   * (the worker bundle's --profile entry) on the test's inputs, drawn from the same distributions (gpu/ncu/profile.ts).
+   */
+  async profile(kernel: CompiledKernel, launch: Launch, prepared: PreparedTest, options: DeviceRunOptions): Promise<ProfiledLaunch> {
+    if (!(kernel instanceof GpuCompiledKernel)) throw new TypeError('a kernel compiled by another kind of backend was passed to GpuBackend');
+    const test = await this.current(prepared);
+    const built = await this.load(kernel);
+    let driver;
+    try {
+      const occupancy = await built.kernel.occupancy({ block: launch.block, sharedMemBytes: launch.sharedMemBytes });
+      driver = driverMetrics(kernelMetrics(built.kernel.attributes, launch.sharedMemBytes, occupancy), occupancy);
+    } finally {
+      await built.release();
+    }
+    const ncu = await profileKernel(
+      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, args: profileArgs(test.data), device: this.gpu.device.ordinal },
+      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(options.signal && { signal: options.signal }) },
+    );
+    return { driver, ncu };
   }
 
   async dispose(): Promise<void> {
@@ -399,7 +454,31 @@ export class GpuBackend implements TuningBackend {
       buffers.push(slot);
       args.push(buffer);
     }
-    return { args, buffers };
+    const constants = new Map<string, DeviceBuffer>();
+    const ownConstants: DeviceBuffer[] = [];
+    for (const [index, c] of (test.data.kind === 'spec' ? test.data.test.constants : []).entries()) {
+      if (c.source.kind === 'argument') {
+        const name = c.source.name;
+        constants.set(c.symbol, buffers.find((b) => b.name === name)!.buffer);
+        continue;
+      }
+      const buffer = await this.gpu.alloc(c.dtype, c.length);
+      ownConstants.push(buffer);
+      const source = c.source.init;
+      const init: BufferInit & { seed?: number } = source.kind === 'random' ? { ...source, seed: mixSeed(baseSeed + s, entries.length + index) } : source;
+      await this.initialize(buffer, init);
+      constants.set(c.symbol, buffer);
+    }
+    return { args, buffers, constants, ownConstants };
+  }
+
+  /** Copies the set's constant memory into the symbols the kernel's module has (before each run: cmem_args). */
+  private async fillConstants(kernel: GpuBuiltKernel, set: InputSet): Promise<void> {
+    for (const symbol of kernel.constantSymbols) {
+      const data = set.constants.get(symbol);
+      if (!data) throw new Error(`internal: the test has no constant memory for __constant__ ${symbol}`);
+      await kernel.module.copyToSymbol(symbol, data);
+    }
   }
 
   private async initialize(buffer: DeviceBuffer, init: BufferInit | { kind: 'upload'; data: ArrayBufferView }): Promise<void> {
@@ -422,6 +501,7 @@ export class GpuBackend implements TuningBackend {
     const set = test.sets[s]!;
     const givenExpected = s === 0 && test.data.kind === 'host' && test.data.arguments.some((a) => a.kind === 'buffer' && a.output && a.expected);
     await this.reset(set);
+    await this.fillConstants(test.oracle.kernel, set);
     await this.gpu.launch(test.oracle.kernel.kernel, test.oracle.launch, set.args, { timeoutMs: test.timeoutMs });
     for (const slot of set.buffers) {
       if (!slot.output) {

@@ -1,8 +1,10 @@
 // The test data of a check on the GPU and how outputs are judged: the default tolerances, the poison written into pure
 // outputs, the seeds and contents of each input set, the device buffers of one set, and the host-side summary of a
-// mismatch. gpu-backend.ts builds and compares them on the device.
+// mismatch, and the inputs of a launch profiled in a process of its own. gpu-backend.ts builds and compares them on the
+// device.
 
-import { dtypeBytes, isFloatDType, scalarBitPattern, valuesOf, type DeviceBuffer, type DType, type KernelArg } from '../../gpu/client';
+import { dtypeBytes, isFloatDType, scalar, scalarBitPattern, valuesOf, type DeviceBuffer, type DType, type KernelArg } from '../../gpu/client';
+import type { ProfileArg } from '../../gpu/ncu/profile';
 import type { HostArgument, OutputMismatch, TestData, Tolerance } from './backend';
 import type { BufferInit, Distribution } from '../spec/input-spec';
 
@@ -72,6 +74,9 @@ export interface BufferSlot {
 export interface InputSet {
   args: KernelArg[];
   buffers: BufferSlot[];
+  /** `__constant__` symbol → its data in this set: an argument's buffer, or one of its own (`ownConstants`). */
+  constants: Map<string, DeviceBuffer>;
+  ownConstants: DeviceBuffer[];
 }
 
 /** The reference kernel misbehaves on the test data (a test that cannot be trusted). */
@@ -195,4 +200,34 @@ export function summarizeMismatch(
     firstBad,
     tolerance,
   };
+}
+
+/** The inputs of a test as the profiled process makes them: the same distributions and seeds, the same fills. */
+export function profileArgs(data: TestData): ProfileArg[] {
+  if (data.kind === 'host') {
+    return data.arguments.map((a): ProfileArg => {
+      if (a.kind === 'scalar') return scalar(a.dtype, a.value as never);
+      // A pure output's contents do not matter to its kernel; an input's (and an in/out buffer's) are the user's.
+      return a.output && !a.inOut ? { dtype: a.dtype, length: a.data.length } : { dtype: a.dtype, data: a.data as never };
+    });
+  }
+  const seed = data.test.seed;
+  return data.test.arguments.map((a, index): ProfileArg => {
+    if (a.kind === 'scalar') return scalar(a.dtype, a.value as never);
+    if (!a.init) return { dtype: a.dtype, length: a.length };
+    if (a.init.kind === 'fill') return { dtype: a.dtype, length: a.length, fill: a.init.value as never };
+    const d = a.init.distribution;
+    // The first input set's seed of this argument (the profiled process draws its own numbers from the distribution).
+    const argumentSeed = mixSeed(seed, index);
+    return {
+      dtype: a.dtype,
+      length: a.length,
+      random:
+        d.kind === 'uniform'
+          ? { distribution: 'uniform', min: d.min, max: d.max, seed: argumentSeed }
+          : d.kind === 'normal'
+            ? { distribution: 'normal', mean: d.mean, std: d.std, seed: argumentSeed }
+            : { distribution: 'integers', min: d.min, max: d.max, seed: argumentSeed },
+    };
+  });
 }

@@ -13,8 +13,10 @@
  * Errors inside a kernel's body are not fatal (tree-sitter-cuda does not know every CUDA extension; NVRTC judges bodies):
  * the kernel is returned with `warnings`. Errors in host code or `__device__` functions are ignored for the same reason.
  * Forward declarations and explicit instantiations are not reported as kernels (nothing to tune); they are listed in the
- * `declarations` of the definition with the same qualified name. Kernels in comments or under `#if 0` (or the `#else` of
- * `#if 1`) are not reported; kernels under any other preprocessor condition are, so one name may appear twice.
+ * `declarations` of the definition with the same qualified name. Kernels in comments or in branches the preprocessor
+ * leaves out (preprocessor.ts: `#if 0`, a condition decided by the file's macros and the defines given) are not
+ * reported; kernels under a condition that cannot be decided are, so one name may appear twice. With the local headers
+ * followed (options.preprocess.includes), their kernels are reported too, with `file` set.
  *
  * Positions are 0-based lines and UTF-16 columns/indices (JavaScript string offsets), as VS Code uses them.
  */
@@ -28,6 +30,7 @@ import {
   type TemplateParameter,
 } from './kernel-signature';
 import { collapseSpace, normalizeType, withParseTree, type CudaAttribute, type Node } from './parse-tree';
+import { preprocess, type Preprocessed, type PreprocessedFile, type PreprocessOptions } from './preprocessor';
 
 // ---------------------------------------------------------------------------------------------------------------------
 // Positions and messages.
@@ -256,8 +259,6 @@ class KernelExtractor {
   private readonly declarations: { qualifiedName: string; range: SourceRange }[] = [];
   /** Start indices of the `__global__` keywords that belong to something understood. */
   private readonly understood = new Set<number>();
-  /** Source ranges never compiled (`#if 0` ... ), as [start, end) indices. */
-  private readonly disabled: [number, number][] = [];
   private readonly attributeByEnd: Map<number, CudaAttribute>;
 
   constructor(
@@ -312,23 +313,6 @@ class KernelExtractor {
       case 'template_instantiation':
         this.visitDeclaration(node, null, scope, prefixStart);
         break;
-      case 'preproc_if':
-      case 'preproc_elif': {
-        // `#if 0` is how kernels are switched off: what it (or the #else of an `#if 1`) holds is never compiled.
-        const condition = node.childForFieldName('condition');
-        const alternative = node.childForFieldName('alternative');
-        const constant = condition ? this.src.text(condition).trim() : '';
-        if (constant === '0') {
-          this.disabled.push([node.startIndex, alternative?.startIndex ?? node.endIndex]);
-          if (alternative) this.visitNode(alternative, scope);
-        } else if (constant === '1' && alternative) {
-          this.disabled.push([alternative.startIndex, alternative.endIndex]);
-          for (const child of node.namedChildren) if (!child.equals(alternative)) this.visitNode(child, scope);
-        } else {
-          this.visit(node, scope);
-        }
-        break;
-      }
       default:
         this.visit(node, scope); // preprocessor conditionals, declaration lists, ERROR nodes
     }
@@ -484,10 +468,9 @@ class KernelExtractor {
     }
   }
 
-  /** Leaves that are exactly the identifier `word` in compiled code (not in comments, literals, #define text or `#if 0`). */
+  /** Leaves that are exactly the identifier `word` in compiled code (not in comments, literals or #define text). */
   private *tokens(root: Node, word: string): Generator<Node> {
     for (const m of this.blanked.matchAll(new RegExp(`\\b${word}\\b`, 'g'))) {
-      if (this.disabled.some(([from, to]) => m.index >= from && m.index < to)) continue;
       const leaf = root.descendantForIndex(m.index, m.index + word.length);
       if (leaf && leaf.type !== 'preproc_arg' && leaf.startIndex === m.index && leaf.endIndex === m.index + word.length) yield leaf;
     }
@@ -522,17 +505,37 @@ class KernelExtractor {
   }
 }
 
-/** Every `__global__` function definition in `code`, in source order. Throws `ParseError` (see the module comment). */
-export async function parseKernels(code: string, fileName = '<source>'): Promise<KernelSignature[]> {
-  return withParseTree(code, (root, blanked, attributes) => {
-    const src = new SourceText(code, fileName);
+export interface ParseKernelsOptions {
+  /** How the preprocessor sees the file; default the open world (no configuration), local headers not followed. */
+  preprocess?: PreprocessOptions;
+}
+
+/**
+ * Every `__global__` function definition in `code` (and in the local headers it includes, when they are followed), in
+ * source order, as the preprocessor leaves the file. Throws `ParseError` (see the module comment).
+ */
+export function parseKernels(code: string, fileName = '<source>', options: ParseKernelsOptions = {}): Promise<KernelSignature[]> {
+  return kernelsOf(preprocess(code, fileName, options.preprocess ?? { world: 'open' }));
+}
+
+/** The kernels of a preprocessed file and its headers (see parseKernels). */
+export async function kernelsOf({ files }: Preprocessed): Promise<KernelSignature[]> {
+  const kernels: KernelSignature[] = [];
+  for (const [i, file] of files.entries()) kernels.push(...(await kernelsOfFile(file, i > 0)));
+  return kernels;
+}
+
+/** The kernels of one preprocessed file: the view is parsed, names, types and positions are read from the file. */
+export function kernelsOfFile(file: PreprocessedFile, isHeader: boolean): Promise<KernelSignature[]> {
+  return withParseTree(file.view, (root, blanked, attributes) => {
+    const src = new SourceText(file.code, file.fileName);
     const extractor = new KernelExtractor(src, blanked, attributes as CudaAttribute[]);
     extractor.run(root);
     const [first, ...rest] = extractor.errors;
     if (first) {
       const more = rest.length > 0 ? `\n(and ${rest.length} more error${rest.length > 1 ? 's' : ''})` : '';
-      throw new ParseError(fileName, first.line, first.column, first.message + more, extractor.errors, extractor.kernels);
+      throw new ParseError(file.fileName, first.line, first.column, first.message + more, extractor.errors, extractor.kernels);
     }
-    return extractor.kernels;
+    return isHeader && file.path ? extractor.kernels.map((k) => ({ ...k, file: file.path })) : extractor.kernels;
   });
 }

@@ -89,6 +89,8 @@ export interface KernelSignature {
   declarations: SourceRange[];
   /** Syntax errors inside the body (not fatal; see kernel-parser.ts). */
   warnings: SourceDiagnostic[];
+  /** The local header that defines it (absolute path); absent for a kernel of the file itself. Ranges are the header's. */
+  file?: string;
 }
 
 /** The source could not be parsed well enough to know a kernel's interface. `line`/`column` are 0-based. */

@@ -1,8 +1,11 @@
 /**
  * Where the host code launches a kernel: `k<<<grid, block[, smem[, stream]]>>>(args)` and `cudaLaunchKernel(k, ...)`
- * (and its Ex/Cooperative variants), read from the tree-sitter-cuda parse tree with the ranges an edit needs.
+ * (and its Ex/Cooperative variants), read from the tree-sitter-cuda parse tree with the ranges an edit needs. The file
+ * is read as the preprocessor leaves it for its host compile, whose -D options are not known here (the open world of
+ * preprocessor.ts): branches its own macros rule out are not searched, the others are.
  */
 import { withParseTree, type Node } from './parse-tree';
+import { preprocess } from './preprocessor';
 
 export interface SourceSpan {
   text: string;
@@ -41,7 +44,8 @@ function spans(code: string, nodes: readonly Node[]): SourceSpan[] {
 
 /** Every launch of the kernel named `kernelName` (unqualified; qualified calls of it match too). */
 export function findLaunchSites(code: string, kernelName: string): Promise<LaunchSite[]> {
-  return withParseTree(code, (root) => {
+  const { view } = preprocess(code, 'host.cu', { world: 'open' }).files[0]!;
+  return withParseTree(view, (root) => {
     const sites: LaunchSite[] = [];
     for (const call of root.descendantsOfType('call_expression')) {
       const fn = call.childForFieldName('function');

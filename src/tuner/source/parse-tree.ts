@@ -50,8 +50,12 @@ function getParser(): Promise<TreeSitter.Parser> {
 // ---------------------------------------------------------------------------------------------------------------------
 // Pre-pass: blank comments and literals, then mask the CUDA attributes the grammar cannot read.
 
-/** The source with comments and string/char literals replaced by spaces (newlines kept), so that positions still match. */
-function blankCommentsAndLiterals(code: string): string {
+/**
+ * The source with comments and string/char literals replaced by spaces (newlines kept), so that positions still match;
+ * with `literals: false` the literals are kept (a macro's body, an #include's spelling).
+ */
+export function blankCommentsAndLiterals(code: string, options: { literals?: boolean } = {}): string {
+  const blankLiterals = options.literals ?? true;
   const parts: string[] = [];
   let last = 0;
   const blank = (from: number, to: number) => {
@@ -76,7 +80,7 @@ function blankCommentsAndLiterals(code: string): string {
       let j = i + 1;
       while (j < n && code[j] !== c && code[j] !== '\n') j += code[j] === '\\' ? 2 : 1;
       const to = j < n && code[j] === c ? j + 1 : Math.min(j, n);
-      blank(i, to);
+      if (blankLiterals) blank(i, to);
       i = to;
     } else {
       i++;

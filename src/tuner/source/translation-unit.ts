@@ -89,9 +89,12 @@ const TYPE_NODES = new Set([
 const IDENTIFIER_NODES = new Set(['identifier', 'type_identifier', 'field_identifier', 'namespace_identifier']);
 const SPACE_WORDS = /\b(__global__|__device__|__host__|__constant__|__shared__|__managed__)\b/g;
 
-/** Parses `code` into its top-level items. */
-export function outlineSource(code: string): Promise<SourceOutline> {
-  return withParseTree(code, (root, blanked) => new Outliner(code, blanked).run(root));
+/**
+ * Parses `code` into its top-level items. `spaceMacros`: execution-space macros defined before it (by the headers it
+ * includes; Preprocessed.spaceMacros), besides its own.
+ */
+export function outlineSource(code: string, options: { spaceMacros?: ReadonlyMap<string, string> } = {}): Promise<SourceOutline> {
+  return withParseTree(code, (root, blanked) => new Outliner(code, blanked, options.spaceMacros).run(root));
 }
 
 interface Scope {
@@ -103,13 +106,16 @@ interface Scope {
 class Outliner {
   private readonly items: TopLevelItem[] = [];
   private readonly frames: Frame[] = [];
-  private readonly spaceMacros = new Map<string, string>();
+  private readonly spaceMacros: Map<string, string>;
 
   constructor(
     private readonly code: string,
     /** The code with comments and literals blanked: keyword scans never see a comment. */
     private readonly blanked: string,
-  ) {}
+    knownSpaceMacros: ReadonlyMap<string, string> = new Map(),
+  ) {
+    this.spaceMacros = new Map(knownSpaceMacros);
+  }
 
   run(root: Node): SourceOutline {
     // Execution-space macros first: `HD float f()` must read as `__host__ __device__ float f()` wherever HD is defined.

@@ -10,7 +10,7 @@
 //    ("block_size_x * 4"), Kernel Tuner's smem_args.
 
 import { compileExpression, evaluateNumber, ExpressionEvalError, unknownNameMessage, type CompiledExpression, type Env } from './expressions';
-import { pythonStr, type Config, type Dim3, type ProblemSizeSpec } from '../types';
+import { pythonStr, type Config, type Dim3, type ParamValue, type ProblemSizeSpec } from '../types';
 
 export const DEFAULT_BLOCK_SIZE_NAMES: readonly [string, string, string] = ['block_size_x', 'block_size_y', 'block_size_z'];
 /** Kernel Tuner's block x when no parameter sets it. */
@@ -170,9 +170,14 @@ export function defines(config: Config, launch: { grid: Dim3; block: Dim3 }, blo
   const out: Record<string, string> = {};
   AXES.forEach((axis, i) => (out[`grid_size_${axis}`] = String(launch.grid[i])));
   names.forEach((name, i) => (out[name] = String(launch.block[i])));
-  for (const [name, value] of Object.entries(config)) out[name] = typeof value === 'boolean' ? (value ? '1' : '0') : pythonStr(value);
+  for (const [name, value] of Object.entries(config)) out[name] = defineValue(value);
   out['kernel_tuner'] = '1';
   return out;
+}
+
+/** A parameter's value as its define: Python's str(), booleans as 1 and 0. */
+export function defineValue(value: ParamValue): string {
+  return typeof value === 'boolean' ? (value ? '1' : '0') : pythonStr(value);
 }
 
 /** Why a launch cannot run on the device (checked before compiling), or undefined when it fits. */

@@ -63,6 +63,17 @@ export class Random {
     return items;
   }
 
+  /** A float in [lo, hi). */
+  uniform(lo: number, hi: number): number {
+    return lo + (hi - lo) * this.next();
+  }
+
+  /** A standard normal deviate (Box–Muller; one uniform pair per deviate, so the sequence depends only on the seed). */
+  normal(): number {
+    const u = 1 - this.next(); // (0, 1]: log(0) is never taken
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * this.next());
+  }
+
   pick<T>(items: readonly T[]): T {
     if (items.length === 0) throw new RangeError('Random.pick needs a non-empty list');
     return items[this.int(items.length)]!;

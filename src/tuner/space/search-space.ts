@@ -16,11 +16,14 @@ export class SearchSpaceError extends Error {
 }
 
 /**
- * Neighbourhoods for local search, named as in Kernel Tuner:
+ * Neighbourhoods for local search, named and defined as in Kernel Tuner (Searchspace.get_neighbors):
  *  - 'Hamming': exactly one parameter takes another of its values;
- *  - 'strictly-adjacent': every parameter moves at most one position in its value list (at least one moves).
+ *  - 'strictly-adjacent': every parameter moves at most one position in its value list (at least one moves);
+ *  - 'adjacent': every parameter moves at most to the next value above or below that any valid configuration has
+ *    (the same as strictly-adjacent unless a value of the list occurs in no valid configuration, which is skipped).
  */
-export type NeighbourMethod = 'Hamming' | 'strictly-adjacent';
+export type NeighbourMethod = 'Hamming' | 'adjacent' | 'strictly-adjacent';
+export const NEIGHBOUR_METHODS: readonly NeighbourMethod[] = ['Hamming', 'adjacent', 'strictly-adjacent'];
 
 export interface SearchSpaceOptions {
   /** When given, configurations whose block does not fit are set apart in `excluded`. */
@@ -93,6 +96,8 @@ export class SearchSpace {
   private readonly valueIndices: Int32Array;
   private readonly rawIndex: Float64Array;
   private readonly positionOfRaw = new Map<number, number>();
+  /** Per parameter, the value indices some valid configuration has, ascending (for 'adjacent' neighbours). */
+  private presentValues: Int32Array[] | undefined;
 
   constructor(tuneParams: TuneParams, restrictions?: readonly string[], options: SearchSpaceOptions = {}) {
     this.blockSizeNames = resolveBlockSizeNames(options.blockSizeNames);
@@ -281,11 +286,21 @@ export class SearchSpace {
     for (let i = 0; i < this.size; i++) yield this.config(i);
   }
 
-  /** Positions of the neighbours of a configuration (see NeighbourMethod), in value order. */
+  /** Positions of the neighbours of a configuration (see NeighbourMethod), in the space's order. */
   neighbours(index: number, method: NeighbourMethod = 'Hamming'): number[] {
-    const idx = this.indicesAt(index);
-    const raw = this.rawIndex[index]!;
+    return this.neighboursOf(this.indicesAt(index), method);
+  }
+
+  /**
+   * Positions of the valid neighbours of any combination of value indices (one outside the space too: Kernel Tuner
+   * repairs an invalid point from its neighbours), in the space's order (as Kernel Tuner lists them); never the
+   * combination itself.
+   */
+  neighboursOf(valueIndices: ArrayLike<number>, method: NeighbourMethod): number[] {
     const P = this.paramNames.length;
+    const idx = Array.from({ length: P }, (_, p) => valueIndices[p]!);
+    let raw = 0;
+    for (let p = 0; p < P; p++) raw += idx[p]! * this.strides[p]!;
     const out: number[] = [];
     const add = (r: number) => {
       const pos = this.positionOfRaw.get(r);
@@ -295,28 +310,131 @@ export class SearchSpace {
       for (let p = 0; p < P; p++) {
         for (let v = 0; v < this.values[p]!.length; v++) if (v !== idx[p]) add(raw + (v - idx[p]!) * this.strides[p]!);
       }
-      return out;
+      return out.sort((a, b) => a - b);
     }
-    // Odometer over offsets in {-1, 0, +1}^P within each value list, skipping the all-zero offset.
-    const lo = Array.from(idx, (i) => (i > 0 ? -1 : 0));
-    const hi = Array.from(idx, (i, p) => (i < this.values[p]!.length - 1 ? 1 : 0));
-    const offset = [...lo];
+    // Per parameter the offsets it may move by: -1, 0, +1 (strictly-adjacent), or to the nearest value below and above
+    // that occurs in the space (adjacent); then every combination but the all-zero one, in value order.
+    const steps = idx.map((i, p) => {
+      if (method === 'strictly-adjacent') return [...(i > 0 ? [-1] : []), 0, ...(i < this.values[p]!.length - 1 ? [1] : [])];
+      if (method !== 'adjacent') throw new RangeError(`Unknown neighbour method '${String(method)}'; choose one of ${NEIGHBOUR_METHODS.join(', ')}`);
+      const present = this.valuesPresent()[p]!;
+      let below: number | undefined;
+      let above: number | undefined;
+      for (const v of present) {
+        if (v < i) below = v;
+        else if (v > i) {
+          above = v;
+          break;
+        }
+      }
+      return [...(below !== undefined ? [below - i] : []), 0, ...(above !== undefined ? [above - i] : [])];
+    });
+    const choice = new Array<number>(P).fill(0);
     for (;;) {
       let r = raw;
       let moved = false;
       for (let p = 0; p < P; p++) {
-        r += offset[p]! * this.strides[p]!;
-        moved ||= offset[p] !== 0;
+        const offset = steps[p]![choice[p]!]!;
+        r += offset * this.strides[p]!;
+        moved ||= offset !== 0;
       }
       if (moved) add(r);
       let p = P - 1;
-      while (p >= 0 && offset[p] === hi[p]) {
-        offset[p] = lo[p]!;
-        p--;
-      }
+      while (p >= 0 && choice[p] === steps[p]!.length - 1) choice[p--] = 0;
       if (p < 0) return out;
-      offset[p]!++;
+      choice[p]!++;
     }
+  }
+
+  private valuesPresent(): Int32Array[] {
+    if (!this.presentValues) {
+      const P = this.paramNames.length;
+      const seen = this.values.map((vs) => new Uint8Array(vs.length));
+      for (let i = 0; i < this.valueIndices.length; i++) seen[i % P]![this.valueIndices[i]!] = 1;
+      this.presentValues = seen.map((flags) => Int32Array.from([...flags.keys()].filter((v) => flags[v])));
+    }
+    return this.presentValues;
+  }
+
+  /**
+   * Kernel Tuner's scaled coordinates (strategies/common.py, for pso, firefly, basinhopping, dual_annealing): every
+   * parameter p lives in [0, eps * count_p] with eps = the smallest 1 / count_p, its value i at eps * (i + 0.5).
+   */
+  get eps(): number {
+    return Math.min(...this.values.map((v) => 1 / v.length));
+  }
+
+  /** The upper bound of each scaled coordinate (the lower is 0). */
+  get scaledBounds(): number[] {
+    const eps = this.eps;
+    return this.values.map((v) => eps * v.length);
+  }
+
+  /** The scaled point of some value indices (Kernel Tuner's scale_from_params). */
+  scale(valueIndices: ArrayLike<number>): Float64Array {
+    const eps = this.eps;
+    return Float64Array.from({ length: this.paramNames.length }, (_, p) => eps * (valueIndices[p]! + 0.5));
+  }
+
+  /**
+   * The value indices nearest a scaled point, per parameter (Kernel Tuner's unscale_and_snap_to_nearest: the first
+   * nearest on a tie, out-of-bounds coordinates to the first or last value). The result may violate the restrictions.
+   */
+  snapScaled(x: ArrayLike<number>): Int32Array {
+    const eps = this.eps;
+    return Int32Array.from({ length: this.paramNames.length }, (_, p) => {
+      const n = this.values[p]!.length;
+      // Centres at eps * (i + 0.5): the nearest is x / eps - 0.5 rounded, a tie to the lower index (argmin takes the first).
+      const i = Math.ceil(x[p]! / eps - 1);
+      return Math.min(Math.max(i, 0), n - 1);
+    });
+  }
+
+  /**
+   * The value indices of the values nearest some parameter values (Kernel Tuner's snap_to_nearest_config: a value in
+   * the list is itself, a number otherwise snaps to the numerically nearest value, the first on a tie).
+   */
+  snapValues(values: readonly ParamValue[]): Int32Array {
+    return Int32Array.from({ length: this.paramNames.length }, (_, p) => {
+      const v = values[p]!;
+      const exact = this.valueIndex[p]!.get(valueTag(v));
+      if (exact !== undefined) return exact;
+      if (typeof v !== 'number') throw new RangeError(`${pythonStr(v)} is not a value of tunable parameter '${this.paramNames[p]}'`);
+      let best = -1;
+      let bestDistance = Infinity;
+      this.values[p]!.forEach((w, i) => {
+        const d = typeof w === 'number' ? Math.abs(w - v) : Infinity;
+        if (d < bestDistance) [best, bestDistance] = [i, d];
+      });
+      if (best < 0) throw new RangeError(`tunable parameter '${this.paramNames[p]}' has no numeric value near ${v}`);
+      return best;
+    });
+  }
+
+  /**
+   * The valid configuration a scaled point stands for, repaired as Kernel Tuner's CostFunc does with constraint_aware
+   * (unscale_and_snap_to_nearest_valid): the snapped configuration when valid, else among its neighbours (strictly-
+   * adjacent, else adjacent, else Hamming: the first method that finds any) the one nearest the point (Euclidean,
+   * scaled; the first in value order on a tie); undefined when it has none.
+   */
+  snapScaledToValid(x: ArrayLike<number>): number | undefined {
+    const snapped = this.snapScaled(x);
+    const exact = this.indexOfIndices(snapped);
+    if (exact !== undefined) return exact;
+    for (const method of ['strictly-adjacent', 'adjacent', 'Hamming'] as const) {
+      const candidates = this.neighboursOf(snapped, method);
+      if (candidates.length === 0) continue;
+      let best = candidates[0]!;
+      let bestDistance = Infinity;
+      for (const c of candidates) {
+        const y = this.scale(this.indicesAt(c));
+        let d = 0;
+        for (let p = 0; p < y.length; p++) d += (y[p]! - x[p]!) ** 2;
+        if (d < bestDistance) [best, bestDistance] = [c, d];
+      }
+      return best;
+    }
+    return undefined;
   }
 
   /** `count` distinct positions drawn uniformly without replacement (all of them, shuffled, when count ≥ size). */

@@ -6,6 +6,7 @@ import { z } from 'zod';
 import type { DType } from '../../gpu/dtype';
 import { DTYPES, dtypeBytes, floatLimits, integerRange, isFloatDType } from '../../gpu/dtype';
 import { compileExpression, evaluateNumber, type Env } from '../space/expressions';
+import type { ConstantSymbol } from '../source/constant-symbols';
 import type { KernelParameter, KernelSignature } from '../source/kernel-signature';
 import type { ProblemSizeSpec } from '../types';
 import { formatBytes } from './units';
@@ -100,9 +101,43 @@ export const argumentSpecSchema = z
     return z.NEVER;
   });
 
+const CONSTANT_DATA_KEYS = ['dtype', 'length', 'fill', 'random'];
+const CONSTANT_KEYS = `a constant has sameAs (an argument's name: the same data), or ${CONSTANT_DATA_KEYS.join(', ')} (its own data)`;
+
+const constantDataSchema = z
+  .strictObject(
+    { dtype: dtypeSchema, length: numberOrExpression, fill: z.number().finite().optional(), random: distributionSchema.optional() },
+    { error: unknownKeysError(CONSTANT_DATA_KEYS, CONSTANT_KEYS) },
+  )
+  .refine((b) => !(b.fill !== undefined && b.random !== undefined), { message: 'give either fill or random, not both' });
+const sameAsSchema = z.strictObject({ sameAs: z.string().min(1) }, { error: unknownKeysError(['sameAs'], CONSTANT_KEYS) });
+
+/**
+ * A `__constant__` symbol's data (Kernel Tuner's cmem_args): the same data as a buffer argument (`sameAs`), or data
+ * of its own, made as an input buffer's is. Told apart by `sameAs`, so that a message names the field at fault.
+ */
+export const constantSpecSchema = z
+  .custom<z.input<typeof sameAsSchema> | z.input<typeof constantDataSchema>>()
+  .transform((input, ctx): ConstantSpec => {
+    if (typeof input !== 'object' || input === null || Array.isArray(input)) {
+      ctx.addIssue({ code: 'custom', message: `expected an object (${CONSTANT_KEYS}), received ${JSON.stringify(input)}` });
+      return z.NEVER;
+    }
+    const [schema, known] = 'sameAs' in input ? [sameAsSchema, ['sameAs']] : [constantDataSchema, CONSTANT_DATA_KEYS];
+    const result = schema.safeParse(input);
+    if (result.success) return result.data;
+    for (const issue of withoutMistypedKeys(result.error.issues, input, known)) ctx.addIssue({ code: 'custom', message: issue.message, path: issue.path });
+    return z.NEVER;
+  });
+
 const testSpecShape = {
   /** Argument name → its spec; every kernel parameter needs one. */
   arguments: z.record(z.string(), argumentSpecSchema),
+  /**
+   * `__constant__` symbol → its data, copied to the symbol before every run of the kernel (and of the oracle, where
+   * its file declares the symbol too): Kernel Tuner's cmem_args.
+   */
+  constantMemory: z.record(z.string(), constantSpecSchema).default({}),
   /** Numbers or expressions over scalar arguments (and tunable parameters, evaluated per configuration). */
   problemSize: z.union([numberOrExpression, z.array(numberOrExpression).min(1).max(3)]),
   /** Seed of the first input set; the second set, drawn to catch cached or constant results, uses seed + 1. */
@@ -118,6 +153,7 @@ export type ArgumentSpec = z.infer<typeof argumentSpecSchema>;
 export type TestSpecInput = z.input<typeof testSpecSchema>;
 export type TestSpec = z.infer<typeof testSpecSchema>;
 export type Distribution = z.infer<typeof distributionSchema>;
+export type ConstantSpec = z.infer<typeof sameAsSchema> | z.infer<typeof constantDataSchema>;
 
 /** How a buffer's initial contents are made. */
 export type BufferInit = { kind: 'fill'; value: number } | { kind: 'random'; distribution: Distribution };
@@ -134,9 +170,18 @@ export type ResolvedArgument =
       init?: BufferInit;
     };
 
+/** A `__constant__` symbol's data in each input set: that of a buffer argument, or its own. */
+export interface ResolvedConstant {
+  symbol: string;
+  dtype: DType;
+  length: number;
+  source: { kind: 'argument'; name: string } | { kind: 'own'; init: BufferInit };
+}
+
 export interface ResolvedTest {
   /** In the kernel's parameter order. */
   arguments: ResolvedArgument[];
+  constants: ResolvedConstant[];
   /** Still expressions where they use tunable parameters; geometry.ts evaluates them per configuration. */
   problemSize: ProblemSizeSpec;
   /** The scalar arguments' values, for problem-size expressions. */
@@ -250,11 +295,40 @@ export function dtypeOfCType(parameter: KernelParameter, templateTypeNames: Read
   if (candidates.length === 0) {
     return `type ${parameter.baseType} is not supported as a test argument (supported: ${Object.keys(C_TYPES).join(', ')}, CUDA vector types behind pointers, and typedefs of these)`;
   }
-  const lanes = new Set(candidates.map((c) => c.lanes));
-  if ([...lanes].some((l) => l > 1) && !parameter.isPointer) return `vector type ${base} is only supported behind a pointer`;
-  if (lanes.size > 1) return `type ${base} has a different number of lanes in each of its possible typedefs (${parameter.aliasOf!.join(', ')})`;
+  const lanes = [...new Set(candidates.map((c) => c.lanes))];
+  if (lanes.some((l) => l > 1) && !parameter.isPointer) return `vector type ${base} is only supported behind a pointer`;
+  // A typedef the configurations choose (CLBlast's realM: float, float2 or float4 by VWM): one buffer of scalars
+  // serves them all when its length is a multiple of every lane count.
+  const allLanes = lanes.reduce(lcm, 1);
   const dtypes = [...new Set(candidates.map((c) => c.dtype))];
-  return dtypes.length === 1 ? { dtype: dtypes[0]!, lanes: candidates[0]!.lanes } : { dtypes, lanes: candidates[0]!.lanes };
+  return dtypes.length === 1 ? { dtype: dtypes[0]!, lanes: allLanes } : { dtypes, lanes: allLanes };
+}
+
+function lcm(a: number, b: number): number {
+  let [x, y] = [a, b];
+  while (y !== 0) [x, y] = [y, x % y];
+  return (a / x) * b;
+}
+
+/**
+ * The constant memory against the `__constant__` variables the kernel's file declares: each symbol declared, of the
+ * data's dtype, and large enough for it (where its extent is known here; the driver checks the size again).
+ */
+export function checkConstantMemory(constants: readonly ResolvedConstant[], declared: ReadonlyMap<string, ConstantSymbol>, fileName: string): void {
+  const problems: string[] = [];
+  for (const c of constants) {
+    const at = `constantMemory.${c.symbol}`;
+    const symbol = declared.get(c.symbol);
+    if (!symbol) {
+      const names = [...declared.keys()];
+      problems.push(`${at}: ${fileName} declares no __constant__ ${c.symbol}${names.length > 0 ? ` (it declares ${names.join(', ')})` : ' (it declares no __constant__ variable)'}`);
+      continue;
+    }
+    const dtype = dtypeOfBase(symbol.type);
+    if (dtype && (dtype.dtype !== c.dtype || dtype.lanes !== 1)) problems.push(`${at}: __constant__ ${symbol.type} ${c.symbol} (${symbol.at}) is ${dtype.lanes > 1 ? `${dtype.lanes} × ` : ''}${dtype.dtype}, but the data is ${c.dtype}`);
+    if (symbol.elements !== undefined && c.length > symbol.elements) problems.push(`${at}: ${c.length} elements do not fit __constant__ ${symbol.type} ${c.symbol} (${symbol.at}), which holds ${symbol.elements}`);
+  }
+  if (problems.length > 0) throw new InvalidTestSpecError(`the constant memory does not fit ${fileName}:\n  ${problems.join('\n  ')}`, problems);
 }
 
 /** Parses and validates a spec, then checks it against the kernel's signature and resolves every length. */
@@ -308,13 +382,18 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
     }
     const length = evaluateLength(parameter.name, argSpec.length, scalars, invalidScalars, problems);
     if (length === undefined) continue;
-    if (length % ctype.lanes !== 0) problems.push(`${parameter.name}: length ${length} is not a multiple of the ${ctype.lanes} lanes of ${parameter.baseType}`);
+    if (length % ctype.lanes !== 0) {
+      const which = parameter.aliasOf && parameter.aliasOf.length > 1 ? ` (${parameter.aliasOf.join(', ')}, as the configurations choose)` : '';
+      problems.push(`${parameter.name}: length ${length} is not a multiple of the ${ctype.lanes} lanes of ${parameter.baseType}${which}`);
+    }
     if (parameter.isConst && argSpec.output) problems.push(`${parameter.name}: is const (${parameter.type}) and cannot be an output`);
     checkContents(parameter.name, argSpec, problems);
     totalBytes += length * dtypeBytes(argSpec.dtype);
     const init = argSpec.output && argSpec.fill === undefined && argSpec.random === undefined ? undefined : bufferInit(argSpec);
     args.push({ kind: 'buffer', name: parameter.name, dtype: argSpec.dtype, length, output: argSpec.output, ...(init && { init }) });
   }
+  const constants = resolveConstants(spec, args, scalars, invalidScalars, problems);
+  totalBytes += constants.reduce((n, c) => n + (c.source.kind === 'own' ? c.length * dtypeBytes(c.dtype) : 0), 0);
   if (!Object.values(spec.arguments).some((a) => 'output' in a && a.output)) problems.push(`no argument is marked "output": true, so nothing could be checked`);
   const maxBytes = options.maxBytes ?? DEFAULT_MAX_TEST_BYTES;
   if (totalBytes > maxBytes) {
@@ -323,7 +402,33 @@ export function resolveTestSpec(input: unknown, kernel: KernelSignature, options
   if (problems.length > 0) {
     throw new InvalidTestSpecError(`the test spec does not fit kernel ${kernel.name}:\n  ${problems.join('\n  ')}`, problems);
   }
-  return { arguments: args, problemSize: spec.problemSize, scalars, seed: spec.seed, totalBytes };
+  return { arguments: args, constants, problemSize: spec.problemSize, scalars, seed: spec.seed, totalBytes };
+}
+
+const IDENTIFIER = /^[A-Za-z_]\w*$/;
+
+/** The constant memory's symbols and data; a `sameAs` names a buffer argument of the kernel. */
+function resolveConstants(spec: TestSpec, args: readonly ResolvedArgument[], scalars: Record<string, number>, invalidScalars: ReadonlySet<string>, problems: string[]): ResolvedConstant[] {
+  const out: ResolvedConstant[] = [];
+  for (const [symbol, c] of Object.entries(spec.constantMemory)) {
+    const at = `constantMemory.${symbol}`;
+    if (!IDENTIFIER.test(symbol)) {
+      problems.push(`${at}: a __constant__ symbol's name is a C identifier`);
+      continue;
+    }
+    if ('sameAs' in c) {
+      const arg = args.find((a) => a.name === c.sameAs);
+      if (arg?.kind === 'buffer') out.push({ symbol, dtype: arg.dtype, length: arg.length, source: { kind: 'argument', name: arg.name } });
+      else if (arg) problems.push(`${at}.sameAs: '${c.sameAs}' is a scalar argument; name a buffer argument, or give the data (dtype, length, fill or random)`);
+      else if (!(c.sameAs in spec.arguments)) problems.push(`${at}.sameAs: '${c.sameAs}' is not an argument (arguments: ${Object.keys(spec.arguments).join(', ')})`);
+      continue;
+    }
+    const length = evaluateLength(at, c.length, scalars, invalidScalars, problems);
+    if (length === undefined) continue;
+    checkContents(at, { ...c, output: false }, problems);
+    out.push({ symbol, dtype: c.dtype, length, source: { kind: 'own', init: bufferInit({ ...c, output: false }) } });
+  }
+  return out;
 }
 
 function bufferInit(spec: BufferSpec): BufferInit {

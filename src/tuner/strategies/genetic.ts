@@ -5,7 +5,9 @@
 // always progresses and ends once every configuration is known. A generation is a batch: its children are chosen from
 // the previous generation's results only, so they are evaluated in parallel, spread over all workers (GPUs).
 
-import { checkOptionNames, defineStrategy, type SearchContext, type Strategy } from './search';
+import { z } from 'zod';
+import { commonOptions, parseStrategyOptions } from './options';
+import { defineStrategy, type SearchContext, type Strategy } from './search';
 
 export interface GeneticOptions {
   /** Default 10: small populations spend a tuning budget of tens of evaluations on more generations. */
@@ -22,8 +24,16 @@ function checkProbability(name: string, v: number | undefined): void {
   if (v !== undefined && !(v >= 0 && v <= 1)) throw new RangeError(`Expected a probability in [0, 1] for ${name} but received ${v}`);
 }
 
-export function genetic(options: GeneticOptions = {}): Strategy {
-  checkOptionNames('genetic_algorithm', options, ['populationSize', 'tournamentSize', 'crossoverRate', 'mutationRate']);
+const OPTIONS = {
+  ...commonOptions,
+  populationSize: z.number().optional(),
+  tournamentSize: z.number().optional(),
+  crossoverRate: z.number().optional(),
+  mutationRate: z.number().optional(),
+};
+
+export function genetic(raw: GeneticOptions & Record<string, unknown> = {}): Strategy {
+  const options = parseStrategyOptions('genetic_algorithm', OPTIONS, raw);
   const populationSize = options.populationSize ?? 10;
   const tournamentSize = options.tournamentSize ?? 3;
   const crossoverRate = options.crossoverRate ?? 0.9;
@@ -36,7 +46,7 @@ export function genetic(options: GeneticOptions = {}): Strategy {
   checkProbability('crossoverRate', crossoverRate);
   checkProbability('mutationRate', options.mutationRate);
 
-  return defineStrategy('genetic_algorithm', { parallelism: 'each generation is one batch: its children are evaluated in parallel' }, async (ctx) => {
+  return defineStrategy('genetic_algorithm', { parallelism: 'each generation is one batch: its children are evaluated in parallel', options }, async (ctx) => {
     const { space, rng } = ctx;
     const counts = space.valueCounts;
     const mutationRate = options.mutationRate ?? 1 / counts.length;
@@ -75,6 +85,10 @@ export function genetic(options: GeneticOptions = {}): Strategy {
     };
 
     let population = space.sample(populationSize, rng);
+    if (options.x0 !== undefined) {
+      const first = ctx.start()!;
+      population = [first, ...population.filter((i) => i !== first)].slice(0, populationSize);
+    }
     await ctx.evaluateAll(population);
     while (!ctx.exhausted) {
       const before = ctx.evaluations;

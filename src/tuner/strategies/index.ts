@@ -1,15 +1,24 @@
 // The strategy registry, under Kernel Tuner's strategy names (with a few plain aliases) for the CLI and the spec files.
 
+import { auto } from './auto';
+import { basinhopping } from './basin-hopping';
 import { bruteForce } from './brute-force';
+import { dualAnnealing } from './dual-annealing';
 import { genetic } from './genetic';
-import { localSearch } from './local-search';
+import { greedyIls, greedyMls, mls, orderedGreedyMls } from './local-search';
 import { randomSample } from './random-sample';
 import type { Strategy } from './search';
+import { simulatedAnnealing } from './simulated-annealing';
 
+export { auto } from './auto';
+export { basinhopping } from './basin-hopping';
 export { bruteForce } from './brute-force';
+export { dualAnnealing } from './dual-annealing';
 export { genetic, type GeneticOptions } from './genetic';
-export { localSearch, type LocalSearchOptions } from './local-search';
-export { randomSample, type RandomSampleOptions } from './random-sample';
+export { greedyIls, greedyMls, mls, orderedGreedyMls } from './local-search';
+export { parseStrategyOptionFlag, StrategyOptionError, strategyOptionsFromFlags } from './options';
+export { randomSample } from './random-sample';
+export { simulatedAnnealing } from './simulated-annealing';
 export {
   defineStrategy,
   runStrategy,
@@ -28,22 +37,29 @@ export {
 export type StrategyFactory = (options?: Record<string, unknown>) => Strategy;
 
 export const strategies = {
-  brute_force: bruteForce as StrategyFactory,
-  random_sample: randomSample as StrategyFactory,
-  greedy_mls: localSearch as StrategyFactory,
+  auto: auto,
+  brute_force: bruteForce,
+  random_sample: randomSample,
+  greedy_mls: greedyMls,
+  greedy_ils: greedyIls,
+  mls: mls,
+  ordered_greedy_mls: orderedGreedyMls,
+  simulated_annealing: simulatedAnnealing,
+  basinhopping: basinhopping,
+  dual_annealing: dualAnnealing,
   genetic_algorithm: genetic as StrategyFactory,
-} as const;
+} satisfies Record<string, StrategyFactory>;
 
 export type StrategyName = keyof typeof strategies;
 
+/** The strategy of a spec or a tune() that names none (and of every step of the LLM loop). */
+export const DEFAULT_STRATEGY: StrategyName = 'auto';
+
 const ALIASES: Record<string, StrategyName> = {
-  brute_force: 'brute_force',
+  ...(Object.fromEntries(Object.keys(strategies).map((name) => [name, name])) as Record<StrategyName, StrategyName>),
   bruteforce: 'brute_force',
-  random_sample: 'random_sample',
   random: 'random_sample',
-  greedy_mls: 'greedy_mls',
   local_search: 'greedy_mls',
-  genetic_algorithm: 'genetic_algorithm',
   genetic: 'genetic_algorithm',
 };
 

@@ -1,28 +1,29 @@
-// A uniform random sample without replacement (Kernel Tuner's random_sample). With neither `fraction` nor `count` it
-// walks the whole space in random order, so that maxFevals or timeLimitMs alone sets the sample size. The sample is
-// drawn before anything is evaluated, so it is spread over all workers (GPUs) like brute force.
+// A uniform random sample without replacement (Kernel Tuner's random_sample): max_fevals configurations, or a
+// `fraction` of the space (default 0.1, as Kernel Tuner's) when no max_fevals is given. The sample is drawn before
+// anything is evaluated, so it is spread over all workers (GPUs) like brute force.
 
-import { checkOptionNames, defineStrategy, type Strategy } from './search';
+import { z } from 'zod';
+import { budgetOptions, parseStrategyOptions } from './options';
+import { defineStrategy, type Strategy } from './search';
 
-export interface RandomSampleOptions {
-  /** Fraction of the space to sample, in (0, 1]. */
-  fraction?: number;
-  /** Number of configurations to sample. */
-  count?: number;
-}
+const OPTIONS = {
+  ...budgetOptions,
+  /** Fraction of the space to sample when max_fevals is not given, in (0, 1]. */
+  fraction: z.number().gt(0).max(1).default(0.1),
+};
 
-export function randomSample(options: RandomSampleOptions = {}): Strategy {
-  checkOptionNames('random_sample', options, ['fraction', 'count']);
-  const { fraction, count } = options;
-  if (fraction !== undefined && count !== undefined) throw new RangeError('random_sample takes fraction or count, not both');
-  if (fraction !== undefined && !(fraction > 0 && fraction <= 1)) {
-    throw new RangeError(`Expected a fraction in (0, 1] for random_sample but received ${fraction}`);
-  }
-  if (count !== undefined && !(Number.isInteger(count) && count >= 1)) {
-    throw new RangeError(`Expected a positive integer count for random_sample but received ${count}`);
-  }
-  return defineStrategy('random_sample', { parallelism: 'the sample is drawn first: each GPU takes the next configuration of it' }, async (ctx) => {
-    const n = count ?? (fraction !== undefined ? Math.ceil(fraction * ctx.space.size) : ctx.space.size);
-    await ctx.evaluateAll(ctx.space.sample(n, ctx.rng));
-  });
+export function randomSample(raw: Record<string, unknown> = {}): Strategy {
+  const options = parseStrategyOptions('random_sample', OPTIONS, raw);
+  return defineStrategy(
+    'random_sample',
+    {
+      parallelism: 'the sample is drawn first: each GPU takes the next configuration of it',
+      options,
+      defaultMaxFevals: (size) => Math.ceil(options.fraction * size),
+    },
+    async (ctx) => {
+      // The whole space in random order: the budget (max_fevals, or the fraction) ends the sample.
+      await ctx.evaluateAll(ctx.space.sample(ctx.space.size, ctx.rng));
+    },
+  );
 }

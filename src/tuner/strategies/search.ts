@@ -5,7 +5,8 @@
 
 import { freshSeed, Random } from '../space/random';
 import type { ExcludedConfig, SearchSpace } from '../space/search-space';
-import { objectiveOf, type Config, type ConfigResult, type StopReason, type TuneResult } from '../types';
+import { objectiveOf, pythonStr, type Config, type ConfigResult, type Objective, type StopReason, type StrategyChoice, type TuneResult } from '../types';
+import type { CommonOptionValues } from './options';
 
 /**
  * Evaluates one configuration (compile, verify, time; or replay from a cache) on a worker (0 ≤ worker < workers: the GPU
@@ -41,6 +42,8 @@ export interface Shard {
 }
 
 export interface StrategyOptions {
+  /** What the search minimises (or maximises) through objectiveOf; default time. */
+  objective?: Objective;
   /** At most this many distinct configurations are evaluated. */
   maxFevals?: number;
   /** No new evaluation starts after this many milliseconds (measured with `clock`). */
@@ -75,8 +78,19 @@ export interface Strategy {
   readonly parallelism: string;
   /** Whether a search can be split into shards evaluated independently (on several hosts) and merged. */
   readonly shardable: boolean;
-  /** Explores the space through ctx.evaluate / ctx.evaluateAll until it has nothing left to try; the context stops it when the budget is spent. */
-  search(ctx: SearchContext): Promise<void>;
+  /** Its options under Kernel Tuner's names, defaults filled in (max_fevals, time_limit and x0 among them when given). */
+  readonly options: Readonly<CommonOptionValues & Record<string, unknown>>;
+  /**
+   * The evaluation budget the strategy falls back on when neither the run nor its options set max_fevals, as Kernel
+   * Tuner's strategies do (greedy_mls 100, simulated_annealing its schedule's length, ...); none: until it ends itself.
+   */
+  defaultMaxFevals?(spaceSize: number): number;
+  /**
+   * Explores the space through ctx.evaluate / ctx.evaluateAll until it has nothing left to try or ends by its own rule
+   * (then it may return that rule in words, e.g. "the annealing schedule ended"); the context stops it when the budget
+   * is spent.
+   */
+  search(ctx: SearchContext): Promise<void | string>;
   /** Runs this strategy: runStrategy(this, ...). */
   run(space: SearchSpace, evaluate: Evaluate, options?: StrategyOptions): Promise<TuneResult>;
 }
@@ -108,20 +122,22 @@ export class SearchContext {
   private readonly waitingForWorker: ((worker: number) => void)[] = [];
   /** An evaluator error (not a failed configuration): no evaluation starts after it; runStrategy rethrows it. */
   private failure: { error: unknown } | undefined;
-  private readonly start: number;
+  private readonly origin: number;
   private bestResult: ConfigResult | undefined;
   private unvisitedOrder: Int32Array | undefined;
   private unvisitedCursor = 0;
+  private x0Used = false;
+  private chosen: StrategyChoice | undefined;
   /** This run's share of the space: a shard's walks the whole space, so it is computed once, not per result. */
   private readonly share: { positions: Positions; excluded: readonly ExcludedConfig[] };
 
   constructor(
     readonly space: SearchSpace,
     private readonly evaluateConfig: Evaluate,
-    private readonly options: StrategyOptions & { seed: number; clock: Clock },
+    private readonly options: StrategyOptions & { seed: number; clock: Clock; x0?: number },
   ) {
     this.rng = new Random(options.seed);
-    this.start = options.clock.now();
+    this.origin = options.clock.now();
     this.workers = options.workers ?? 1;
     this.freeWorkers = Array.from({ length: this.workers }, (_, w) => w);
     const { shard } = options;
@@ -147,7 +163,87 @@ export class SearchContext {
   }
 
   get elapsedMs(): number {
-    return this.options.clock.now() - this.start;
+    return this.options.clock.now() - this.origin;
+  }
+
+  /**
+   * The most distinct configurations this run may evaluate: its max_fevals (the run's, the strategy option's, or the
+   * strategy's own default), never more than its share of the space. Strategies that pace themselves by the budget
+   * (simulated annealing's schedule, dual annealing's maxfun) read it.
+   */
+  get maxFevals(): number {
+    return Math.min(this.share.positions.length, this.options.maxFevals ?? Infinity);
+  }
+
+  /** The run's max_fevals as given (by the run, the options or the strategy's default); undefined when none. */
+  get maxFevalsGiven(): number | undefined {
+    return this.options.maxFevals;
+  }
+
+  /** Whether this run evaluates a shard of the space (a search split over hosts). */
+  get sharded(): boolean {
+    return this.options.shard !== undefined;
+  }
+
+  /** Records which strategy runs and why (auto's choice); the result reports it. */
+  choose(choice: StrategyChoice): void {
+    this.chosen = choice;
+  }
+
+  get choice(): StrategyChoice | undefined {
+    return this.chosen;
+  }
+
+  /** The time limit in ms (of the run's clock), if any. */
+  get timeLimitMs(): number | undefined {
+    return this.options.timeLimitMs;
+  }
+
+  /** How much of the budget is spent, 0 to 1: the larger of the evaluations' and the time's share (Kernel Tuner's get_fraction_consumed). */
+  get budgetSpent(): number {
+    const fevals = Number.isFinite(this.maxFevals) ? this.evaluations / this.maxFevals : 0;
+    const time = this.options.timeLimitMs !== undefined ? this.elapsedMs / this.options.timeLimitMs : 0;
+    return Math.min(1, Math.max(fevals, time));
+  }
+
+  /**
+   * Where a strategy starts: the configuration of the x0 option the first time it is asked (Kernel Tuner's
+   * get_start_pos), else a random configuration not yet evaluated (undefined when none is left).
+   */
+  start(): number | undefined {
+    const x0 = this.options.x0;
+    if (x0 !== undefined && !this.x0Used) {
+      this.x0Used = true;
+      return x0;
+    }
+    return this.randomUnvisited();
+  }
+
+  /**
+   * The objective of the configuration at some value indices, evaluated on first use. A combination that is not a
+   * valid configuration (a restriction or the device's limits rule it out) costs nothing and counts no evaluation: it
+   * is +Infinity, as Kernel Tuner's CostFunc answers an InvalidConfig with the largest float.
+   */
+  evaluateIndices(valueIndices: ArrayLike<number>): Promise<number> {
+    const index = this.space.indexOfIndices(valueIndices);
+    if (index === undefined) {
+      try {
+        this.checkBudget(false);
+      } catch (e) {
+        return Promise.reject(e);
+      }
+      return Promise.resolve(Infinity);
+    }
+    return this.evaluate(index);
+  }
+
+  /**
+   * The objectives of a batch (a generation, a neighbourhood), evaluated in parallel over the workers in order; the
+   * same position twice is evaluated once. Rejects as evaluate does when the budget ends first.
+   */
+  async evaluateMany(positions: readonly number[]): Promise<number[]> {
+    await this.evaluateAll(positions);
+    return positions.map((i) => this.memo.get(i)!);
   }
 
   /** The positions of this run's share of the space, in order (every position without a shard). */
@@ -238,9 +334,9 @@ export class SearchContext {
       } finally {
         this.started--;
       }
-      const objective = objectiveOf(result);
+      const objective = objectiveOf(result, this.options.objective);
       this.memo.set(index, objective);
-      if (result.status === 'ok' && objective < (this.bestResult ? objectiveOf(this.bestResult) : Infinity)) this.bestResult = result;
+      if (result.status === 'ok' && objective < (this.bestResult ? objectiveOf(this.bestResult, this.options.objective) : Infinity)) this.bestResult = result;
       this.report(result);
       return objective;
     } finally {
@@ -310,7 +406,8 @@ export async function runStrategy(
   evaluate: Evaluate,
   options: StrategyOptions = {},
 ): Promise<TuneResult> {
-  const { maxFevals, timeLimitMs } = options;
+  const budget = budgetOf(strategy, space, options);
+  const { maxFevals, timeLimitMs } = budget;
   if (maxFevals !== undefined && !(Number.isInteger(maxFevals) && maxFevals >= 1)) {
     throw new RangeError(`Expected a positive integer for maxFevals but received ${maxFevals}`);
   }
@@ -322,16 +419,27 @@ export async function runStrategy(
   const { workers, shard } = options;
   if (workers !== undefined && !(Number.isInteger(workers) && workers >= 1)) throw new RangeError(`Expected a positive integer for workers but received ${workers}`);
   if (shard !== undefined) checkShard(strategy, shard);
+  const x0 = startOf(strategy, space);
   const seed = options.seed ?? freshSeed();
-  const ctx = new SearchContext(space, evaluate, { ...options, seed, clock: options.clock ?? wallClock });
+  const ctx = new SearchContext(space, evaluate, {
+    ...options,
+    ...(maxFevals !== undefined && { maxFevals }),
+    ...(timeLimitMs !== undefined && { timeLimitMs }),
+    seed,
+    clock: options.clock ?? wallClock,
+    ...(x0 !== undefined && { x0 }),
+  });
   // Configurations over the device limits are shared out like the others, so that the shards' caches hold each once.
   for (const e of ctx.excluded) {
     ctx.report({ config: e.config, key: e.key, status: 'exceeds_device_limits', error: { message: e.reason } });
   }
   let stopReason: StopReason = 'completed';
+  let ended: void | string = undefined;
   try {
     if (options.signal?.aborted) throw new StopSearch('aborted');
-    await strategy.search(ctx);
+    ended = await strategy.search(ctx);
+    // A strategy that paces itself by the budget (an annealing schedule) ends as it is spent: the budget stopped it.
+    if (ctx.evaluations >= ctx.maxFevals && !ctx.exhausted) stopReason = 'max_fevals';
   } catch (e) {
     // Evaluations still running on other workers finish and are recorded before the result is returned.
     await ctx.drain();
@@ -343,12 +451,72 @@ export async function runStrategy(
   return {
     best: ctx.best,
     results: ctx.results,
-    strategy: strategy.name,
+    strategy: ctx.choice?.strategy ?? strategy.name,
+    ...(ctx.choice && { strategyChoice: ctx.choice }),
     evaluations: ctx.evaluations,
     elapsedMs: ctx.elapsedMs,
     stopReason,
+    stopDetail: stopDetail(stopReason, ctx, budget, ended),
     seed,
   };
+}
+
+/** The run's budget: the run's own (--max-fevals, --time-limit), else the strategy's options, else the strategy's default. */
+function budgetOf(strategy: Strategy, space: SearchSpace, options: StrategyOptions): Budget {
+  const fromOptions = {
+    maxFevals: strategy.options.max_fevals,
+    timeLimitMs: strategy.options.time_limit === undefined ? undefined : strategy.options.time_limit * 1000,
+  };
+  for (const [key, option] of [['maxFevals', 'max_fevals'], ['timeLimitMs', 'time_limit']] as const) {
+    const run = options[key];
+    const own = fromOptions[key];
+    if (run !== undefined && own !== undefined && run !== own) {
+      throw new RangeError(`${strategy.name} is given two budgets: ${option}=${strategy.options[option]} as a strategy option and ${key}=${run} for the run; give it once`);
+    }
+  }
+  const maxFevals = options.maxFevals ?? fromOptions.maxFevals;
+  const timeLimitMs = options.timeLimitMs ?? fromOptions.timeLimitMs;
+  if (maxFevals !== undefined) return { maxFevals, timeLimitMs, source: 'given' };
+  const fallback = strategy.defaultMaxFevals?.(space.size);
+  return fallback === undefined ? { timeLimitMs, source: 'given' } : { maxFevals: fallback, timeLimitMs, source: 'default' };
+}
+
+interface Budget {
+  maxFevals?: number | undefined;
+  timeLimitMs?: number | undefined;
+  /** Whether maxFevals was given (run or option) or is the strategy's default. */
+  source: 'given' | 'default';
+}
+
+/** The position of the x0 option (Kernel Tuner's start configuration), checked against the space. */
+function startOf(strategy: Strategy, space: SearchSpace): number | undefined {
+  const x0 = strategy.options.x0;
+  if (x0 === undefined) return undefined;
+  const names = space.paramNames;
+  if (x0.length !== names.length) {
+    throw new RangeError(`x0 of ${strategy.name} has ${x0.length} values, but the space has ${names.length} parameters (${names.join(', ')}): give one value per parameter, in that order`);
+  }
+  const config = Object.fromEntries(names.map((n, p) => [n, x0[p]!]));
+  const index = space.indexOf(config);
+  if (index === undefined) {
+    throw new RangeError(`x0 of ${strategy.name} (${x0.map(pythonStr).join(', ')}) is not a configuration of the space: ${space.explain(config) ?? 'it is not in the space'}`);
+  }
+  return index;
+}
+
+/** Why the search stopped, in words: which budget and how much was spent, or how the strategy ended. */
+function stopDetail(reason: StopReason, ctx: SearchContext, budget: Budget, ended: void | string): string {
+  switch (reason) {
+    case 'max_fevals':
+      return `${ctx.evaluations} evaluations, its max_fevals${budget.source === 'default' ? ` (the strategy's default, as Kernel Tuner's)` : ''}`;
+    case 'time_limit':
+      return `${(ctx.elapsedMs / 1000).toFixed(1)} s spent of its time_limit of ${(budget.timeLimitMs! / 1000).toFixed(1)} s`;
+    case 'aborted':
+      return `cancelled after ${ctx.evaluations} evaluations`;
+    case 'completed':
+      if (ended) return ended;
+      return ctx.exhausted ? `every one of the ${ctx.space.size} configurations was evaluated` : `the strategy had nothing left to try after ${ctx.evaluations} evaluations`;
+  }
 }
 
 /** The items of a list from a position on, lazily (the announcement of what comes next reads only the first few). */
@@ -369,27 +537,25 @@ function checkShard(strategy: Strategy, shard: Shard): void {
   }
 }
 
-/** Builds a Strategy from its search procedure and how it uses several workers. */
+/** Builds a Strategy from its search procedure, its parsed options and how it uses several workers. */
 export function defineStrategy(
   name: string,
-  traits: { parallelism: string; shardable?: boolean },
-  search: (ctx: SearchContext) => Promise<void>,
+  traits: {
+    parallelism: string;
+    shardable?: boolean;
+    options?: CommonOptionValues & Record<string, unknown>;
+    defaultMaxFevals?: (spaceSize: number) => number;
+  },
+  search: (ctx: SearchContext) => Promise<void | string>,
 ): Strategy {
   const strategy: Strategy = {
     name,
     parallelism: traits.parallelism,
     shardable: traits.shardable ?? false,
+    options: Object.freeze({ ...traits.options }),
+    ...(traits.defaultMaxFevals && { defaultMaxFevals: traits.defaultMaxFevals }),
     search,
     run: (space, evaluate, options) => runStrategy(strategy, space, evaluate, options),
   };
   return strategy;
-}
-
-/** Rejects option names a strategy does not know (a typo would otherwise silently fall back to a default). */
-export function checkOptionNames(strategy: string, options: object, allowed: readonly string[]): void {
-  const unknown = Object.keys(options).filter((k) => !allowed.includes(k));
-  if (unknown.length > 0) {
-    const names = unknown.map((k) => `'${k}'`).join(', ');
-    throw new RangeError(`Unknown option${unknown.length > 1 ? 's' : ''} ${names} for strategy ${strategy}; it accepts ${allowed.join(', ') || 'none'}`);
-  }
 }

@@ -1,6 +1,6 @@
 // Prompts of the autonomous strategy (plan-and-solve): plan, validate, break down, apply, replan.
 import type { KernelAnalysis } from '../../state';
-import { formatTuneParams, kernelBlock, type KernelView } from '../../prompts';
+import { formatTuneParams, kernelBlock, measuredBlock, type KernelView, type Measured } from '../../prompts';
 import type { PlanStep } from './state';
 
 const STEP_RULES = [
@@ -19,10 +19,12 @@ function context(code: string | KernelView, analysis: KernelAnalysis | null, tun
   ].filter((l) => l !== '');
 }
 
-export function planPrompt(code: string | KernelView, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>): string {
+export function planPrompt(code: string | KernelView, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>, measured: Measured): string {
   return [
-    'Plan how to make this CUDA kernel faster on a modern NVIDIA GPU:',
+    'Plan how to make this CUDA kernel faster on the GPU described below:',
     ...context(code, analysis, tuneParams),
+    '',
+    measuredBlock(measured),
     '',
     'Give an ordered list of optimization steps, most promising first (typically 2 to 6).',
     STEP_RULES,
@@ -69,10 +71,12 @@ export function applyStepPrompt(step: PlanStep, analysis: KernelAnalysis | null)
     .join('\n');
 }
 
-export function replanPrompt(code: string | KernelView, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>, past: readonly PlanStep[]): string {
+export function replanPrompt(code: string | KernelView, analysis: KernelAnalysis | null, tuneParams: Record<string, readonly (number | string | boolean)[]>, past: readonly PlanStep[], measured: Measured): string {
   return [
     'The CUDA kernel below is the best version found so far:',
     ...context(code, analysis, tuneParams),
+    '',
+    measuredBlock(measured),
     '',
     'Steps tried so far:',
     ...(past.length > 0 ? past.map((s) => `- ${s.title}: ${s.outcome ?? s.status}`) : ['(none)']),

@@ -5,7 +5,8 @@ import { finalizeKernel } from '../../../candidate/finalize';
 import type { TuningStateValue } from '../../../state';
 import { PerformanceTracker } from '../../../candidate/tracker';
 
-function trackerSummary(tracker: PerformanceTracker): TrackerSummary {
+/** The tracker as `session.finished` states it. */
+export function trackerSummary(tracker: PerformanceTracker): TrackerSummary {
   const total = tracker.getTotalImprovement();
   return {
     baselineTimeMs: total.baselineTimeMs,

@@ -9,6 +9,7 @@ import { stepRequestTail } from '../../prompts';
 import { applyStepPrompt } from '../prompts';
 import { type AutonomousStateUpdate, type AutonomousStateValue, type PlanStep } from '../state';
 import { kernelView } from '../../../candidate/kernel-view';
+import { measuredOf } from '../../../prompts';
 
 export function nextStepNode(strategy: BaseTuningStrategy) {
   return async (state: AutonomousStateValue, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
@@ -35,7 +36,8 @@ export type CandidateInput = typeof CandidateInputState.State;
 export function candidateNode(strategy: BaseTuningStrategy, llm: BaseChatModel) {
   return async (input: CandidateInput, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
     const { session, step, candidate, candidates } = input;
-    const prompt = `${applyStepPrompt(step, session.analysis)}\n${stepRequestTail({ code: await kernelView(session, session.code), tuneParams: session.tuneParams, namesParameters: true, candidate, candidates })}`;
+    const tail = stepRequestTail({ code: await kernelView(session, session.code), tuneParams: session.tuneParams, measured: measuredOf(session, config), namesParameters: true, candidate, candidates });
+    const prompt = `${applyStepPrompt(step, session.analysis)}\n${tail}`;
     const outcome = await strategy.tryCandidate(llm, { stepId: step.id, candidate, prompt }, session, config);
     return { outcomes: [outcome] };
   };

@@ -6,7 +6,7 @@ import { InvalidAnswerError } from '../../../errors';
 import { emit } from '../../../progress/events';
 import { conversation, withAnswer, withRetries, type Attempt } from '../../../candidate/feedback';
 import { askStructured } from '../../../llm/llm-call';
-import { SYSTEM_PROMPT } from '../../../prompts';
+import { measuredOf, SYSTEM_PROMPT } from '../../../prompts';
 import type { RetryPolicy } from '../../../llm/retry';
 import { planPrompt } from '../prompts';
 import { newSteps, viewOf, type AutonomousStateUpdate, type AutonomousStateValue } from '../state';
@@ -24,7 +24,7 @@ export function checkSteps(steps: readonly { title: string }[], answer: unknown)
 export function planNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>) {
   return async (state: AutonomousStateValue, config: LangGraphRunnableConfig): Promise<AutonomousStateUpdate> => {
     const answer = await withRetries(policy, config, 'plan', async ({ feedback }) => {
-      const a = await askStructured(llm, conversation(SYSTEM_PROMPT, planPrompt(await kernelView(state, state.code), state.analysis, state.tuneParams), feedback), PlanAnswer, config, 'plan');
+      const a = await askStructured(llm, conversation(SYSTEM_PROMPT, planPrompt(await kernelView(state, state.code), state.analysis, state.tuneParams, measuredOf(state, config)), feedback), PlanAnswer, config, 'plan');
       checkSteps(a.steps, a);
       return a;
     });

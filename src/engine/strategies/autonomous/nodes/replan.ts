@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { emit } from '../../../progress/events';
 import { conversation, withRetries, type Attempt } from '../../../candidate/feedback';
 import { askStructured } from '../../../llm/llm-call';
-import { SYSTEM_PROMPT } from '../../../prompts';
+import { measuredOf, SYSTEM_PROMPT } from '../../../prompts';
 import type { RetryPolicy } from '../../../llm/retry';
 import { replanPrompt } from '../prompts';
 import { newSteps, viewOf, type AutonomousStateUpdate, type AutonomousStateValue } from '../state';
@@ -20,7 +20,7 @@ export function replanNode(llm: BaseChatModel, policy: RetryPolicy<Attempt>, max
     const round = state.replanRounds + 1;
     emit(config, { type: 'replanning', round, maxRounds });
     const answer = await withRetries(policy, config, 'replan', async ({ feedback }) => {
-      const prompt = replanPrompt(await kernelView(state, state.code), state.analysis, state.tuneParams, state.plan);
+      const prompt = replanPrompt(await kernelView(state, state.code), state.analysis, state.tuneParams, state.plan, measuredOf(state, config));
       const a = await askStructured(llm, conversation(SYSTEM_PROMPT, prompt, feedback), ReplanAnswer, config, 'replan');
       if (!a.done) checkSteps(a.steps, a);
       return a;

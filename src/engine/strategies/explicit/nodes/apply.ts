@@ -6,6 +6,7 @@ import { stepRequestTail } from '../../prompts';
 import type { TuningStep } from '../steps';
 import type { ExplicitStateUpdate, ExplicitStateValue } from '../state';
 import { kernelView } from '../../../candidate/kernel-view';
+import { measuredOf } from '../../../prompts';
 
 export function instructionOf(step: TuningStep, state: ExplicitStateValue): string {
   return step.render({
@@ -20,7 +21,7 @@ export function applyNode(strategy: BaseTuningStrategy, steps: readonly TuningSt
     const step = steps.find((s) => s.id === state.currentStepId)!;
     const session = { ...state, gridDivisors: { ...state.gridDivisors, ...step.gridDivisors } };
     const tuneParams = { ...state.tuneParams, ...step.tuneParams };
-    const prompt = `${instructionOf(step, state)}\n\n${stepRequestTail({ code: await kernelView(state, state.code), tuneParams, namesParameters: false, candidate: 0, candidates: 1 })}`;
+    const prompt = `${instructionOf(step, state)}\n\n${stepRequestTail({ code: await kernelView(state, state.code), tuneParams, measured: measuredOf(state, config), namesParameters: false, candidate: 0, candidates: 1 })}`;
     const outcome = await strategy.tryCandidate(llm, { stepId: step.id, candidate: 0, prompt, stepTuneParams: step.tuneParams }, session, config);
     const decision = strategy.decide(state, step, [outcome], config);
     return {

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { emit } from '../../../progress/events';
 import { conversation, withRetries, type Attempt } from '../../../candidate/feedback';
 import { askStructured } from '../../../llm/llm-call';
-import { SYSTEM_PROMPT } from '../../../prompts';
+import { measuredOf, SYSTEM_PROMPT } from '../../../prompts';
 import type { RetryPolicy } from '../../../llm/retry';
 import { evaluatePrompt } from '../prompts';
 import type { TuningStep } from '../steps';
@@ -22,7 +22,7 @@ export function evaluateNode(steps: readonly TuningStep[], llm: BaseChatModel, p
     const purpose = `evaluate step ${step.id}`;
     const view = await kernelView(state, state.code);
     const answer = await withRetries(policy, config, purpose, ({ feedback }) =>
-      askStructured(llm, conversation(SYSTEM_PROMPT, evaluatePrompt(view, instructionOf(step, state), state.analysis), feedback), EvaluationAnswer, config, purpose),
+      askStructured(llm, conversation(SYSTEM_PROMPT, evaluatePrompt(view, instructionOf(step, state), state.analysis, measuredOf(state, config)), feedback), EvaluationAnswer, config, purpose),
     );
     if (answer.apply) return {};
     emit(config, { type: 'step.skipped', stepId: step.id, reason: `does not apply to this kernel: ${answer.reason}` });

@@ -1,0 +1,166 @@
+/**
+ * A session of the tuner alone ("Tune parameters" in the editor): a kernel that already has tunable parameters and a
+ * tuning spec, searched with no model, as the same typed event stream as an LLM session of one step. The panel, the
+ * history, the HTML report and the proposal of the final kernel serve it as they are.
+ *
+ * The step's baseline is the search's reference: the kernel at its reference configuration (the file's own values of
+ * the parameters it #defines, else the first valid configuration, or the spec's referenceConfig), with the time the
+ * search measured for it; a separate reference kernel (the spec's `reference:`) is the baseline itself, as in the
+ * report of `tune`. The best configuration is accepted when it is faster, profiled after the timings, and proposed in
+ * the file as an LLM session's final kernel is: its values in the file's `#define`s (or guarded ones), its launches
+ * rewritten for it.
+ */
+import { basename } from 'node:path';
+import { backendList, type TuningBackend } from '../../tuner/run/backend';
+import { checkOneModel } from '../../tuner/run/gpu-selection';
+import { loadTuningSpec, tuningJob, type TuningJob } from '../../tuner/spec/tuning-spec';
+import type { TuneOptions } from '../../tuner/tunable-kernel';
+import { configKey, outcomeOf, type Config, type TuneResult } from '../../tuner/types';
+import { finalizeKernel } from '../candidate/finalize';
+import { PROFILE_TIMEOUT_MS, profileEvent } from '../candidate/run-tests';
+import { improvementPct, PerformanceTracker } from '../candidate/tracker';
+import { makeEvent, summarizeConfig, type TuningEvent, type TuningEventBody } from '../progress/events';
+import { endedBy, eventsWhile, limitsEvent, type SessionEnd } from './session';
+import { trackerSummary } from './graph/nodes/finish';
+
+export interface TunerSessionOptions {
+  threadId: string;
+  /** The kernel file's text (an editor's buffer, unsaved edits included) and where the file is. */
+  code: string;
+  filePath: string;
+  /** The tuning spec: the test's inputs, the parameters and restrictions, the geometry, how to measure. */
+  specPath: string;
+  /** One backend per GPU, all of one model. */
+  backend: TuningBackend | readonly TuningBackend[];
+  signal?: AbortSignal;
+}
+
+/** The one step of a session of the tuner alone. */
+export const TUNER_STEP = { id: '1', title: 'Tune parameters' } as const;
+
+/**
+ * The session as events, ending in `session.finished`, `session.failed` or `session.cancelled` (never throws); returns
+ * how it ended.
+ */
+export async function* tunerSession(o: TunerSessionOptions): AsyncGenerator<TuningEvent, SessionEnd> {
+  try {
+    const job = await tuningJob(loadTuningSpec(o.specPath), { file: o.filePath, source: o.code });
+    const backends = backendList(o.backend);
+    const devices = await Promise.all(backends.map((b) => b.describe()));
+    checkOneModel(devices);
+    const device = devices[0]!;
+    yield makeEvent({
+      type: 'session.started',
+      threadId: o.threadId,
+      resumed: false,
+      kernel: { name: job.kernel.name, signature: job.kernel.signature.signatureText },
+      device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability, ...(backends.length > 1 && { gpus: backends.length }) },
+    });
+    const first = backends[0]!;
+    if (first.speedLimits) yield await limitsEvent(first.speedLimits.bind(first));
+    yield* search(job, o, backends);
+    return { status: 'finished' };
+  } catch (thrown) {
+    return yield* endedBy(thrown, o.signal);
+  }
+}
+
+async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonly TuningBackend[]): AsyncGenerator<TuningEvent, void> {
+  const { spec, kernel, test } = job;
+  const { data, problemSize } = test.resolve(kernel.signature);
+  const sizes = Array.isArray(problemSize) ? [...problemSize] : [problemSize];
+  const outputs = data.kind === 'spec' ? data.test.arguments.filter((a) => a.kind === 'buffer' && a.output).map((a) => a.name) : [];
+  yield makeEvent({
+    type: 'tests.ready',
+    tests: [{ id: basename(o.specPath), origin: 'user', problemSize: sizes, outputs, bytes: data.kind === 'spec' ? data.test.totalBytes : null, timeMs: null, work: job.work }],
+  });
+  const tuneParams = Object.fromEntries(Object.entries(job.tuneParams).map(([k, v]) => [k, [...v]]));
+  const step = { ...TUNER_STEP, details: `${spec.strategy} over ${Object.keys(tuneParams).join(', ')} as ${basename(o.specPath)} gives them, every configuration verified and timed` };
+  yield makeEvent({ type: 'plan', reason: 'initial', steps: [{ ...step, depth: 0, status: 'pending' }] });
+  yield makeEvent({ type: 'step.started', stepId: step.id, title: step.title });
+  yield makeEvent({ type: 'candidate', stepId: step.id, candidate: 0, attempt: 1, code: o.code, diff: '', tuneParams, restrictions: job.restrictions });
+
+  const options: TuneOptions = { ...job.options, backend: backends, ...(o.signal && { signal: o.signal }) };
+  let done = 0;
+  let failures = 0;
+  const result: TuneResult = yield* eventsWhile((writer) =>
+    kernel.tune(test, job.tuneParams, job.restrictions, {
+      ...options,
+      profile: { timeoutMs: PROFILE_TIMEOUT_MS },
+      onResult: (r, p) => {
+        done++;
+        if (outcomeOf(r.status) === 'failed') failures++;
+        writer(makeEvent({ type: 'configs.evaluated', stepId: step.id, candidate: 0, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) }));
+      },
+    }),
+  );
+  o.signal?.throwIfAborted();
+  const best = result.best;
+  if (best?.timeMs === undefined) {
+    const failed = result.results.find((r) => r.error)?.error?.message.split('\n', 1)[0];
+    throw new Error(`no configuration of ${kernel.name} ran correctly${failed ? `: ${failed}` : ''} (every result is in the panel's table)`);
+  }
+  const profiled = profileEvent(result, { stepId: step.id, candidate: 0 });
+  if (profiled) yield makeEvent(profiled);
+
+  const baseline = await baselineOf(job, result, options);
+  const improved = baseline !== undefined && best.timeMs < baseline.timeMs;
+  const tracker = new PerformanceTracker(baseline?.timeMs);
+  if (baseline) yield makeEvent({ type: 'baseline', timeMs: baseline.timeMs, params: baseline.params, testId: basename(o.specPath) });
+  // Without a baseline (a separate reference kernel whose time the search did not take) the best stands on its own.
+  if (!baseline || improved) {
+    const oldTimeMs = baseline?.timeMs ?? best.timeMs;
+    tracker.addStep({ description: step.title, code: o.code, oldTimeMs, newTimeMs: best.timeMs, tunableParams: tuneParams, restrictions: job.restrictions, bestParams: best.config });
+    yield makeEvent({ type: 'step.accepted', stepId: step.id, candidate: 0, oldTimeMs, newTimeMs: best.timeMs, improvementPct: improvementPct(oldTimeMs, best.timeMs), bestParams: best.config });
+  } else {
+    yield makeEvent({
+      type: 'step.rejected',
+      stepId: step.id,
+      reason: { kind: 'insufficient_gain', oldTimeMs: baseline.timeMs, newTimeMs: best.timeMs, improvementPct: improvementPct(baseline.timeMs, best.timeMs), thresholdPct: 0 },
+    });
+  }
+  yield* finished(job, o, improved || !baseline ? best.config : baseline.params, tracker, tuneParams, improved || !baseline);
+}
+
+/**
+ * The baseline: the reference configuration's time as the search measured it, else (outside the space) measured now as
+ * every configuration is; a separate reference kernel's own time; undefined where nothing timed it.
+ */
+async function baselineOf(job: TuningJob, result: TuneResult, options: TuneOptions): Promise<{ timeMs: number; params: Config } | undefined> {
+  const reference = result.reference;
+  if (!reference) return undefined;
+  if (job.spec.reference) return reference.timeMs === undefined ? undefined : { timeMs: reference.timeMs, params: reference.config };
+  const names = Object.keys(job.tuneParams);
+  const key = names.every((n) => reference.config[n] !== undefined) ? configKey(reference.config, names) : undefined;
+  const searched = result.results.find((r) => r.key === key && r.status === 'ok' && r.timeMs !== undefined);
+  if (searched) return { timeMs: searched.timeMs!, params: reference.config };
+  const alone = await job.kernel.tune(job.test, Object.fromEntries(Object.entries(reference.config).map(([k, v]) => [k, [v]])), [], { ...options, earlyStop: false });
+  return alone.best?.timeMs === undefined ? undefined : { timeMs: alone.best.timeMs, params: reference.config };
+}
+
+/** The end: the file with `params` defined (unchanged where nothing was accepted), and the summary. */
+async function* finished(job: TuningJob, o: TunerSessionOptions, params: Config, tracker: PerformanceTracker, tuneParams: Record<string, (number | string | boolean)[]>, propose: boolean): AsyncGenerator<TuningEvent, void> {
+  const { spec } = job;
+  const final = await finalizeKernel({
+    code: o.code,
+    kernelName: job.kernel.name,
+    params,
+    problemSize: Array.isArray(spec.problemSize) ? spec.problemSize : [spec.problemSize],
+    gridDivisors: { ...(spec.gridDivX !== undefined && { x: spec.gridDivX }), ...(spec.gridDivY !== undefined && { y: spec.gridDivY }), ...(spec.gridDivZ !== undefined && { z: spec.gridDivZ }) },
+    ...(spec.blockSizeNames && { blockSizeNames: spec.blockSizeNames }),
+    ...(spec.sharedMemBytes !== undefined && { sharedMemBytes: spec.sharedMemBytes }),
+  });
+  if (propose) for (const message of final.warnings) yield makeEvent({ type: 'warning', message });
+  const body: Extract<TuningEventBody, { type: 'session.finished' }> = {
+    type: 'session.finished',
+    finalCode: propose ? final.code : o.code,
+    tunableCode: o.code,
+    bestParams: params,
+    tuneParams,
+    restrictions: job.restrictions,
+    tracker: trackerSummary(tracker),
+    launch: final.launch,
+    launchSites: propose ? final.launchSites : [],
+  };
+  yield makeEvent(body);
+}

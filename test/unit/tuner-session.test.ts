@@ -1,0 +1,158 @@
+// "Tune parameters" without the editor: the tuner alone over a spec, as the typed events of a session of one step (the
+// fake GPU, TEST DOUBLE, times the configurations); and how the editor finds a kernel's spec beside its file.
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import type { EventOf, TuningEvent } from '../../src/engine/progress/events';
+import { tunerSession, type TunerSessionOptions } from '../../src/engine/session/tuner-session';
+import { reduceAll } from '../../src/engine/session/session-view';
+import { buildReport, sessionReportData } from '../../src/extension/report';
+import { specsBeside, specsForKernel } from '../../src/tuner/spec/spec-files';
+import { H100_LIMITS } from '../support/engine-harness';
+import { FakeBackend, type FakeVariant } from '../support/fake-backend';
+
+const dir = mkdtempSync(join(tmpdir(), 'lkt-tuner-session-'));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const KERNEL = `// y = a * x + y, block size tunable
+#ifndef block_size_x
+#define block_size_x 256
+#endif
+
+__global__ void saxpy(const float *x, float *y, float a, int n) {
+    int i = blockIdx.x * block_size_x + threadIdx.x;
+    if (i < n) y[i] = a * x[i] + y[i];
+}
+
+void run(const float *x, float *y, float a, int n) {
+    saxpy<<<(n + 255) / 256, 256>>>(x, y, a, n);
+}
+`;
+
+const SPEC = `kernel: saxpy
+file: saxpy.cu
+arguments:
+  x: { dtype: float32, length: n, random: { kind: uniform, min: -1, max: 1 } }
+  y: { dtype: float32, length: n, output: true, fill: 1 }
+  a: { dtype: float32, value: 2 }
+  n: { dtype: int32, value: 1048576 }
+problemSize: n
+tuneParams:
+  block_size_x: [128, 256, 512]
+iterations: 7
+`;
+
+writeFileSync(join(dir, 'saxpy.cu'), KERNEL);
+writeFileSync(join(dir, 'saxpy.tune.yaml'), SPEC);
+
+/** 1 ms at the file's 256 threads, 0.6 ms at 512, 0.8 ms at 128 (`fastest`: the block size that wins). */
+const timeMs = (fastest: string) => (v: FakeVariant) => (v.defines.block_size_x === fastest ? 0.6 : v.defines.block_size_x === '128' ? 0.8 : 1);
+
+async function run(options: Partial<TunerSessionOptions> & { backend: FakeBackend }): Promise<{ events: TuningEvent[]; of: <T extends TuningEvent['type']>(t: T) => EventOf<T>[] }> {
+  const events: TuningEvent[] = [];
+  for await (const e of tunerSession({ threadId: 't1', code: KERNEL, filePath: join(dir, 'saxpy.cu'), specPath: join(dir, 'saxpy.tune.yaml'), ...options })) events.push(e);
+  return { events, of: (t) => events.filter((e): e is EventOf<typeof t> => e.type === t) };
+}
+
+describe('a session of the tuner alone', () => {
+  it('is one step: every configuration, the profile of the best, the baseline at the file\'s values, and the file with the best values', async () => {
+    const backend = new FakeBackend({ model: { timeMs: timeMs('512') }, limits: H100_LIMITS });
+    const { events, of } = await run({ backend });
+    expect(events.map((e) => e.type).filter((t) => t !== 'configs.evaluated')).toEqual([
+      'session.started',
+      'device.limits',
+      'tests.ready',
+      'plan',
+      'step.started',
+      'candidate',
+      'profile',
+      'baseline',
+      'step.accepted',
+      'session.finished',
+    ]);
+    expect(of('configs.evaluated').map((e) => [e.result.config.block_size_x, e.result.timeMs])).toEqual([
+      [128, 0.8],
+      [256, 1],
+      [512, 0.6],
+    ]);
+    expect(of('tests.ready')[0]!.tests[0]).toMatchObject({ id: 'saxpy.tune.yaml', origin: 'user', problemSize: ['n'], outputs: ['y'], work: { bytes: 3 * 1048576 * 4 } });
+    expect(of('baseline')[0]).toMatchObject({ timeMs: 1, params: { block_size_x: 256 } });
+    expect(of('step.accepted')[0]).toMatchObject({ stepId: '1', oldTimeMs: 1, newTimeMs: 0.6, bestParams: { block_size_x: 512 } });
+    expect(of('profile')[0]).toMatchObject({ stepId: '1', candidate: 0, profile: { config: { block_size_x: 512 }, source: 'driver', unavailable: { reason: 'ncu-not-found' } } });
+    const finished = of('session.finished')[0]!;
+    expect(finished.finalCode).toContain('#ifndef block_size_x\n#define block_size_x 512\n#endif');
+    expect(finished.finalCode).toContain('saxpy<<<(n + 511) / 512, 512>>>(x, y, a, n);');
+    expect(finished.tracker).toMatchObject({ baselineTimeMs: 1, finalTimeMs: 0.6 });
+    // The panel sees a session of one step, accepted, with its profile.
+    const view = reduceAll({ sessionId: 't1', kernelName: 'saxpy', fileName: 'saxpy.cu', startedAt: events[0]!.at, model: 'the tuner alone', strategy: 'tuner' }, events);
+    expect(view.status).toBe('completed');
+    expect(view.order).toEqual(['1']);
+    expect(view.steps['1']).toMatchObject({ title: 'Tune parameters', status: 'accepted' });
+    expect(view.steps['1']!.candidates[0]!.profile?.config).toEqual({ block_size_x: 512 });
+    expect(backend.log.filter((e) => e.kind === 'profile')).toHaveLength(1);
+    // Its HTML report: one step with its profile, and how to run it again.
+    const header = { sessionId: 't1', kernelName: 'saxpy', fileName: 'saxpy.cu', startedAt: events[0]!.at, model: 'the tuner alone over saxpy.tune.yaml, no model', strategy: 'tuner' as const };
+    const data = sessionReportData({ id: 't1', kernelName: 'saxpy', filePath: 'saxpy.cu', createdAt: header.startedAt, updatedAt: header.startedAt, device: { name: 'GPU' }, status: 'completed', steps: [], originalCode: KERNEL, threadId: 't1', report: buildReport(header, events, view) })!;
+    expect(data.mode).toMatch(/^the tuner alone over saxpy\.tune\.yaml, no model, completed/);
+    expect(data.steps.map((s) => [s.title, s.status, s.profile?.config])).toEqual([['Tune parameters', 'accepted', { block_size_x: 512 }]]);
+    expect(data.summary).toMatchObject({ baselineTimeMs: 1, bestTimeMs: 0.6, bestConfig: { block_size_x: 512 } });
+    expect(data.reproduce.command).toBe('VS Code: open saxpy.cu, put the cursor in saxpy and run "Kernel Tuner: Tune parameters" (the tuner alone over saxpy.tune.yaml, no model)');
+  });
+
+  it('proposes nothing when the file\'s values are already the fastest', async () => {
+    const { of } = await run({ backend: new FakeBackend({ model: { timeMs: timeMs('256') } }) });
+    expect(of('step.rejected')[0]!.reason).toMatchObject({ kind: 'insufficient_gain', oldTimeMs: 0.6, newTimeMs: 0.6, thresholdPct: 0 });
+    expect(of('session.finished')[0]).toMatchObject({ finalCode: KERNEL, bestParams: { block_size_x: 256 }, launchSites: [] });
+    expect(of('warning')).toEqual([]);
+  });
+
+  it('times the file\'s values on their own when the spec does not search them', async () => {
+    writeFileSync(join(dir, 'other.tune.yaml'), SPEC.replace('[128, 256, 512]', '[128, 512]'));
+    const backend = new FakeBackend({ model: { timeMs: timeMs('512') } });
+    const { of } = await run({ backend, specPath: join(dir, 'other.tune.yaml') });
+    expect(of('configs.evaluated')).toHaveLength(2);
+    expect(of('baseline')[0]).toMatchObject({ timeMs: 1, params: { block_size_x: 256 } });
+    expect(of('step.accepted')[0]).toMatchObject({ oldTimeMs: 1, newTimeMs: 0.6 });
+  });
+
+  it('fails with what is wrong in the spec, and stops when cancelled', async () => {
+    writeFileSync(join(dir, 'bad.tune.yaml'), SPEC.replace('problemSize: n', 'problemSiz: n'));
+    const bad = await run({ backend: new FakeBackend({ model: { timeMs: timeMs('512') } }), specPath: join(dir, 'bad.tune.yaml') });
+    expect(bad.events.map((e) => e.type)).toEqual(['session.failed']);
+    expect(bad.of('session.failed')[0]!.error.message).toMatch(/bad\.tune\.yaml is not valid[\s\S]*problemSiz/);
+    const abort = new AbortController();
+    const backend = new FakeBackend({ model: { timeMs: timeMs('512') }, timeDelayMs: 2000 });
+    const cancelled = run({ backend, signal: abort.signal });
+    setTimeout(() => abort.abort(), 300);
+    expect((await cancelled).events.at(-1)!.type).toBe('session.cancelled');
+  });
+});
+
+describe('the specs beside a kernel file', () => {
+  it('are the YAML or JSON specs of its folder that name it, for the kernel they name or the file\'s only one', () => {
+    const folder = join(dir, 'specs');
+    mkdirSync(folder);
+    writeFileSync(join(folder, 'k.cu'), '__global__ void a() {}\n__global__ void b() {}\n');
+    writeFileSync(join(folder, 'a.yaml'), 'kernel: a\nfile: k.cu\ntuneParams: { block_size_x: [32, 64] }\n');
+    writeFileSync(join(folder, 'b.json'), JSON.stringify({ kernel: 'b', file: './k.cu', tuneParams: { tile: [1, 2] } }));
+    writeFileSync(join(folder, 'any.yml'), 'file: k.cu\ntuneParams: { unroll: [1, 4] }\n');
+    writeFileSync(join(folder, 'other-file.yaml'), 'kernel: a\nfile: other.cu\ntuneParams: { x: [1] }\n');
+    writeFileSync(join(folder, 'cache.json'), JSON.stringify({ kernel_name: 'a', cache: {} }));
+    writeFileSync(join(folder, 'broken.yaml'), 'file: k.cu\n  : [\n');
+    const specs = specsBeside(join(folder, 'k.cu'));
+    expect(specs.map((s) => [s.path.slice(folder.length + 1), s.kernel, s.parameters])).toEqual([
+      ['a.yaml', 'a', ['block_size_x']],
+      ['any.yml', undefined, ['unroll']],
+      ['b.json', 'b', ['tile']],
+    ]);
+    expect(specsForKernel(specs, { name: 'a', qualifiedName: 'a' }, 2).map((s) => s.kernel)).toEqual(['a']);
+    expect(specsForKernel(specs, { name: 'b', qualifiedName: 'b' }, 1).map((s) => s.kernel)).toEqual([undefined, 'b']);
+    expect(specsBeside(join(dir, 'saxpy.cu')).map((s) => s.path.slice(dir.length + 1))).toEqual(['bad.tune.yaml', 'other.tune.yaml', 'saxpy.tune.yaml']);
+    // Asked about another file of the folder first, a spec is still found for its own.
+    writeFileSync(join(folder, 'second.cu'), '__global__ void c() {}\n');
+    writeFileSync(join(folder, 'c.yaml'), 'file: second.cu\ntuneParams: { t: [1] }\n');
+    expect(specsBeside(join(folder, 'k.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['a.yaml', 'any.yml', 'b.json']);
+    expect(specsBeside(join(folder, 'second.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['c.yaml']);
+  });
+});
