@@ -15,7 +15,8 @@ import * as path from 'node:path';
 import { loadSpec, type LoadedSpec } from '../examples/load';
 import type { TuningBackend } from '../src/tuner/run/backend';
 import type { GpuBackend } from '../src/tuner/run/gpu-backend';
-import { defaultCompileConcurrency, type TuneOptions } from '../src/tuner/tunable-kernel';
+import { defaultCompileConcurrency } from '../src/tuner/run/compile-concurrency';
+import type { TuneOptions } from '../src/tuner/tunable-kernel';
 import { loadTuningSpec, tuningJob } from '../src/tuner/spec/tuning-spec';
 import type { Config, ConfigResult, TuneResult } from '../src/tuner/types';
 import { gpuSkipReason } from '../test/support/gpu-available';
@@ -70,13 +71,12 @@ async function tuneOn(job: LoadedSpec, label: string, backends: readonly TuningB
     statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     if (r.gpu && r.stats) perGpu[r.gpu.ordinal] = (perGpu[r.gpu.ordinal] ?? 0) + 1;
   }
-  const compiler = result.compiler?.backend ?? 'nvrtc';
   return {
     result,
     report: {
       label,
       gpus: (result.gpus ?? []).map((g) => g.ordinal),
-      compileConcurrency: extra.compileConcurrency ?? defaultCompileConcurrency(compiler, backends.length),
+      compileConcurrency: extra.compileConcurrency ?? defaultCompileConcurrency(backends.length),
       wallMs,
       searchMs: result.elapsedMs,
       compileMs: sum((t) => t.compileMs),

@@ -9,12 +9,17 @@ Each case runs in a fresh Python process (as `node dist/bench/*.js` does), on th
               block and are skipped), 32 timed launches each, outputs verified against numpy's product
 The tuning cases call kernel_tuner.tune_kernel twice in their process, "first" (cold: CUDA context, first NVRTC
 compiles) and "second" (warm), and report the wall time of each call and the best configuration.
+  convolution the benchmark hub's convolution kernel over the configurations listed in --configs (written by
+              bench/compile-throughput.ts: the kernel file, the hub's tune_params, the configurations ours evaluated),
+              outputs verified against convolution_naive's; one call, cold, with cupy's compile cache in a fresh
+              directory so that every configuration is compiled: the mean compile time is Kernel Tuner's own
 
 Needs an NVIDIA GPU, kernel_tuner (1.4.0 for the figures in BENCHMARKS.md), cupy built for the installed CUDA
 (cupy-cuda12x or cupy-cuda13x) and numpy; none of them come with this repository, whose machines install from the npm
 registry only.
 
     python3 bench/kernel_tuner/measure.py [--cases probe,vector_add,matmul] [--out results.json] [--vendor DIR]
+    python3 bench/kernel_tuner/measure.py --cases convolution --configs CONFIGS.json [--out results.json] [--vendor DIR]
 
 --vendor DIR takes kernel_tuner and python-constraint from their sources in DIR (bench/search-quality/prepare.sh lays
 them out in bench/search-quality/kernel_tuner/.vendor), with stand-ins for the two modules Kernel Tuner imports but
@@ -24,8 +29,10 @@ import argparse
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -124,7 +131,64 @@ def case_matmul():
     return out
 
 
-CASES = {"probe": case_probe, "vector_add": case_vector_add, "matmul": case_matmul}
+def case_convolution():
+    """The configurations of --configs, tuned once from cold; every one compiled (cupy's cache dir is fresh)."""
+    import cupy as cp
+    import numpy as np
+    import kernel_tuner
+
+    with open(os.environ["LKT_CONVOLUTION_CONFIGS"]) as f:
+        case = json.load(f)
+    with open(case["kernel_file"]) as f:
+        source = f.read()
+    tune_params = case["tune_params"]
+    names = list(tune_params)
+    chosen = {tuple(c[name] for name in names) for c in case["configurations"]}
+    image, filt = 4096, 15
+    rng = np.random.default_rng(1)
+    output = np.zeros(image * image, dtype=np.float32)
+    image_in = rng.standard_normal((image + filt - 1) ** 2).astype(np.float32)
+    weights = rng.standard_normal(filt * filt).astype(np.float32)
+    # The expected output: the file's convolution_naive, 16 x 16 threads, one output element each.
+    naive = cp.RawModule(code=source, options=(f"-Dfilter_height={filt}", f"-Dfilter_width={filt}", "-Dblock_size_x=16", "-Dblock_size_y=16")).get_function("convolution_naive")
+    expected = cp.zeros(image * image, dtype=cp.float32)
+    naive((image // 16, image // 16), (16, 16), (expected, cp.asarray(image_in), cp.asarray(weights)))
+    expected = cp.asnumpy(expected)
+
+    started = time.perf_counter()
+    results, env = kernel_tuner.tune_kernel(
+        "convolution_kernel",
+        source,
+        (image, image),
+        [output, image_in, weights],
+        tune_params,
+        restrictions=lambda p: tuple(p[name] for name in names) in chosen,
+        grid_div_x=["block_size_x", "tile_size_x"],
+        grid_div_y=["block_size_y", "tile_size_y"],
+        answer=[expected, None, None],
+        # Sums of 225 products of normal values in float32, summed in another order than the naive kernel's.
+        atol=1e-3,
+        lang="cupy",
+        iterations=ITERATIONS,
+        quiet=True,
+    )
+    wall = time.perf_counter() - started
+    timed = [r for r in results if isinstance(r.get("time"), (int, float))]
+    compiled = [r["compile_time"] for r in results if isinstance(r.get("compile_time"), (int, float)) and r["compile_time"] > 0]
+    best = min(timed, key=lambda r: r["time"]) if timed else None
+    return {
+        "kernel_tuner": kernel_tuner.__version__,
+        "device": env.get("device_name"),
+        "wall_s": wall,
+        "configurations": len(results),
+        "timed": len(timed),
+        "mean_compile_ms": sum(compiled) / len(compiled) if compiled else None,
+        "best": {name: best[name] for name in names} if best else None,
+        "best_ms": best["time"] if best else None,
+    }
+
+
+CASES = {"probe": case_probe, "vector_add": case_vector_add, "matmul": case_matmul, "convolution": case_convolution}
 
 
 def use_vendored(directory):
@@ -151,6 +215,7 @@ def main():
     parser.add_argument("--cases", default=",".join(CASES), help="comma-separated: " + ", ".join(CASES))
     parser.add_argument("--out", help="also write the figures as JSON to this file")
     parser.add_argument("--vendor", help="take kernel_tuner and python-constraint from their sources in this directory")
+    parser.add_argument("--configs", help="the convolution case's kernel file, tune_params and configurations (JSON)")
     parser.add_argument("--case", help=argparse.SUPPRESS)  # one case, in the child process
     args = parser.parse_args()
     if args.vendor:
@@ -165,9 +230,17 @@ def main():
     for name in args.cases.split(","):
         if name not in CASES:
             parser.error(f"unknown case {name!r}; the cases are {', '.join(CASES)}")
+        env = dict(os.environ)
+        if name == "convolution":
+            if not args.configs:
+                parser.error("the convolution case needs --configs FILE (bench/compile-throughput.ts writes it)")
+            env["LKT_CONVOLUTION_CONFIGS"] = os.path.abspath(args.configs)
+            env["CUPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="kt-cupy-cache-")
         started = time.perf_counter()
         vendor = ["--vendor", args.vendor] if args.vendor else []
-        child = subprocess.run([sys.executable, __file__, "--case", name, *vendor], capture_output=True, text=True)
+        child = subprocess.run([sys.executable, __file__, "--case", name, *vendor], capture_output=True, text=True, env=env)
+        if "CUPY_CACHE_DIR" in env and env["CUPY_CACHE_DIR"] != os.environ.get("CUPY_CACHE_DIR"):
+            shutil.rmtree(env["CUPY_CACHE_DIR"], ignore_errors=True)
         if child.returncode != 0:
             sys.exit(f"{name} failed:\n{child.stderr}")
         figures[name] = {**json.loads(child.stdout.strip().splitlines()[-1]), "process_wall_s": time.perf_counter() - started}

@@ -22,6 +22,7 @@ import { commandLine, reportPath, writeReport } from './report';
 import { reportFromTune, type TuneReportInput } from '../report/model';
 import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import { GpuBackend } from '../tuner/run/gpu-backend';
+import { markPhase } from '../phases';
 import { t4Results, writeT4, type T4Environment } from '../tuner/cache/t4';
 import { describeVerification } from '../tuner/run/measurement';
 
@@ -80,6 +81,7 @@ past one host (brute force):
 `;
 
 export async function run(args: string[]): Promise<number> {
+  markPhase('command loaded');
   const { values, positionals } = parseArgs({
     args,
     allowPositionals: true,
@@ -126,17 +128,30 @@ export async function run(args: string[]): Promise<number> {
   const isSource = ['.cu', '.cuh'].includes(extname(first).toLowerCase());
   const specPath = isSource ? values.spec : first;
   if (!specPath) throw new TuningSpecError(`${first} needs a tuning spec for its inputs: --spec SPEC.yaml`);
-  const spec = applyFlags(loadTuningSpec(specPath), values);
-  checkStrategy(spec, 'the command line');
-  const job = await tuningJob(spec, isSource ? { file: first } : {});
+  if (values.gpus !== undefined && values.device !== undefined) throw new TuningSpecError('give --device N (one GPU) or --gpus, not both');
+  if (!values.slurm && (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined)) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
+  const shard = values.shard === undefined || values.slurm ? undefined : parseShard(values.shard);
+  if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
+  const selection = values.gpus !== undefined ? parseGpuSelection(values.gpus) : singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
+  // A run on the GPU starts its GPUs (workers, CUDA contexts, NVRTC) while the spec and the kernel's file are read and
+  // parsed; their failure is reported where the run needs them, after the spec's own errors.
+  const measuring = !values.slurm && values.simulate === undefined && values['simulate-if-no-gpu'] === undefined;
+  const opening = measuring ? GpuBackend.openAll(selection) : undefined;
+  opening?.catch(() => undefined);
+  const { spec, job, htmlReport } = await (async () => {
+    const spec = applyFlags(loadTuningSpec(specPath), values);
+    checkStrategy(spec, 'the command line');
+    markPhase('spec read');
+    const job = await tuningJob(spec, isSource ? { file: first } : {});
+    markPhase('kernel file read and parsed');
+    const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
+    return { spec, job, htmlReport };
+  })().catch(async (e: unknown) => {
+    await opening?.then((backends) => Promise.all(backends.map((b) => b.dispose())), () => undefined);
+    throw e;
+  });
   const { kernel } = job;
   if (values.slurm) return slurm(values, kernel.name, spec.strategy, ['tune', resolve(first), ...(isSource ? ['--spec', resolve(specPath)] : []), ...taskFlags(values)]);
-  if (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
-  const shard = values.shard === undefined ? undefined : parseShard(values.shard);
-  if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
-  if (values.gpus !== undefined && values.device !== undefined) throw new TuningSpecError('give --device N (one GPU) or --gpus, not both');
-  const gpus = values.gpus === undefined ? undefined : parseGpuSelection(values.gpus);
-  const htmlReport = reportPath(values, values.cache !== undefined ? `${values.cache.replace(/\.json$/, '')}.report.html` : `${specPath.replace(/\.(ya?ml|json)$/, '')}.report.html`);
 
   const progress = values.quiet ? undefined : new TuningProgress(undefined, { name: spec.objective, higherIsBetter: spec.objectiveHigherIsBetter });
   const onResult = (r: ConfigResult, p: SearchProgress) => progress?.add(r, p);
@@ -168,8 +183,8 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
       limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
     } else {
       mode = 'measured on the GPU';
-      const selection = gpus ?? singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
-      const backends = await GpuBackend.openAll(selection);
+      const backends = await (opening ?? GpuBackend.openAll(selection));
+      markPhase('GPUs ready');
       try {
         const options: TuneOptions = {
           ...job.options,
@@ -180,6 +195,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
           onResult,
         };
         result = await kernel.tune(job.test, job.tuneParams, job.restrictions, options);
+        markPhase('search done');
         const used = result.gpus ?? [];
         // The strategy that ran (auto's choice, where it chose) says how it used the GPUs.
         const ran = resolveStrategy(result.strategy)(result.strategyChoice ? {} : spec.strategyOptions);
@@ -196,6 +212,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
           device = await backends[0]!.describe();
           // After the search, so that the probe's second of copies competes with nothing.
           limits = await backends[0]!.speedLimits();
+          markPhase('speed limits measured');
         }
       } finally {
         await Promise.all(backends.map((b) => b.dispose()));
@@ -236,6 +253,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
         },
       }),
     );
+    markPhase('HTML report written');
   }
 
   const t4 = values.t4 === undefined ? undefined : writeT4(values.t4, t4Results(result.results, { work: job.work }), t4Environment);

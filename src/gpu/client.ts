@@ -26,6 +26,7 @@ import {
 } from './dtype';
 import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS, type EnergyResult } from './energy';
 import { ArgumentError, argumentError } from './errors';
+import { markPhase } from '../phases';
 import { GpuWorker, isStaleGeneration, type CallOptions, type GpuWorkerOptions, type RequestOptions } from './gpu-worker';
 import { kernelMetrics, type KernelMetrics } from './kernel-metrics';
 import { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-config';
@@ -416,6 +417,7 @@ export class Gpu {
     try {
       const ready = await worker.start();
       if (ready.addonError) throw ready.addonError;
+      markPhase('GPU worker ready (process, addon, driver and NVRTC loaded)');
       const device = await worker.request('deviceInfo', { ordinal: worker.device });
       return new Gpu(worker, device, ready.status);
     } catch (e) {
@@ -448,20 +450,8 @@ export class Gpu {
   }
 
   /** Compiles with NVRTC in the worker (on its thread pool: several compiles may run at once). */
-  async compile(program: Program | ProgramInit, options: CompileOptions = {}): Promise<CompiledProgram> {
-    const p = Program.from(program);
-    const arch = p.arch ?? this.arch;
-    const r = await this.worker.request('compile', p.toNativeRequest(arch), options);
-    const compiled: CompiledProgram = {
-      cubin: Buffer.isBuffer(r.cubin) ? r.cubin : Buffer.from(r.cubin),
-      log: r.log,
-      loweredNames: r.loweredNames,
-      backend: 'nvrtc',
-      arch,
-      durationMs: r.durationMs,
-    };
-    if (r.ptx !== undefined) compiled.ptx = r.ptx;
-    return compiled;
+  compile(program: Program | ProgramInit, options: CompileOptions = {}): Promise<CompiledProgram> {
+    return compileInWorker(this.worker, program, this.arch, options);
   }
 
   async loadModule(compiled: CompiledProgram, options: RequestOptions = {}): Promise<Module> {
@@ -601,4 +591,21 @@ function energyWindow(option: BenchmarkOptions['energy']): { windowMs: number } 
   if (windowMs < MIN_ENERGY_WINDOW_MS)
     throw argumentError('energy.windowMs', `at least ${MIN_ENERGY_WINDOW_MS} ms (NVML's energy counter moves every 20-100 ms)`, windowMs);
   return { windowMs };
+}
+
+/** An NVRTC compile in a worker process (a GPU worker, or a compile process of a CompilePool), for `defaultArch` unless the program names its own target. */
+export async function compileInWorker(worker: GpuWorker, program: Program | ProgramInit, defaultArch: string, options: CompileOptions = {}): Promise<CompiledProgram> {
+  const p = Program.from(program);
+  const arch = p.arch ?? defaultArch;
+  const r = await worker.request('compile', p.toNativeRequest(arch), options);
+  const compiled: CompiledProgram = {
+    cubin: Buffer.isBuffer(r.cubin) ? r.cubin : Buffer.from(r.cubin),
+    log: r.log,
+    loweredNames: r.loweredNames,
+    backend: 'nvrtc',
+    arch,
+    durationMs: r.durationMs,
+  };
+  if (r.ptx !== undefined) compiled.ptx = r.ptx;
+  return compiled;
 }

@@ -42,6 +42,11 @@ export interface GpuWorkerOptions {
   workerPath?: string;
   /** Device ordinal the worker creates its context on; default 0. */
   device?: number;
+  /**
+   * A compile process (see compile-pool.ts): it answers compiles only, with no CUDA context and no device, so it costs
+   * no GPU memory; any other request is refused.
+   */
+  compileOnly?: boolean;
   /** Extra environment for the worker process, over process.env. */
   env?: Record<string, string | undefined>;
   /** Default time limit of a request in ms (its run time in the worker); default 30 000. */
@@ -301,7 +306,7 @@ export class GpuWorker {
           explanation: 'Build the bundles (`node scripts/build.mjs`), or pass workerPath.',
         }),
       );
-    const settings = { workerPath: this.workerPath, device: this.device, env: this.options.env, startTimeoutMs: this.startTimeoutMs, onLog: this.options.onLog };
+    const settings = { workerPath: this.workerPath, device: this.device, compileOnly: this.options.compileOnly ?? false, env: this.options.env, startTimeoutMs: this.startTimeoutMs, onLog: this.options.onLog };
     return spawnWorker(settings, ++this.generationCounter, {
       onReady: (live) => {
         // Even when disposed meanwhile: dispose() awaits this start and then shuts this worker down.

@@ -15,6 +15,9 @@ import type { DeviceInfo, Dim3, KernelAttributes, MemInfo, NvmlReadings, Runtime
 
 export type HandleId = number;
 
+/** The worker's flag for a compile process: compiles only, no CUDA context (see compile-pool.ts). */
+export const COMPILE_ONLY_FLAG = '--compile-only';
+
 export type WireArg =
   | { kind: 'buffer'; buffer: HandleId }
   | { kind: 'scalar'; dtype: NativeDType; value: number | bigint };

@@ -6,7 +6,8 @@
 // Requests arrive in order from the parent. Compiles run on the libuv pool (the addon's AsyncWorker), so several can
 // be in flight; everything else is a synchronous CUDA call on this thread (the parent sends those one at a time, so
 // its watchdog always knows which request is running). The CUDA context is created on the first request that needs
-// it, for the device given by --device=N.
+// it, for the device given by --device=N. Started with --compile-only it is a compile process of a CompilePool: it
+// answers compiles only.
 
 import * as path from 'node:path';
 import { readFileSync } from 'node:fs';
@@ -16,6 +17,7 @@ import { ENERGY_POLL_MS, SAMPLE_EVERY_POLLS, launchesForWindow, summarizeEnergyR
 import { loadNativeAddon } from './native';
 import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeReset, NativeStatus } from './native-types';
 import {
+  COMPILE_ONLY_FLAG,
   isParentMessage,
   type HandleId,
   type LogLevel,
@@ -408,10 +410,13 @@ function main(): void {
   const loaded = loadAddon();
   const state = 'addon' in loaded ? new WorkerState(loaded.addon, parseDevice(process.argv)) : null;
   const addonError = 'error' in loaded ? loaded.error : null;
+  const compileOnly = process.argv.includes(COMPILE_ONLY_FLAG);
 
   const handle = async (msg: RequestMessage): Promise<void> => {
     try {
       if (!state) throw addonError;
+      // A compile process must never create a CUDA context: dozens of them run beside the GPU workers.
+      if (compileOnly && msg.method !== 'compile') throw argumentError('method', `compile (this is a compile process, started with ${COMPILE_ONLY_FLAG})`, msg.method);
       const handler = state.handlers[msg.method] as (p: unknown) => unknown;
       const result = await handler(msg.params);
       send({ type: 'response', id: msg.id, ok: true, result });

@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import { availableParallelism } from 'node:os';
 import { WorkerCrashedError, deserializeError, type GpuError } from './errors';
 import type { NativeStatus } from './native-types';
-import { isWorkerMessage, type LogLevel, type WorkerMessage } from './protocol';
+import { COMPILE_ONLY_FLAG, isWorkerMessage, type LogLevel, type WorkerMessage } from './protocol';
 
 export interface WorkerReady {
   pid: number;
@@ -30,6 +30,8 @@ export interface Live {
 export interface SpawnSettings {
   workerPath: string;
   device: number;
+  /** Started with --compile-only: it answers compiles only and never creates a CUDA context. */
+  compileOnly: boolean;
   env: Record<string, string | undefined> | undefined;
   startTimeoutMs: number;
   onLog: ((level: LogLevel, message: string) => void) | undefined;
@@ -61,7 +63,7 @@ export function defaultWorkerPath(): string {
 
 /** Forks the worker bundle and waits for its 'ready' message; rejects with WorkerCrashedError when it cannot start. */
 export function spawnWorker(settings: SpawnSettings, generation: number, events: WorkerEvents): Promise<Live> {
-  const child = fork(settings.workerPath, [`--device=${settings.device}`], {
+  const child = fork(settings.workerPath, [`--device=${settings.device}`, ...(settings.compileOnly ? [COMPILE_ONLY_FLAG] : [])], {
     serialization: 'advanced',
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     // NVRTC compiles run on libuv's pool (4 threads by default): room for compiling ahead while other work waits.

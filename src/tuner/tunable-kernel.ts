@@ -1,7 +1,6 @@
 // TunableKernel and KernelTest: the seed library's API (llm_kernel_tuner.TunableKernel / KernelTest) over our tuner.
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
-import { availableParallelism } from 'node:os';
 import { basename } from 'node:path';
 import { BFloat16Array, HalfArray, isKernelScalar, type AnyTypedArray, type DType, type KernelScalar } from '../gpu/dtype';
 import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS } from '../gpu/energy';
@@ -12,6 +11,7 @@ import { compileExplained, type BuiltKernel, type CompiledKernel, type DeviceDes
 import { CacheFile, throughCache } from './cache/cache-file';
 import { ResultMetrics, type MetricOptions } from './run/metrics';
 import { describeCheckFailure, Evaluator } from './run/evaluator';
+import { compileLookahead, defaultCompileConcurrency } from './run/compile-concurrency';
 import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
 import { checkOneModel, type GpuSelection } from './run/gpu-selection';
@@ -26,6 +26,7 @@ import { kernelOfSpace, openOptions, SignatureVariesError, spaceOptions, type So
 import { preprocess, type Preprocessed } from './source/preprocessor';
 import { DEFAULT_STRATEGY, resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
+import { markPhase } from '../phases';
 
 /**
  * A configuration produced wrong outputs (the message says which, how many, how wrong and where), or its timed launches
@@ -240,7 +241,11 @@ export interface TuneOptions extends RunOptions, MetricOptions {
    * objective or a metric that reads energy or power. Nothing on the GPU is ever set.
    */
   energy?: boolean | { windowMs?: number };
-  /** Compiles running ahead of the GPUs; default 4 per GPU (8 with nvcc), at most one per CPU core beyond that. */
+  /**
+   * Compiles running ahead of the GPUs (NVRTC in the compile pool's processes, or nvcc's); default one per CPU core
+   * less one per GPU, no more than the free memory holds (defaultCompileConcurrency). The strategy announces twice as
+   * many configurations ahead.
+   */
   compileConcurrency?: number;
   /** Evaluate only this share of the space (brute force), for a search split over hosts and merged afterwards. */
   shard?: Shard;
@@ -356,6 +361,7 @@ export class TunableKernel {
     const { objective } = metrics;
     const energy = options.energy || metrics.usesEnergy ? energyWindow(options.energy) : undefined;
     const cleanups: (() => Promise<unknown> | void)[] = [];
+    let setupRunning: Promise<unknown> | undefined;
     try {
       const backends = await backendsFor(options, cleanups);
       const descriptions = await Promise.all(backends.map((b) => b.describe()));
@@ -368,18 +374,28 @@ export class TunableKernel {
       const compilerOptions = options.compilerOptions ?? [];
       const initialTimeoutMs = options.launchTimeoutMs ?? UNMEASURED_LAUNCH_TIMEOUT_MS;
 
-      const oracle = await this.buildOracle(backends[0]!, device, space, paramNames, problemSize, scalars, options, compilerOptions, constants.map((c) => c.symbol));
-      // Every GPU loads the oracle, generates the same inputs from the same seeds and runs the oracle on them itself:
-      // each configuration is compared with the oracle's outputs on the GPU that ran it.
-      const devices = await Promise.all(
-        backends.map(async (backend, i) => {
-          const kernel = await backend.load(oracle.compiled);
-          cleanups.push(() => kernel.release());
-          const prepared = await backend.prepare(data, { kernel, launch: oracle.launch }, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
-          cleanups.push(() => prepared.release());
-          return { backend, device: descriptions[i]!, test: prepared, oracle: kernel };
-        }),
-      );
+      const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
+      const sources = await this.compileSources(paramNames, toolkit);
+      const constantSymbols = constants.map((c) => c.symbol);
+      const candidates = withConstantSymbols(candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers), constantSymbols);
+      // The setup: the oracle built, then on every GPU loaded, the same inputs generated from the same seeds and the
+      // oracle run on them there (each configuration is compared with the oracle's outputs on the GPU that ran it). The
+      // search starts meanwhile: its first configurations compile while the setup runs, and evaluate once it is done.
+      const setup = this.buildOracle(backends[0]!, device, space, problemSize, scalars, options, compilerOptions, constantSymbols, { sources, candidates, toolkit }).then(async (oracle) => {
+        markPhase('oracle compiled');
+        const devices = await Promise.all(
+          backends.map(async (backend) => {
+            const kernel = await backend.load(oracle.compiled);
+            cleanups.push(() => kernel.release());
+            const test = await backend.prepare(data, { kernel, launch: oracle.launch }, { ...(options.tolerance && { tolerance: options.tolerance }), timeoutMs: initialTimeoutMs });
+            cleanups.push(() => test.release());
+            return { backend, test, oracle: kernel };
+          }),
+        );
+        markPhase('setup done (test data and oracle outputs on every GPU)');
+        return { oracle, devices };
+      });
+      setupRunning = setup.catch(() => undefined); // also observes a failure before anything awaits the setup
       // The launch time limit scales with the reference kernel, timed (on the first GPU) when the first configuration needs the limit.
       let referenceMs: number | undefined;
       let launchLimit: Promise<number> | undefined;
@@ -387,10 +403,13 @@ export class TunableKernel {
         (launchLimit ??=
           options.launchTimeoutMs !== undefined
             ? Promise.resolve(options.launchTimeoutMs)
-            : this.timeReference(devices[0]!, oracle.launch, initialTimeoutMs).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
+            : setup.then(({ oracle, devices }) => this.timeReference(devices[0]!, oracle.launch, initialTimeoutMs)).then((ms) => scaledLaunchTimeoutMs((referenceMs = ms))));
 
-      const evaluator = new Evaluator(devices, {
-        program: oracle.candidateProgram,
+      const compileConcurrency = options.compileConcurrency ?? defaultCompileConcurrency(backends.length);
+      const evaluationSetup = setup.then(({ oracle, devices }) => ({ program: oracle.candidateProgram, tests: devices.map((d) => d.test) }));
+      const evaluator = new Evaluator(backends.map((backend, i) => ({ backend, device: descriptions[i]! })), evaluationSetup, {
+        ...(candidates.programs[0] && { likelyProgram: candidates.programs[0] }),
+        scalars,
         nameExpression: this.nameExpression,
         compilerOptions,
         geometry,
@@ -400,7 +419,7 @@ export class TunableKernel {
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false || objective.name !== 'time' ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
-        compileConcurrency: options.compileConcurrency ?? defaultCompileConcurrency(oracle.candidateProgram.compiler, devices.length),
+        compileConcurrency,
         ...(energy && { energy }),
       });
       cleanups.push(() => evaluator.dispose());
@@ -410,6 +429,22 @@ export class TunableKernel {
         : undefined;
       if (cache) cleanups.push(() => cache.close());
 
+      // Results reported before the setup is done (the configurations over the device's limits) wait for it: a run
+      // whose oracle fails reports nothing, as before the search.
+      const reportResult = (r: ConfigResult, p: SearchProgress): void => {
+        // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
+        if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
+        options.onResult?.(r, p);
+      };
+      let setupDone = false;
+      const earlyResults: [ConfigResult, SearchProgress][] = [];
+      setup.then(
+        () => {
+          setupDone = true;
+          for (const [r, p] of earlyResults.splice(0)) reportResult(r, p);
+        },
+        () => undefined,
+      );
       const strategy = typeof options.strategy === 'object' ? options.strategy : resolveStrategy(options.strategy ?? DEFAULT_STRATEGY)(options.strategyOptions);
       const evaluate = throughCache(cache, (config, worker) => evaluator.evaluate(config, worker, options.signal), (r) => metrics.apply(r));
       const result = await strategy.run(
@@ -422,15 +457,13 @@ export class TunableKernel {
           ...(options.seed !== undefined && { seed: options.seed }),
           ...(options.signal && { signal: options.signal }),
           ...(options.shard && { shard: options.shard }),
-          workers: devices.length,
+          workers: backends.length,
+          lookahead: compileLookahead(compileConcurrency),
           onUpcoming: (configs: readonly Config[]) => evaluator.prefetch(configs.filter((c) => !cache?.has(space.key(c)))),
-          onResult: (r: ConfigResult, p: SearchProgress) => {
-            // Kernel Tuner records configurations over the device's limits too (InvalidConfig), so a replay finds them.
-            if (cache && r.status === 'exceeds_device_limits' && !cache.has(r.key)) cache.append(r);
-            options.onResult?.(r, p);
-          },
+          onResult: (r: ConfigResult, p: SearchProgress) => (setupDone ? reportResult(r, p) : earlyResults.push([r, p])),
         },
       );
+      const { oracle } = await setup; // a search that evaluated nothing still fails with the oracle's error
       const profiled = options.profile && result.best ? await profileOf(evaluator, result.best.config, options.profile.timeoutMs, options.signal) : {};
       return {
         ...result,
@@ -441,6 +474,7 @@ export class TunableKernel {
         gpus: [...evaluator.gpuIds],
       };
     } finally {
+      await setupRunning; // what the setup made is in the clean-ups before they run
       for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
     }
   }
@@ -449,21 +483,20 @@ export class TunableKernel {
    * The oracle (the given reference code, or this kernel at its reference configuration: the file's own values of
    * the tunable parameters it #defines, else the first valid configuration), compiled once for every GPU, and the
    * program every configuration of this kernel compiles: NVRTC's device unit, or the whole file with nvcc where NVRTC
-   * cannot take it.
+   * cannot take it (the first of `program.candidates` that compiles this kernel at its reference configuration).
    */
   private async buildOracle(
     backend: TuningBackend,
     device: DeviceDescription,
     space: SearchSpace,
-    paramNames: readonly string[],
     problemSize: ProblemSizeSpec,
     scalars: Record<string, number>,
     options: RunOptions,
     compilerOptions: readonly string[],
     constantSymbols: readonly string[],
+    program: { sources: CompileSources; candidates: { programs: KernelProgram[]; skipped?: string }; toolkit: CudaToolkit | null },
   ): Promise<CompiledOracle> {
-    const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
-    const sources = await this.compileSources(paramNames, toolkit);
+    const { sources, candidates, toolkit } = program;
     const reference = options.oracle;
     const firstValid = space.size > 0 ? space.config(0) : undefined;
     // The kernel under test is built at its reference configuration; a separate reference at its own configuration.
@@ -479,32 +512,37 @@ export class TunableKernel {
       const compile = (program: KernelProgram) => compileExplained(backend, { ...program, ...request });
       return { launch, compile };
     };
-    const candidates = withConstantSymbols(candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers), constantSymbols);
     const own = buildAt(this, ownConfig, options);
-    const chosen = await buildWithFallback(candidates, own.compile);
+    const choosing = buildWithFallback(candidates, own.compile);
     if (!reference) {
+      const chosen = await choosing;
       return { compiled: chosen.built, launch: own.launch, config: ownConfig, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
     }
-    // A separate reference implementation: the candidate's program was chosen above; the reference is compiled on its own.
+    // A separate reference implementation, compiled on its own while the candidate's program is chosen.
     const config = reference.config ?? ownConfig;
-    const oracleKernel = await TunableKernel.create(reference.code, {
-      kernelName: reference.kernelName ?? this.name,
-      fileName: reference.filePath ? basename(reference.filePath) : `${reference.kernelName ?? this.name}.reference.cu`,
-      ...(reference.filePath && { filePath: reference.filePath }),
-      ...(this.info.includePaths && { includePaths: this.info.includePaths }),
-    });
-    const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
-    const at = buildAt(oracleKernel, config, reference.launch ?? {});
-    // The reference gets the constant memory its own file declares (convolution_naive takes its filter as an argument).
-    const { symbols } = await oracleKernel.readIn({ tuneParams: Object.fromEntries(Object.entries(config).map(([k, v]) => [k, [v]])), compilerOptions });
-    const referenceConstants = constantSymbols.filter((symbol) => symbols.has(symbol));
-    try {
-      const built = await buildWithFallback(withConstantSymbols(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), referenceConstants), at.compile);
-      return { compiled: built.built, launch: at.launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
-    } catch (e) {
-      if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
-      throw e;
-    }
+    const referenceBuild = (async () => {
+      const oracleKernel = await TunableKernel.create(reference.code, {
+        kernelName: reference.kernelName ?? this.name,
+        fileName: reference.filePath ? basename(reference.filePath) : `${reference.kernelName ?? this.name}.reference.cu`,
+        ...(reference.filePath && { filePath: reference.filePath }),
+        ...(this.info.includePaths && { includePaths: this.info.includePaths }),
+      });
+      const referenceSources = await oracleKernel.compileSources(Object.keys(config), toolkit);
+      const at = buildAt(oracleKernel, config, reference.launch ?? {});
+      // The reference gets the constant memory its own file declares (convolution_naive takes its filter as an argument).
+      const { symbols } = await oracleKernel.readIn({ tuneParams: Object.fromEntries(Object.entries(config).map(([k, v]) => [k, [v]])), compilerOptions });
+      const referenceConstants = constantSymbols.filter((symbol) => symbols.has(symbol));
+      try {
+        return { built: await buildWithFallback(withConstantSymbols(candidatePrograms(referenceSources, oracleKernel.info.fileName!, device.compilers), referenceConstants), at.compile), launch: at.launch };
+      } catch (e) {
+        if (e instanceof CompileError) throw new CompileError(`the reference kernel does not compile: ${e.message}`, { code: e.code, explanation: e.explanation, log: e.log, diagnostics: e.diagnostics });
+        throw e;
+      }
+    })();
+    referenceBuild.catch(() => undefined); // the candidate's own failure is the one reported when both fail
+    const chosen = await choosing;
+    const { built, launch } = await referenceBuild;
+    return { compiled: built.built, launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
   }
 
   private compileSources(tunableNames: readonly string[], toolkit: CudaToolkit | null): Promise<CompileSources> {
@@ -566,18 +604,6 @@ async function backendsFor(options: RunOptions, cleanups: (() => Promise<unknown
 const UNMEASURED_LAUNCH_TIMEOUT_MS = 10_000;
 /** Timed launches of the reference kernel. */
 const REFERENCE_LAUNCHES = 5;
-/** nvcc compiles run as processes: more of them run ahead than NVRTC's in-process compiles. */
-const NVCC_CONCURRENCY = 8;
-
-/**
- * Compiles run ahead by default: 4 per GPU with NVRTC (8 with nvcc, whose compiles are processes), and with several
- * GPUs no more than the CPU has cores, unless one GPU's share alone is more.
- */
-export function defaultCompileConcurrency(compiler: 'nvrtc' | 'nvcc', gpus: number): number {
-  const perGpu = compiler === 'nvcc' ? NVCC_CONCURRENCY : 4;
-  return Math.min(perGpu * gpus, Math.max(perGpu, availableParallelism()));
-}
-
 /**
  * The time limit of one launch of a configuration: a hundred times the reference kernel's time, and at least a second
  * (a configuration much slower than that has lost anyway; one that hangs costs about a second, not ten).

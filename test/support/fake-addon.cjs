@@ -18,7 +18,8 @@
 // copy: a launch or benchmark of a kernel whose module has such symbols fails with FAKE_CONSTANT_NOT_COPIED unless each
 // was written (moduleCopyToGlobal) since that module's previous launch or benchmark.
 // Compile: "// fake-delay-ms: N" in the source delays the answer by N ms; a line containing "#error" fails with an
-// NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4.
+// NVRTC-style log pointing at that line; "// fake-crash" in the source exits the process with code 4. The fake cubin
+// (JSON) names the process that compiled it (pid) and how many other compiles that process was running (alongside).
 // Occupancy: every fake kernel uses 32 registers and no static shared memory, so the fake driver's answer is the CUDA
 // occupancy calculator's for an H100 (the warp and shared memory limits), unless LKT_FAKE_OCCUPANCY_BLOCKS=N scripts N.
 // NVML (read only, scripted): the fake GPU draws FAKE_POWER_W while kernels run, its energy counter moves every
@@ -42,6 +43,7 @@ function nativeError(code, call, explanation, extra) {
 }
 
 let sticky = null; // the fault that poisoned the fake context
+let compilesInFlight = 0; // in this process
 let contextCreated = false;
 let nextHandle = 1n;
 const memory = new Map(); // ptr → Uint8Array
@@ -193,7 +195,9 @@ module.exports = {
     new Promise((resolve, reject) => {
       if (request.source.includes('// fake-crash')) process.exit(4);
       const delay = Number(/\/\/ fake-delay-ms: (\d+)/.exec(request.source)?.[1] ?? 0);
+      const alongside = compilesInFlight++;
       setTimeout(() => {
+        compilesInFlight--;
         const lines = request.source.split('\n');
         const bad = lines.findIndex((l) => l.includes('#error'));
         if (bad >= 0) {
@@ -203,7 +207,7 @@ module.exports = {
         }
         const loweredNames = Object.fromEntries(request.nameExpressions.map((e) => [e, e]));
         const behaviour = request.options.map((o) => /^-Dfake_behaviour=(\d+)$/.exec(o)?.[1]).find(Boolean);
-        const cubin = Buffer.from(JSON.stringify({ kernels: request.nameExpressions, options: request.options, source: request.source, behaviour }));
+        const cubin = Buffer.from(JSON.stringify({ kernels: request.nameExpressions, options: request.options, source: request.source, behaviour, pid: process.pid, alongside }));
         resolve({ cubin, log: '', loweredNames, ...(request.wantPtx ? { ptx: '// fake ptx' } : {}) });
       }, delay);
     }),

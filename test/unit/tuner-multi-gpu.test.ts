@@ -178,6 +178,19 @@ describe('tuning on two GPU worker processes (the fake addon with two devices)',
     await expect(open(parseGpuSelection('3'))).rejects.toThrow('3 GPUs were asked for, but this host has 2 GPUs (ordinals 0, 1)');
   });
 
+  it('compiles in one pool of compile processes shared by the GPUs, never in a GPU worker; the pool goes with the last GPU', async () => {
+    const gpus = await open();
+    const request = { compiler: 'nvrtc' as const, source: COPY, fileName: 'scripted.cu', nameExpression: 'scripted', defines: { block_size_x: '64' }, compilerOptions: [] };
+    const compilerPid = async (gpu: GpuBackend) => (JSON.parse((await gpu.compile(request)).compiled.cubin.toString('utf8')) as { pid: number }).pid;
+    const pids = await Promise.all(gpus.map(compilerPid));
+    expect(gpus[0]!.compilePool).toBe(gpus[1]!.compilePool);
+    for (const pid of pids) expect(gpus.map((g) => g.gpu.worker.pid)).not.toContain(pid);
+    await gpus[0]!.dispose();
+    expect(await compilerPid(gpus[1]!)).toBe(pids[0]);
+    await gpus[1]!.dispose();
+    for (const pid of new Set(pids)) expect(await exits(pid)).toBe(true);
+  });
+
   it('a configuration that faults restarts its own worker only; the other GPU goes on, and every other configuration succeeds', async () => {
     await withGpus(async (gpus) => {
       const kernel = await TunableKernel.create(COPY, { fileName: 'scripted.cu' });

@@ -1,8 +1,14 @@
 // Evaluating one configuration: geometry → compile → load → check every input set → the timed series, verified, on a
 // module loaded afresh (the protocol: measurement.ts) → energy, when asked for, on another fresh module → result.
 // Every failure becomes a result with its kind (compile error, launch error, fault, timeout, wrong result,
-// inconsistent timing) and the search goes on. Compiles of configurations announced through prefetch() run ahead,
-// several at once, while the GPUs time the current ones (NVRTC in the GPU workers' thread pools, or nvcc subprocesses).
+// inconsistent timing) and the search goes on. Compiles of configurations announced through prefetch() run ahead, up
+// to compileConcurrency at once (NVRTC in the compile pool's processes, or nvcc's), while the GPUs time the current
+// ones: whenever one finishes, the next announced configuration starts compiling, as long as the free memory allows
+// (compile-concurrency.ts).
+//
+// Evaluations wait for the setup (the oracle built, the test data prepared on every GPU, and with it the program the
+// file compiles with, NVRTC's or nvcc's), but compiles do not: they start with the likely program (the first candidate)
+// while the oracle is built, and a compile made with a program the setup did not choose is never used.
 //
 // With several GPUs (all of one model) the evaluator has one device per GPU, each with the test data prepared on it:
 // the same inputs from the same seeds, and the oracle's outputs computed there by the oracle itself, so a configuration
@@ -11,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import { hostname } from 'node:os';
 import { CompileError, DeviceLimitError, KernelFaultError, KernelTimeoutError, LaunchError, WorkerCrashedError } from '../../gpu/errors';
+import { availableMemoryBytes, memoryAllowsCompile } from './compile-concurrency';
 import { computeStats } from '../../gpu/stats';
 import { compileExplained, type BuildRequest, type BuiltKernel, type CheckFailure, type CompiledKernel, type DeviceDescription, type DeviceRunOptions, type KernelProgram, type Launch, type OutputMismatch, type PreparedTest, type TuningBackend } from './backend';
 import { checkInputSets, newSeed, TIMED_SERIES_ATTEMPTS, timeSeries, timingDisagreement, type TimedSeries } from './measurement';
@@ -22,8 +29,13 @@ import { configKey, type Config, type ConfigResult, type EnergyReadings, type Fa
 const DEVICE_LIMIT_LAUNCH_ERRORS: ReadonlySet<string> = new Set(['CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES', 'LAUNCH_BLOCK_TOO_LARGE', 'LAUNCH_SHARED_MEMORY_TOO_LARGE']);
 
 export interface EvaluatorOptions {
-  /** The program every configuration compiles (with its defines), for the compiler chosen for this file. */
-  program: KernelProgram;
+  /**
+   * The program compiles start with before the setup says which one the file compiles with (the first candidate);
+   * without one, nothing compiles before the setup is done.
+   */
+  likelyProgram?: KernelProgram;
+  /** The scalar arguments, for problem sizes that name them. */
+  scalars: Record<string, number>;
   nameExpression: string;
   compilerOptions: readonly string[];
   geometry: Geometry;
@@ -41,6 +53,8 @@ export interface EvaluatorOptions {
   launchTimeoutMs: () => Promise<number>;
   /** Compiles running ahead at most (over all GPUs). */
   compileConcurrency: number;
+  /** Memory free for another compile (bytes); default the system's, within the cgroup's limit (compile-concurrency.ts). */
+  freeMemoryBytes?: () => number;
   /**
    * Measure energy after a configuration's timed series (when it was timed in full): the kernel runs back to back for
    * `windowMs` on a fresh module while NVML is read (TuningBackend.energy).
@@ -48,11 +62,16 @@ export interface EvaluatorOptions {
   energy?: { windowMs: number };
 }
 
-/** One GPU of an evaluation: its backend, what it is, and the test data prepared on it (with its own oracle outputs). */
+/** One GPU of an evaluation: its backend and what it is. */
 export interface EvaluationDevice {
   backend: TuningBackend;
   device: DeviceDescription;
-  test: PreparedTest;
+}
+
+/** What evaluations wait for: the program the file compiles with, and the test data prepared on each GPU (by worker) with its own oracle outputs. */
+export interface EvaluationSetup {
+  program: KernelProgram;
+  tests: readonly PreparedTest[];
 }
 
 /** A configuration failed: what kind of failure, and the message (with the compiler log for compile errors). */
@@ -73,19 +92,34 @@ export class Evaluator {
   /** Compiles run ahead (running, or finished and not taken yet), by build key, oldest first. */
   private readonly compiles = new Map<string, { promise: Promise<CompiledKernel>; settled: boolean }>();
   private compilesRunning = 0;
+  /** The strategy's latest announcement, not compiling yet: started in order as compiles finish. */
+  private upcoming: Config[] = [];
+  /** The latest announcement less what was taken since: compiled again when the setup chose another program. */
+  private announced: Config[] = [];
   private nextCompiler = 0;
-  private readonly sourceHash: string;
+  /** The likely program until the setup is ready, then the setup's. */
+  private program: KernelProgram | undefined;
   private readonly gpus: GpuId[];
   private bestMs = Infinity;
+  private readonly sourceHashes = new Map<KernelProgram, string>();
 
   constructor(
     private readonly devices: readonly EvaluationDevice[],
+    private readonly setup: Promise<EvaluationSetup>,
     private readonly options: EvaluatorOptions,
   ) {
     if (devices.length === 0) throw new RangeError('an evaluator needs at least one device');
-    this.sourceHash = createHash('sha256').update(options.program.source).digest('hex');
+    this.program = options.likelyProgram;
     const host = hostname();
     this.gpus = devices.map((d) => ({ host, ordinal: d.device.ordinal, ...(d.device.pciBusId && { pciBusId: d.device.pciBusId }) }));
+    setup.then(
+      ({ program }) => {
+        if (program.compiler !== this.program?.compiler) this.upcoming = [...this.announced]; // their compiles are another program's
+        this.program = program;
+        this.compileAhead();
+      },
+      () => undefined, // every evaluation rejects with the setup's error
+    );
   }
 
   /** The GPUs configurations are evaluated on, by worker number. */
@@ -93,17 +127,20 @@ export class Evaluator {
     return this.gpus;
   }
 
-  /** Starts compiling these configurations in the background (bounded by compileConcurrency), spread over the GPUs' compilers. */
+  /**
+   * The configurations the strategy will evaluate next, in order: they compile in the background, up to
+   * compileConcurrency at once, each next one as soon as another finishes. A new announcement replaces the last one.
+   */
   prefetch(configs: readonly Config[]): void {
-    for (const config of configs) {
-      if (this.compilesRunning >= this.options.compileConcurrency) return;
-      const request = this.tryRequest(config);
-      if (request && !this.compiles.has(buildKey(request))) this.startCompile(request);
-    }
+    this.upcoming = [...configs];
+    this.announced = [...configs];
+    this.compileAhead();
   }
 
   /** Drops the compiles run ahead and never evaluated (they hold no device memory). */
   async dispose(): Promise<void> {
+    this.upcoming = [];
+    this.announced = [];
     const pending = [...this.compiles.values()].map((c) => c.promise);
     this.compiles.clear();
     await Promise.allSettled(pending);
@@ -111,18 +148,26 @@ export class Evaluator {
 
   /** Evaluates a configuration on the GPU of `worker` (0 when there is one); aborting stops what that GPU runs. */
   async evaluate(config: Config, worker = 0, signal?: AbortSignal): Promise<ConfigResult> {
-    const on = this.devices[worker];
-    if (!on) throw new RangeError(`worker ${worker} does not exist: this evaluator has ${this.devices.length} GPU${this.devices.length > 1 ? 's' : ''}`);
-    const started = performance.now();
+    const target = this.devices[worker];
+    if (!target) throw new RangeError(`worker ${worker} does not exist: this evaluator has ${this.devices.length} GPU${this.devices.length > 1 ? 's' : ''}`);
     const key = configKey(config, this.options.paramNames);
     const timings = { compileMs: 0, loadMs: 0, verifyMs: 0, benchmarkMs: 0 };
     const result: ConfigResult = { config, key, status: 'ok' };
+    const notTaken = (c: Config) => configKey(c, this.options.paramNames) !== key; // taken: never compiled ahead again
+    this.upcoming = this.upcoming.filter(notTaken);
+    this.announced = this.announced.filter(notTaken);
+    // Its compile starts now, before the setup is ready (with the likely program: the one the setup chooses, mostly).
+    const launchable = this.tryRequest(config);
+    if (launchable && !this.compiles.has(buildKey(launchable))) this.startCompile(launchable, target.backend, { ahead: false, signal });
+    const setup = await this.setup;
+    const on = { ...target, test: setup.tests[worker]! };
+    const started = performance.now();
     let kernel: BuiltKernel | undefined;
     try {
       const launch = this.launchOf(config);
       result.geometry = { grid: launch.grid, block: launch.block };
-      const request = this.request(config, launch);
-      result.reproduce = this.reproduction(request, on.device);
+      const request = this.request(config, launch, setup.program);
+      result.reproduce = this.reproduction(request, setup.program, on.device);
       const compiled = await this.compiled(request, on.backend, signal);
       timings.compileMs = compiled.compileMs;
       result.gpu = this.gpus[worker]!;
@@ -194,15 +239,16 @@ export class Evaluator {
    * the compiles run ahead. Undefined where the backend cannot profile.
    */
   async profile(config: Config, options: DeviceRunOptions): Promise<ConfigProfile | undefined> {
-    const on = this.devices[0]!;
+    const setup = await this.setup;
+    const on = { ...this.devices[0]!, test: setup.tests[0]! };
     if (!on.backend.profile) return undefined;
     const launch = this.launchOf(config);
-    const compiled = await this.compiled(this.request(config, launch), on.backend, options.signal);
+    const compiled = await this.compiled(this.request(config, launch, setup.program), on.backend, options.signal);
     return configProfile(config, this.options.nameExpression, launch, await on.backend.profile(compiled, launch, on.test, options));
   }
 
   /** NVML's readings of a configuration timed in full, or why there are none (energy.ts's reason, or a backend without energy). */
-  private async energyOf(on: EvaluationDevice, compiled: CompiledKernel, launch: Launch, timeMs: number, windowMs: number, run: DeviceRunOptions): Promise<Pick<ConfigResult, 'energy' | 'energyUnavailable'>> {
+  private async energyOf(on: EvaluationDevice & { test: PreparedTest }, compiled: CompiledKernel, launch: Launch, timeMs: number, windowMs: number, run: DeviceRunOptions): Promise<Pick<ConfigResult, 'energy' | 'energyUnavailable'>> {
     const measure = on.backend.energy?.bind(on.backend);
     if (!measure) return { energyUnavailable: 'this backend does not measure energy' };
     const kernel = await this.run(() => on.backend.load(compiled));
@@ -220,7 +266,7 @@ export class Evaluator {
   private launchOf(config: Config): Launch {
     let g: LaunchGeometry;
     try {
-      g = this.options.geometry.launch(config, this.devices[0]!.test.scalars);
+      g = this.options.geometry.launch(config, this.options.scalars);
     } catch (e) {
       if (e instanceof GeometryError) throw new EvaluationFailure('launch_error', e.message);
       throw e;
@@ -231,37 +277,51 @@ export class Evaluator {
     return { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
   }
 
-  private request(config: Config, launch: Launch): BuildRequest {
+  private request(config: Config, launch: Launch, program: KernelProgram): BuildRequest {
     return {
-      ...this.options.program,
+      ...program,
       nameExpression: this.options.nameExpression,
       defines: defines(config, launch, this.options.geometry.blockSizeNames),
       compilerOptions: this.options.compilerOptions,
     };
   }
 
+  /** The request of a configuration with the program known now (none before the setup without a likely program). */
   private tryRequest(config: Config): BuildRequest | undefined {
+    if (!this.program) return undefined;
     try {
-      return this.request(config, this.launchOf(config));
+      return this.request(config, this.launchOf(config), this.program);
     } catch {
       return undefined; // its evaluation reports the problem
     }
   }
 
-  /** Compiles ahead through the next GPU's compiler in turn (NVRTC runs in each GPU worker's thread pool). */
-  private startCompile(request: BuildRequest): void {
-    const backend = this.devices[this.nextCompiler++ % this.devices.length]!.backend;
-    const key = buildKey(request);
-    const entry = { promise: compileExplained(backend, request), settled: false };
-    this.compilesRunning++;
+  /** Starts the next announced compiles while fewer than compileConcurrency run and memory allows another. */
+  private compileAhead(): void {
+    const freeBytes = this.options.freeMemoryBytes ?? availableMemoryBytes;
+    while (this.upcoming.length > 0 && this.compilesRunning < this.options.compileConcurrency) {
+      if (!memoryAllowsCompile(this.compilesRunning, freeBytes())) return; // the next one to finish tries again
+      const request = this.tryRequest(this.upcoming.shift()!);
+      if (request && !this.compiles.has(buildKey(request))) this.startCompile(request, this.devices[this.nextCompiler++ % this.devices.length]!.backend, { ahead: true });
+    }
+  }
+
+  /**
+   * Starts a compile kept for the evaluation that takes it: run ahead (counted against compileConcurrency; through the
+   * GPUs' backends in turn: a run's GPUs share one compile pool, nvcc runs anywhere), or the one an evaluation waits for.
+   */
+  private startCompile(request: BuildRequest, backend: TuningBackend, { ahead, signal }: { ahead: boolean; signal?: AbortSignal }): void {
+    const entry = { promise: compileExplained(backend, request, signal), settled: false };
+    if (ahead) this.compilesRunning++;
     entry.promise
       .catch(() => undefined) // observed when evaluated; a compile run ahead may never be
       .finally(() => {
-        this.compilesRunning--;
+        if (ahead) this.compilesRunning--;
         entry.settled = true;
         this.forgetOldCompiles();
+        this.compileAhead();
       });
-    this.compiles.set(key, entry);
+    this.compiles.set(buildKey(request), entry);
   }
 
   /** Keeps the newest few finished compiles nobody took (a local search announced them, then moved elsewhere). */
@@ -282,6 +342,8 @@ export class Evaluator {
       // A static shared memory over the device's limit is the device's limit, as a block of 2048 threads is.
       if (e instanceof DeviceLimitError) throw new EvaluationFailure('exceeds_device_limits', e.message, e.log);
       if (e instanceof CompileError) throw new EvaluationFailure('compile_error', e.message, e.log);
+      // A compile process that died on every attempt (GpuWorker sends a compile to a fresh one twice) dies on this program.
+      if (e instanceof WorkerCrashedError && e.code === 'WORKER_REPLACED') throw new EvaluationFailure('compile_error', `the compiler crashed on this configuration: ${e.message}`);
       throw e;
     }
   }
@@ -301,9 +363,15 @@ export class Evaluator {
     }
   }
 
-  private reproduction(request: BuildRequest, device: DeviceDescription): Reproduction {
+  private sourceHashOf(program: KernelProgram): string {
+    let hash = this.sourceHashes.get(program);
+    if (hash === undefined) this.sourceHashes.set(program, (hash = createHash('sha256').update(program.source).digest('hex')));
+    return hash;
+  }
+
+  private reproduction(request: BuildRequest, program: KernelProgram, device: DeviceDescription): Reproduction {
     return {
-      sourceHash: this.sourceHash,
+      sourceHash: this.sourceHashOf(program),
       defines: request.defines,
       compilerOptions: [...request.compilerOptions],
       deviceName: device.name,
@@ -314,8 +382,9 @@ export class Evaluator {
   }
 }
 
+/** What a compile is kept under: a compile made with another program (another compiler) than a request's is not its. */
 function buildKey(request: BuildRequest): string {
-  return JSON.stringify([request.defines, request.nameExpression]);
+  return JSON.stringify([request.compiler, request.defines, request.nameExpression]);
 }
 
 /** One readable paragraph: where the outputs were wrong, which outputs differ, how, and where; which inputs the kernel overwrote. */

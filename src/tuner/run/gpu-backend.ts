@@ -10,9 +10,10 @@
 // and rebuilds the test data on a fresh worker before it goes on.
 import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { availableCompilers, noCompilerError, type AvailableCompilers } from '../../gpu/compiler';
+import { hostname, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { availableCompilers, noCompilerError, type Compiler } from '../../gpu/compiler';
+import { CompilePool, type CompilePoolOptions } from '../../gpu/compile-pool';
 import {
   CompileError,
   Gpu,
@@ -32,6 +33,7 @@ import {
   type Module,
 } from '../../gpu/client';
 import { measureBandwidth } from '../../gpu/bandwidth';
+import { markPhase } from '../../phases';
 import { profileKernel } from '../../gpu/ncu/profile';
 import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
 import { driverMetrics, type ProfiledLaunch } from './profile';
@@ -147,6 +149,11 @@ export class GpuPreparedTest implements PreparedTest {
 export interface GpuBackendOptions extends GpuOptions {
   /** Where compiled helper kernels are kept between sessions; default <tmp>/llm-kernel-tuner. */
   cacheDir?: string;
+  /**
+   * The compile processes NVRTC compiles run in (shared by the GPUs of a run: openAll gives them one); default a pool
+   * of its own, as many processes as the host has cores. The backend shares it and lets go of it when disposed.
+   */
+  compilePool?: CompilePool;
 }
 
 export class GpuBackend implements TuningBackend {
@@ -156,44 +163,66 @@ export class GpuBackend implements TuningBackend {
 
   private constructor(
     readonly gpu: Gpu,
-    private readonly compilers: AvailableCompilers,
+    private readonly compilers: { nvrtc: Compiler | null; nvcc: Compiler | null },
     private readonly cacheDir: string,
+    /** Where its NVRTC compiles run (the one pool of every GPU of the run). */
+    readonly compilePool: CompilePool,
   ) {}
 
   /**
    * Starts the GPU worker; rejects with CudaUnavailableError (saying what to install) without a driver or device, or
-   * when neither NVRTC nor nvcc is there to compile with.
+   * when neither NVRTC nor nvcc is there to compile with. NVRTC compiles run in the compile pool's processes.
    */
   static async open(options: GpuBackendOptions = {}): Promise<GpuBackend> {
-    const gpu = await Gpu.open(options);
+    const { compilePool, cacheDir, ...gpuOptions } = options;
+    const pool = compilePool?.share() ?? new CompilePool(compilePoolOptions(gpuOptions));
+    // A compile process starts (and loads NVRTC: the same bundle in the same environment as the GPU worker) beside the
+    // GPU worker, ready for the first compile; where NVRTC is missing it idles until the backend is disposed.
+    pool.warm();
     try {
-      const compilers = await availableCompilers(gpu);
-      if (!compilers.nvrtc && !compilers.nvcc) throw noCompilerError(gpu);
-      return new GpuBackend(gpu, compilers, options.cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'));
+      const gpu = await Gpu.open(gpuOptions);
+      try {
+        // The CUDA context is created on the worker's first request that needs one: now, while the caller reads its
+        // spec and builds the oracle, rather than when the oracle loads. Its failure is the first real request's.
+        gpu.memInfo().then(() => markPhase('CUDA context created'), () => undefined);
+        const { nvrtc, nvcc } = await availableCompilers(gpu);
+        if (!nvrtc && !nvcc) throw noCompilerError(gpu);
+        return new GpuBackend(gpu, { nvrtc: nvrtc && pool.compilerFor(gpu.arch), nvcc }, cacheDir ?? join(tmpdir(), 'llm-kernel-tuner'), pool);
+      } catch (e) {
+        await gpu.dispose();
+        throw e;
+      }
     } catch (e) {
-      await gpu.dispose();
+      await pool.dispose();
       throw e;
     }
   }
 
   /**
-   * Opens one GpuBackend (one worker process) per selected GPU. The first is opened on its own and lists the host's
-   * GPUs (a single GPU needs no listing); the others start in parallel. Either all open, or none is left running.
+   * Opens one GpuBackend (one worker process) per selected GPU, all compiling in one compile pool. The first is opened
+   * on its own and lists the host's GPUs (a single GPU needs no listing); the others start in parallel. Either all
+   * open, or none is left running.
    */
   static async openAll(selection: GpuSelection, options: Omit<GpuBackendOptions, 'device'> = {}): Promise<GpuBackend[]> {
+    const pool = options.compilePool?.share() ?? new CompilePool(compilePoolOptions(options));
+    const shared = { ...options, compilePool: pool };
     const first = selection.kind === 'list' ? selection.ordinals[0]! : 0;
-    const opened = [await GpuBackend.open({ ...options, device: first })];
     try {
-      if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
-      const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
-      const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...options, device })));
-      for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
-      const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
-      if (failed) throw failed.reason;
-      return opened;
-    } catch (e) {
-      await Promise.allSettled(opened.map((b) => b.dispose()));
-      throw e;
+      const opened = [await GpuBackend.open({ ...shared, device: first })];
+      try {
+        if (selection.kind === 'list' && selection.ordinals.length === 1) return opened;
+        const ordinals = resolveGpuSelection(selection, await opened[0]!.gpu.devices());
+        const others = await Promise.allSettled(ordinals.slice(1).map((device) => GpuBackend.open({ ...shared, device })));
+        for (const o of others) if (o.status === 'fulfilled') opened.push(o.value);
+        const failed = others.find((o): o is PromiseRejectedResult => o.status === 'rejected');
+        if (failed) throw failed.reason;
+        return opened;
+      } catch (e) {
+        await Promise.allSettled(opened.map((b) => b.dispose()));
+        throw e;
+      }
+    } finally {
+      await pool.dispose(); // openAll's own hold: the backends hold it from here on
     }
   }
 
@@ -232,10 +261,24 @@ export class GpuBackend implements TuningBackend {
 
   /**
    * The device's limits for speed-of-light figures: the bandwidth measured by the copy kernel (gpu/bandwidth.ts), the
-   * FP32 peak by the formula of speed-of-light.ts. Measured once per backend (about a second).
+   * FP32 peak by the formula of speed-of-light.ts. Measured once per GPU (about a second) and kept on disk for a week:
+   * a later run on the same GPU (host, PCI bus, driver) reuses them, and says when they were measured.
    */
   speedLimits(): Promise<DeviceSpeedLimits> {
-    return (this.limits ??= this.measureLimits());
+    return (this.limits ??= this.keptLimits());
+  }
+
+  private async keptLimits(): Promise<DeviceSpeedLimits> {
+    const { driverVersion, device } = await this.gpu.runtime();
+    const key = createHash('sha256').update(JSON.stringify([hostname(), device.name, device.pciBusId, driverVersion])).digest('hex').slice(0, 24);
+    const file = join(this.cacheDir, `speed-limits-${key}.json`);
+    const kept = readKept<{ measuredAt: string; limits: DeviceSpeedLimits }>(file);
+    if (kept && Date.now() - Date.parse(kept.measuredAt) < SPEED_LIMITS_KEPT_MS) {
+      return { ...kept.limits, bandwidthMethod: `${kept.limits.bandwidthMethod} (measured on this GPU at ${kept.measuredAt})` };
+    }
+    const limits = await this.measureLimits();
+    keep(file, JSON.stringify({ measuredAt: new Date().toISOString(), limits }));
+    return limits;
   }
 
   private async measureLimits(): Promise<DeviceSpeedLimits> {
@@ -356,7 +399,7 @@ export class GpuBackend implements TuningBackend {
   async dispose(): Promise<void> {
     this.helpers = undefined;
     this.scratch = undefined;
-    await this.gpu.dispose();
+    await Promise.all([this.gpu.dispose(), this.compilePool.dispose()]);
   }
 
   private own(kernel: BuiltKernel): GpuBuiltKernel {
@@ -591,20 +634,17 @@ export class GpuBackend implements TuningBackend {
       .slice(0, 24);
     const cachePath = join(this.cacheDir, `helpers-${key}.json`);
     let compiled: CompiledProgram;
-    try {
-      const cached = JSON.parse(readFileSync(cachePath, 'utf8')) as CompiledProgram & { cubin: string };
+    const cached = readKept<CompiledProgram & { cubin: string }>(cachePath);
+    if (cached) {
       compiled = { ...cached, cubin: Buffer.from(cached.cubin, 'base64') };
-    } catch {
+    } else {
       try {
         compiled = await this.defaultCompiler.compile(program);
       } catch (e) {
         if (e instanceof CompileError) throw new Error(`internal: the tuner's helper kernels do not compile on this toolkit:\n${e.message}`);
         throw e;
       }
-      mkdirSync(this.cacheDir, { recursive: true });
-      const tmp = `${cachePath}.${process.pid}.tmp`;
-      writeFileSync(tmp, JSON.stringify({ ...compiled, cubin: compiled.cubin.toString('base64') }));
-      renameSync(tmp, cachePath);
+      keep(cachePath, JSON.stringify({ ...compiled, cubin: compiled.cubin.toString('base64') }));
     }
     const previous = this.helpers;
     const module = await this.gpu.loadModule(compiled);
@@ -613,6 +653,17 @@ export class GpuBackend implements TuningBackend {
     this.helpers = { module, kernels, dtypes: all };
     await previous?.module.unload();
   }
+}
+
+/** A compile pool's processes start as the GPU worker does (same bundle, environment and time limits). */
+function compilePoolOptions(o: GpuOptions): CompilePoolOptions {
+  return {
+    ...(o.workerPath !== undefined && { workerPath: o.workerPath }),
+    ...(o.env && { env: o.env }),
+    ...(o.compileTimeoutMs !== undefined && { compileTimeoutMs: o.compileTimeoutMs }),
+    ...(o.startTimeoutMs !== undefined && { startTimeoutMs: o.startTimeoutMs }),
+    ...(o.onLog && { onLog: o.onLog }),
+  };
 }
 
 /** The worker's options of a request of `launches` launches: the time limit of one launch, for each. */
@@ -628,4 +679,24 @@ export async function backendsOf(o: { backend?: TuningBackend | readonly TuningB
   if (o.backend) return { backends: backendList(o.backend), opened: false };
   if (o.gpus && o.device !== undefined) throw new RangeError('give device (one GPU) or gpus, not both');
   return { backends: await GpuBackend.openAll(o.gpus ?? singleGpu(o.device ?? 0)), opened: true };
+}
+
+/** How long measured speed limits are reused on the same GPU. */
+const SPEED_LIMITS_KEPT_MS = 7 * 24 * 3600 * 1000;
+
+/** What keep() wrote to `file`; undefined when it is not there (or unreadable: it is made again). */
+function readKept<T>(file: string): T | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as T;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Writes `file` whole or not at all (through a file of this process renamed over it): runs side by side never see half of one. */
+function keep(file: string, text: string): void {
+  mkdirSync(dirname(file), { recursive: true });
+  const tmp = `${file}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, file);
 }
