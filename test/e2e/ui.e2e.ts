@@ -388,7 +388,13 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await lens('Accept All').waitFor({ timeout: 30_000 });
       await page.locator('.monaco-editor .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().waitFor({ timeout: 10_000 });
       // The file's actions have the first lens line to themselves (the first change starts on the file's first line).
-      const lensLines = await page.locator('.codelens-decoration').evaluateAll((els) => els.map((e) => Array.from(e.querySelectorAll('a'), (a) => (a.textContent ?? '').trim())));
+      // VS Code draws a lens line empty first and fills it when the lens resolves: read once all five changes' are filled.
+      const readLensLines = () => page.locator('.codelens-decoration').evaluateAll((els) => els.map((e) => Array.from(e.querySelectorAll('a'), (a) => (a.textContent ?? '').trim())));
+      let lensLines = await readLensLines();
+      for (let i = 0; i < 50 && lensLines.filter((line) => line[0] === 'Accept').length < 5; i++) {
+        await page.waitForTimeout(200);
+        lensLines = await readLensLines();
+      }
       const fileLine = lensLines.find((line) => line.some((t) => t.startsWith('Accept All')));
       check(JSON.stringify(fileLine) === JSON.stringify(['Accept All (5)', 'Reject All', 'Side by side']), `the file's lens line, got ${JSON.stringify(lensLines)}`);
       check(lensLines.filter((line) => line[0] === 'Accept').length === 5, `each of the 5 changes has its own lens line, got ${JSON.stringify(lensLines)}`);
