@@ -49,7 +49,7 @@ const ALL = Object.entries(strategies).map(([name, make]) => [name, (options?: R
 const ENDS_ON_ITS_OWN = ['dual_annealing', 'simulated_annealing'];
 const RANDOMISED = ALL.filter(([name]) => name !== 'brute_force');
 /** Strategies that take a start configuration (Kernel Tuner's x0). */
-const WITH_X0 = ALL.filter(([name]) => !['auto', 'brute_force', 'random_sample'].includes(name));
+const WITH_X0 = ALL.filter(([name]) => !['auto', 'brute_force', 'random_sample', 'bayes_opt'].includes(name)); // Kernel Tuner's bayes_opt refuses x0
 const totalMs = (r: ConfigResult) => r.timings!.compileMs + r.timings!.loadMs + r.timings!.verifyMs + r.timings!.benchmarkMs;
 
 /** A small restricted space whose evaluator fails if asked for a configuration outside it. */
@@ -342,14 +342,15 @@ describe('optimisers beat random sampling at equal evaluations', () => {
   it.each<[string, () => Strategy]>([
     // Kernel Tuner's default Hamming neighbourhood wanders on this landscape; strictly-adjacent climbs it.
     ['greedy_mls (strictly-adjacent)', () => greedyMls({ neighbor: 'strictly-adjacent' })],
-    ['genetic_algorithm', () => genetic()],
+    // Kernel Tuner's default population of 26 is mostly a random sample at 40 evaluations; 10 leaves generations to evolve.
+    ['genetic_algorithm (popsize 10)', () => genetic({ popsize: 10 })],
   ])('%s: lower mean excess over the optimum and more wins than losses, over 50 seeds', async (_, make) => {
     const random = await excess(() => randomSample());
     const optimiser = await excess(make);
     const wins = optimiser.filter((x, i) => x < random[i]!).length;
     const losses = optimiser.filter((x, i) => x > random[i]!).length;
     // Measured (seeds 1–50): random 5.6 % above the optimum after 40 evaluations, greedy_mls 3.0 % (wins/losses 32/13),
-    // genetic_algorithm 3.4 % (29/13).
+    // genetic_algorithm with popsize 10 2.4 % (36/10).
     expect(mean(optimiser)).toBeLessThan(0.7 * mean(random));
     expect(wins).toBeGreaterThanOrEqual(2 * losses);
   });
