@@ -10,7 +10,7 @@ import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
 import { SearchSpace } from '../tuner/space/search-space';
 import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
-import { loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
+import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type TuningSpec } from '../tuner/spec/tuning-spec';
 import type { SearchProgress } from '../tuner/strategies';
 import type { ConfigResult, ConfigStatus, ParamValue, StopReason, TuneResult } from '../tuner/types';
 import { describeError } from './errors';
@@ -113,6 +113,7 @@ export async function run(args: string[]): Promise<number> {
   const specPath = isSource ? values.spec : first;
   if (!specPath) throw new TuningSpecError(`${first} needs a tuning spec for its inputs: --spec SPEC.yaml`);
   const spec = applyFlags(loadTuningSpec(specPath), values);
+  checkStrategy(spec, 'the command line');
   const job = await tuningJob(spec, isSource ? { file: first } : {});
   const { kernel } = job;
   if (values.slurm) return slurm(values, kernel.name, spec.strategy, ['tune', resolve(first), ...(isSource ? ['--spec', resolve(specPath)] : []), ...taskFlags(values)]);

@@ -61,7 +61,9 @@ describe('llm-kernel-tuner auto', () => {
     expect(log).toContain('step 1 rejected: wrong result');
     expect(log).toContain('step 2 rejected: 1.049 ms -> 1.043 ms is 0.5%, below the threshold of 1.0%');
     expect(log).toContain('step 3 accepted: 1.049 ms -> 0.6291 ms (40.0%)');
-    expect(log).not.toContain('configurations'); // per-configuration lines only with --verbose
+    expect(log).not.toMatch(/\d+\/\d+ configurations/); // per-configuration lines only with --verbose
+    // Each candidate's search says which strategy ran and why (auto, brute force: the step's time budget covers it).
+    expect(log).toMatch(/step 3 candidate 0 searched with brute_force, chosen by auto: the first 3 took [\d.]+ s each, so \d+ s allow about \d+: that covers all 3 configurations, so brute force evaluates every one\. Stopped after 3 evaluations \(completed: every one of the 3 configurations was evaluated\)\./);
 
     const events = stdout.text().trim().split('\n').map((l) => JSON.parse(l) as { type: string });
     expect(events[0]!.type).toBe('session.started');

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { parse as parseYaml, stringify as stringifyYaml } from 'yaml';
 import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { gpuSkipReason } from '../support/gpu-available';
 
@@ -97,6 +98,32 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(a.stopReason).toBe('max_fevals');
     expect(a.results.map((x: { key: string }) => x.key)).toEqual(b.results.map((x: { key: string }) => x.key));
     expect(a.best.timeMs).toBeGreaterThanOrEqual(bestOf(example('matmul_tiled', 'cache.json')).timeMs!);
+  });
+
+  it("--strategy-option sets a strategy's options under Kernel Tuner's names, as a spec's strategyOptions does", () => {
+    const base = ['tune', example('matmul_tiled', 'tune.yaml'), '--simulate', example('matmul_tiled', 'cache.json'), '--strategy', 'greedy_mls', '--seed', '3', '--json'];
+    const start = [32, 4, 4, 8];
+    const a = JSON.parse(run(...base, '--strategy-option', 'max_fevals=6', '--strategy-option', `x0=[${start.join(', ')}]`, '--strategy-option', 'neighbor=adjacent', '--strategy-option', 'restart=False').stdout);
+    expect(a).toMatchObject({ strategy: 'greedy_mls', evaluations: 6, stopReason: 'max_fevals', stopDetail: '6 evaluations, its max_fevals' });
+    expect(a.results[0].key).toBe(start.join(','));
+    const spec = join(scratch, 'options.yaml');
+    // The example's spec, its paths made absolute, with the same options in strategyOptions.
+    const dir = join(root, 'examples', 'matmul_tiled');
+    const parsed = parseYaml(readFileSync(join(dir, 'tune.yaml'), 'utf8')) as { file: string; reference: { file: string } };
+    const withStrategy = (strategyOptions: Record<string, unknown>) =>
+      stringifyYaml({ ...parsed, file: join(dir, parsed.file), reference: { ...parsed.reference, file: join(dir, parsed.reference.file) }, strategy: 'greedy_mls', strategyOptions });
+    writeFileSync(spec, withStrategy({ max_fevals: 6, x0: start, neighbor: 'adjacent', restart: false }));
+    const b = JSON.parse(run('tune', spec, '--simulate', example('matmul_tiled', 'cache.json'), '--seed', '3', '--json').stdout);
+    expect(b.results.map((x: { key: string }) => x.key)).toEqual(a.results.map((x: { key: string }) => x.key));
+    // A mistyped option or value is named before anything runs, with what the strategy takes.
+    writeFileSync(spec, withStrategy({ neighbour: 'adjacent' }));
+    expect(run('tune', spec, '--simulate', example('matmul_tiled', 'cache.json')).stderr).toBe(
+      `error: the tuning spec ${spec}: strategy greedy_mls: unknown option of greedy_mls "neighbour": did you mean "neighbor"? (greedy_mls takes max_fevals, time_limit, x0, neighbor, restart, order, randomize)\n`,
+    );
+    expect(run(...base, '--strategy-option', 'T=hot').stderr).toMatch(/^error: the command line: strategy greedy_mls: unknown option of greedy_mls "T"/);
+    expect(run(...base, '--strategy', 'simulated_annealing', '--strategy-option', 'alpha=2').stderr).toMatch(/^error: the command line: strategy simulated_annealing: option alpha of simulated_annealing: /);
+    expect(run(...base, '--strategy-option', 'max_fevals').stderr).toMatch(/^error: --strategy-option expects KEY=VALUE/);
+    expect(run(...base, '--strategy-option', 'max_fevals=5', '--max-fevals', '7').stderr).toMatch(/two budgets: max_fevals=5 as a strategy option and maxFevals=7 for the run; give it once/);
   });
 
   it('flags override the spec: --param narrows the space', () => {

@@ -176,6 +176,61 @@ describe('search space: neighbours', () => {
   });
 });
 
+describe("search space: Kernel Tuner's adjacent neighbours, scaled coordinates and snapping", () => {
+  // y = 3 occurs in no valid configuration (x * y must be even), so 'adjacent' steps over it where strictly-adjacent stops.
+  const tuneParams: TuneParams = { x: [1, 2, 3, 4], y: [1, 2, 3, 4], z: [0, 1] };
+  const space = new SearchSpace(tuneParams, ['(x * y) % 2 == 0', 'y != 3']);
+  const indices = (c: Config) => Object.keys(tuneParams).map((n) => tuneParams[n]!.indexOf(c[n]!));
+  const at = (x: number, y: number, z: number) => space.indexOf({ x, y, z })!;
+
+  it("adjacent: every parameter moves at most to the nearest value below or above that the space has (Searchspace.get_neighbors)", () => {
+    const present = Object.keys(tuneParams).map((_, p) => new Set([...space.configs()].map((c) => indices(c)[p]!)));
+    for (let i = 0; i < space.size; i++) {
+      const me = indices(space.config(i));
+      const window = me.map((v, p) => {
+        const values = [...present[p]!].sort((a, b) => a - b);
+        const below = values.filter((w) => w < v);
+        const above = values.filter((w) => w > v);
+        return [below.length > 0 ? Math.max(...below) : v, above.length > 0 ? Math.min(...above) : v];
+      });
+      const expected = [...Array(space.size).keys()].filter((j) => j !== i && indices(space.config(j)).every((v, p) => v >= window[p]![0]! && v <= window[p]![1]!));
+      expect(space.neighbours(i, 'adjacent').sort((a, b) => a - b)).toEqual(expected);
+    }
+    // From y = 2 the next value up is 4, which strictly-adjacent never reaches.
+    expect(space.neighbours(at(2, 2, 0), 'adjacent')).toContain(at(2, 4, 0));
+    expect(space.neighbours(at(2, 2, 0), 'strictly-adjacent')).not.toContain(at(2, 4, 0));
+    // Neighbours of a combination outside the space (Kernel Tuner repairs from them).
+    expect(space.neighboursOf([0, 0, 0], 'Hamming').map((n) => space.key(space.config(n)))).toEqual(['1,2,0', '1,4,0', '2,1,0', '4,1,0']);
+    expect(() => space.neighboursOf([0, 0, 0], 'diagonal' as never)).toThrow(/Unknown neighbour method 'diagonal'/);
+  });
+
+  it('scales value indices as scale_from_params and snaps back as unscale_and_snap_to_nearest', () => {
+    const wide = new SearchSpace({ a: [1, 2, 3, 4, 5, 6, 7, 8], b: [0, 1] });
+    expect(wide.eps).toBe(1 / 8);
+    expect(wide.scaledBounds).toEqual([1, 0.25]);
+    expect([...wide.scale([3, 1])]).toEqual([0.4375, 0.1875]);
+    for (let i = 0; i < wide.size; i++) expect([...wide.snapScaled(wide.scale(wide.indicesAt(i)))]).toEqual([...wide.indicesAt(i)]);
+    // Halfway between two centres goes to the lower index (numpy's argmin takes the first); outside the bounds, the ends.
+    expect([...wide.snapScaled([0.125, 0.125])]).toEqual([0, 0]);
+    expect([...wide.snapScaled([-3, 9])]).toEqual([0, 1]);
+  });
+
+  it('snaps values to the nearest of each list (snap_to_nearest_config), the first on a tie', () => {
+    expect([...space.snapValues([2.6, 1.5, 1])]).toEqual([2, 0, 1]);
+    expect(() => new SearchSpace({ s: ['a', 'b'] }).snapValues(['c'])).toThrow(/c is not a value of tunable parameter 's'/);
+  });
+
+  it('repairs a scaled point to the nearest valid neighbour, strictly-adjacent first (constraint_aware)', () => {
+    // (3, 3, 0) is invalid; its strictly-adjacent valid neighbours nearest the point's centre win.
+    const point = space.scale([2, 2, 0]);
+    const repaired = space.snapScaledToValid(point)!;
+    expect(space.neighboursOf([2, 2, 0], 'strictly-adjacent')).toContain(repaired);
+    const distance = (j: number) => space.scale(space.indicesAt(j)).reduce((t, v, p) => t + (v - point[p]!) ** 2, 0);
+    for (const other of space.neighboursOf([2, 2, 0], 'strictly-adjacent')) expect(distance(repaired)).toBeLessThanOrEqual(distance(other));
+    expect(space.snapScaledToValid(space.scale([1, 1, 1]))).toBe(at(2, 2, 1));
+  });
+});
+
 describe('search space: sampling and repair', () => {
   const space = new SearchSpace({ a: [1, 2, 3, 4, 5, 6], b: [1, 2, 3, 4, 5, 6], c: [0, 1] }, ['a + b <= 8']);
 

@@ -22,9 +22,18 @@ export class SimulationMissError extends Error {
 // ---------------------------------------------------------------- simulation
 
 export interface Replay {
-  /** Returns the cached result of a configuration (on any worker); SimulationMissError when it was never measured. */
+  /**
+   * Returns the cached result of a configuration (on any worker); SimulationMissError when it satisfies the
+   * restrictions but was never measured (Kernel Tuner's simulation mode raises a ValueError there too).
+   */
   evaluate: (config: Config) => Promise<ConfigResult>;
-  /** Simulated time: advances by each replayed result's compile, load, verification and benchmark time. */
+  /**
+   * Simulated time, as Kernel Tuner's simulation mode charges it (runners/simulation.py): each configuration's first
+   * evaluation adds its recorded compile, verification and benchmark time (and our load time, 0 in Kernel Tuner's
+   * caches), failed configurations included; a repeat (served from the search's memo) and a configuration the
+   * restrictions exclude add nothing. The cache's framework_time and strategy_time are not charged: Kernel Tuner
+   * replaces them by its own wall time, which would make a replay depend on the machine; this clock stays deterministic.
+   */
   clock: Clock;
 }
 

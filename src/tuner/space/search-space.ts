@@ -286,14 +286,15 @@ export class SearchSpace {
     for (let i = 0; i < this.size; i++) yield this.config(i);
   }
 
-  /** Positions of the neighbours of a configuration (see NeighbourMethod), in value order. */
+  /** Positions of the neighbours of a configuration (see NeighbourMethod), in the space's order. */
   neighbours(index: number, method: NeighbourMethod = 'Hamming'): number[] {
     return this.neighboursOf(this.indicesAt(index), method);
   }
 
   /**
    * Positions of the valid neighbours of any combination of value indices (one outside the space too: Kernel Tuner
-   * repairs an invalid point from its neighbours), in value order; never the combination itself.
+   * repairs an invalid point from its neighbours), in the space's order (as Kernel Tuner lists them); never the
+   * combination itself.
    */
   neighboursOf(valueIndices: ArrayLike<number>, method: NeighbourMethod): number[] {
     const P = this.paramNames.length;
@@ -309,7 +310,7 @@ export class SearchSpace {
       for (let p = 0; p < P; p++) {
         for (let v = 0; v < this.values[p]!.length; v++) if (v !== idx[p]) add(raw + (v - idx[p]!) * this.strides[p]!);
       }
-      return out;
+      return out.sort((a, b) => a - b);
     }
     // Per parameter the offsets it may move by: -1, 0, +1 (strictly-adjacent), or to the nearest value below and above
     // that occurs in the space (adjacent); then every combination but the all-zero one, in value order.

@@ -9,7 +9,7 @@ import { argumentSpecSchema } from './input-spec';
 import { KernelTest, TunableKernel, type TuneOptions } from '../tunable-kernel';
 import { launchWorkOf, type LaunchWork } from '../run/speed-of-light';
 import type { TuneParams } from '../types';
-import { DEFAULT_STRATEGY } from '../strategies';
+import { DEFAULT_STRATEGY, resolveStrategy } from '../strategies';
 import { unknownKeysError, withoutMistypedKeys } from './unknown-keys';
 import { readUserFile } from './user-files';
 
@@ -86,6 +86,7 @@ export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
   }
   const dir = dirname(resolve(path));
   const spec = parsed.data;
+  checkStrategy(spec, `the tuning spec ${path}`);
   return {
     ...spec,
     includePaths: spec.includePaths.map((p) => resolve(dir, p)),
@@ -93,6 +94,19 @@ export function loadTuningSpec(path: string): TuningSpec & { dir: string } {
     ...(spec.reference && { reference: { ...spec.reference, file: resolve(dir, spec.reference.file) } }),
     dir,
   };
+}
+
+/**
+ * Checks the spec's strategy and its options (Kernel Tuner's names) now, before any GPU or cache work: an unknown
+ * strategy or option is a TuningSpecError naming the spec.
+ */
+export function checkStrategy(spec: Pick<TuningSpec, 'strategy' | 'strategyOptions'>, where: string): void {
+  try {
+    resolveStrategy(spec.strategy)(spec.strategyOptions);
+  } catch (e) {
+    if (e instanceof RangeError) throw new TuningSpecError(`${where}: strategy ${spec.strategy}: ${e.message}`);
+    throw e;
+  }
 }
 
 /** Everything a spec stands for, ready for TunableKernel.tune(test, tuneParams, restrictions, options). */

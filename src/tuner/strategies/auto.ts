@@ -24,8 +24,8 @@ interface Band {
  * `node dist/bench/search-quality.js` (BENCHMARKS.md, "Search quality"). At 50 / 100 / 200 / 400 evaluations:
  *   genetic_algorithm 0.307 / 0.425 / 0.556 / 0.660 (mean best 86.2 / 92.2 / 95.9 / 97.6 % of the optimum),
  *   greedy_mls -0.024 / 0.172 / 0.365 / 0.508 (81.6 / 89.5 / 94.5 / 97.4 %), mls 0.393 at 400 (98.1 %),
- *   simulated_annealing 0.097 / 0.102 / 0.175 / 0.337, random_sample 0.158 / 0.125 / 0.085 / 0.011;
- * and over the recorded-time budget genetic_algorithm 0.574, dual_annealing 0.251, simulated_annealing 0.180.
+ *   simulated_annealing 0.151 / 0.237 / 0.279 / 0.276, random_sample 0.158 / 0.125 / 0.085 / 0.011;
+ * and over the recorded-time budget genetic_algorithm 0.574, dual_annealing 0.251, simulated_annealing 0.243.
  */
 const BANDS: readonly Band[] = [
   { upTo: 75, strategy: 'genetic_algorithm', make: () => genetic(), measured: 'aggregate score 0.307 at 50 evaluations, 86.2 % of the optimum' },

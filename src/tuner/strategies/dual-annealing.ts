@@ -34,6 +34,9 @@ const LOCAL_MAXITER = 1000;
 /** Ends the annealing once maxfun calls are spent. */
 class CallsSpent extends Error {}
 
+/** Ends it when no random point of a restart is a valid, working configuration (scipy raises there). */
+class NoFinitePoint extends Error {}
+
 export function dualAnnealing(raw: Record<string, unknown> = {}): Strategy {
   const options = parseStrategyOptions('dual_annealing', OPTIONS, raw);
   return defineStrategy('dual_annealing', { parallelism: 'one annealing chain with local searches: configurations are evaluated one at a time', options }, async (ctx) => {
@@ -67,7 +70,7 @@ export function dualAnnealing(raw: Record<string, unknown> = {}): Strategy {
           location = randomPoint();
           energy = await f(location);
           if (Number.isFinite(energy)) return;
-          if (tries >= MAX_REINIT) throw new CallsSpent();
+          if (tries >= MAX_REINIT) throw new NoFinitePoint();
         }
       };
       if (!Number.isFinite(energy)) await reset();
@@ -149,6 +152,7 @@ export function dualAnnealing(raw: Record<string, unknown> = {}): Strategy {
       return `${MAXITER} annealing iterations (scipy's maxiter) ended`;
     } catch (e) {
       if (e instanceof CallsSpent) return `${calls} calls of the cost function, its maxfun (max_fevals, repeats included, as scipy counts them)`;
+      if (e instanceof NoFinitePoint) return `none of ${MAX_REINIT} random points of a restart was a configuration that works (scipy stops there)`;
       throw e;
     }
   });
