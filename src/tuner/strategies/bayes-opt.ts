@@ -99,7 +99,6 @@ export function bayesOpt(raw: Record<string, unknown> = {}): Strategy {
       default:
         await bo.single(method);
     }
-    return 'every configuration was evaluated';
   });
 }
 

@@ -168,6 +168,6 @@ export function diffEvo(raw: Record<string, unknown> = {}): Strategy {
       });
       if (!changed) stalls++;
     }
-    return ctx.exhausted ? 'every configuration was evaluated' : `${maxiter} generations (maxiter) ended`;
+    if (!ctx.exhausted) return `${maxiter} generations (maxiter) ended`;
   });
 }

@@ -59,7 +59,7 @@ export function firefly(raw: Record<string, unknown> = {}): Strategy {
           }
           const position = swarmPosition(space, fly.x, constraintAware);
           fly.score = position === undefined ? Infinity : await ctx.evaluate(position);
-          if (ctx.exhausted) return 'every configuration was evaluated';
+          if (ctx.exhausted) return; // the context says every configuration was evaluated
         }
       }
       swarm.sort((a, b) => (a.score < b.score ? -1 : a.score > b.score ? 1 : 0));

@@ -131,7 +131,7 @@ export function genetic(raw: Record<string, unknown> = {}): Strategy {
 
     for (let generation = 0; generation < maxiter; generation++) {
       await ctx.evaluateAll(population.map((genes) => space.indexOfIndices(genes)).filter((i): i is number => i !== undefined));
-      if (ctx.exhausted) return 'every configuration was evaluated';
+      if (ctx.exhausted) return; // the context says every configuration was evaluated
       const ranked = population
         .map((genes) => ({ genes, cost: cost(genes) }))
         .sort((x, y) => (x.cost < y.cost ? -1 : x.cost > y.cost ? 1 : 0))

@@ -54,7 +54,7 @@ export function pso(raw: Record<string, unknown> = {}): Strategy {
     for (let iteration = 0; iteration < maxiter; iteration++) {
       const positions = swarm.map((p) => swarmPosition(space, p.x, constraintAware));
       await ctx.evaluateAll(positions.filter((i): i is number => i !== undefined));
-      if (ctx.exhausted) return 'every configuration was evaluated';
+      if (ctx.exhausted) return; // the context says every configuration was evaluated
       swarm.forEach((p, k) => {
         const score = positions[k] === undefined ? Infinity : ctx.known(positions[k])!;
         if (score < p.bestScore) {
