@@ -51,6 +51,34 @@ describe('the Gaussian process', () => {
     });
   });
 
+  it('has the log marginal likelihood of a dense computation, highest near the length scale that made the data', () => {
+    const rng = new Random(11);
+    const points = Array.from({ length: 40 }, () => [rng.next() * 4]);
+    const f = (p: number[]) => Math.sin(2 * p[0]!) + 3;
+    const observed = Array.from({ length: 40 }, (_, i) => i);
+    const values = observed.map((i) => f(points[i]!));
+    const likelihood = (lengthscale: number) => {
+      const gp = new GaussianProcess((i) => points[i]!, covarianceFunction('rbf', lengthscale), 1e-6);
+      observed.forEach((i, k) => gp.observe(i, values[k]!));
+      return gp.logMarginalLikelihood();
+    };
+    // log p(y) = -½ yᵀK⁻¹y - ½ log|K| - n/2 log 2π of the normalised values, with ml-matrix.
+    const mean = values.reduce((a, b) => a + b, 0) / values.length;
+    const std = Math.sqrt(values.reduce((a, b) => a + (b - mean) ** 2, 0) / values.length);
+    const y = Matrix.columnVector(values.map((v) => (v - mean) / std));
+    const cov = covarianceFunction('rbf', 0.5);
+    const K = new Matrix(40, 40);
+    for (let i = 0; i < 40; i++) for (let j = 0; j < 40; j++) K.set(i, j, cov(Math.abs(points[i]![0]! - points[j]![0]!)) + (i === j ? 1e-6 : 0));
+    const chol = new CholeskyDecomposition(K);
+    let logDeterminant = 0;
+    for (let i = 0; i < 40; i++) logDeterminant += 2 * Math.log(chol.lowerTriangularMatrix.get(i, i));
+    const want = -0.5 * y.transpose().mmul(chol.solve(y)).get(0, 0) - 0.5 * logDeterminant - 20 * Math.log(2 * Math.PI);
+    expect(likelihood(0.5)).toBeCloseTo(want, 4);
+    // sin(2x) varies over about half a unit: far shorter or longer length scales explain it worse.
+    expect(likelihood(0.5)).toBeGreaterThan(likelihood(0.05));
+    expect(likelihood(0.5)).toBeGreaterThan(likelihood(5));
+  });
+
   it('interpolates its observations and is least certain far from them', () => {
     const points = Array.from({ length: 21 }, (_, i) => [i / 20]);
     const gp = new GaussianProcess((i) => points[i]!, covarianceFunction('rbf', 0.2), 1e-10);

@@ -133,6 +133,24 @@ export class GaussianProcess {
     this.values.push(value);
   }
 
+  /**
+   * The log marginal likelihood of the observations (normalised as predict normalises them) under this covariance:
+   * how well it explains them, to choose among covariances (type-II maximum likelihood).
+   */
+  logMarginalLikelihood(): number {
+    const n = this.size;
+    if (n === 0) return 0;
+    const yMean = this.values.reduce((a, b) => a + b, 0) / n;
+    const yStd = Math.sqrt(this.values.reduce((a, b) => a + (b - yMean) ** 2, 0) / n) || 1;
+    let fit = 0;
+    let logDeterminant = 0;
+    for (let j = 0; j < n; j++) {
+      fit += ((this.solvedY[j]! - yMean * this.solvedOnes[j]!) / yStd) ** 2;
+      logDeterminant += 2 * Math.log(this.diagonal[j]!);
+    }
+    return -0.5 * fit - 0.5 * logDeterminant - 0.5 * n * Math.log(2 * Math.PI);
+  }
+
   /** The posterior at candidates (`mean[k]` and `std[k]` are those of `candidates[k]`), with the observations normalised to mean 0 and standard deviation 1 (normalize_y). */
   predict(candidates: ArrayLike<number>): Prediction {
     const n = this.size;

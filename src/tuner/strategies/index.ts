@@ -13,6 +13,7 @@ import { pso } from './pso';
 import { randomSample } from './random-sample';
 import type { Strategy } from './search';
 import { simulatedAnnealing } from './simulated-annealing';
+import { surrogateGa } from './surrogate-ga';
 
 export { auto } from './auto';
 export { basinhopping } from './basin-hopping';
@@ -27,6 +28,7 @@ export { parseStrategyOptionFlag, StrategyOptionError, strategyOptionsFromFlags 
 export { pso } from './pso';
 export { randomSample } from './random-sample';
 export { simulatedAnnealing } from './simulated-annealing';
+export { surrogateGa } from './surrogate-ga';
 export {
   defineStrategy,
   runStrategy,
@@ -60,6 +62,7 @@ export const strategies = {
   pso: pso,
   firefly_algorithm: firefly,
   bayes_opt: bayesOpt,
+  surrogate_ga: surrogateGa,
 } satisfies Record<string, StrategyFactory>;
 
 export type StrategyName = keyof typeof strategies;
