@@ -4,7 +4,9 @@
 // best found (% of the optimum) and the autotuning_methodology's score; Kernel Tuner 1.4.0's strategies beside them,
 // from the same caches in its own simulation mode. No GPU.
 //   node dist/bench/search-quality.js [--caches convolution_milo/A100,...] [--strategies a,b] [--budgets 50,time]
-//       [--seeds 10] [--markdown FILE] [--no-kt]
+//       [--seeds 10] [--first-seed 0] [--markdown FILE] [--no-kt]
+// --first-seed: our searches use seeds first-seed .. first-seed + seeds - 1, so that a table can be measured on other
+// seeds than those a strategy's defaults were tuned on.
 // Kernel Tuner's side: with /usr/bin/python3 (numpy, scipy, ...) and kernel_tuner in kernel_tuner/.vendor, its
 // run_kt.py runs as a subprocess for the same caches, budgets and seeds (it resumes from its run files, so a grid done
 // before costs nothing) and summarise.py scores it; without them the committed results/kt-1.4.0/summary.json is read,
@@ -91,6 +93,7 @@ async function main(): Promise<void> {
       strategies: { type: 'string' },
       budgets: { type: 'string' },
       seeds: { type: 'string', default: '10' },
+      'first-seed': { type: 'string', default: '0' },
       markdown: { type: 'string' },
       'no-kt': { type: 'boolean' },
     },
@@ -102,6 +105,7 @@ async function main(): Promise<void> {
   const names = option(values.strategies, Object.keys(strategies).filter((s) => s !== 'brute_force'));
   const budgets = option(values.budgets, BUDGETS) as Budget[];
   const seeds = Number(values.seeds);
+  const firstSeed = Number(values['first-seed']);
   const kt = kernelTuner(caches, budgets, seeds, values['no-kt'] ?? false);
 
   const summaries: Record<string, CacheSummary> = {};
@@ -114,7 +118,7 @@ async function main(): Promise<void> {
       const started = performance.now();
       for (const budget of budgets) {
         const runs = [];
-        for (let seed = 0; seed < seeds; seed++) runs.push(await runOnce(problem, strategy, budget, seed));
+        for (let seed = firstSeed; seed < firstSeed + seeds; seed++) runs.push(await runOnce(problem, strategy, budget, seed));
         const { cell, curve } = summariseRuns(problem, budget, runs);
         (summary.strategies[strategy] ??= {})[budget] = cell;
         curves[name]!.set(`${strategy}/${budget}`, curve);
@@ -144,7 +148,7 @@ async function main(): Promise<void> {
   const out: string[] = [
     '# Search quality on the benchmark hub: our strategies and Kernel Tuner 1.4.0\'s',
     '',
-    `Command: \`node dist/bench/search-quality.js\` (${seeds} seeds; no GPU: every search replays the hub's caches). Cells: mean best found as % of the optimum over the seeds, then the autotuning_methodology score in brackets (0 = random search, 1 = the optimum from the first evaluation; over evaluations 1..B for the evaluation budgets, over the methodology's time range for the recorded-time budget); bold: the best of the column. Rows "KT ..." are Kernel Tuner 1.4.0's strategies in its simulation mode, ${kt.source}.`,
+    `Command: \`node dist/bench/search-quality.js${firstSeed ? ` --first-seed ${firstSeed}` : ''}\` (${seeds} seeds${firstSeed ? ` from ${firstSeed}` : ''}; no GPU: every search replays the hub's caches). Cells: mean best found as % of the optimum over the seeds, then the autotuning_methodology score in brackets (0 = random search, 1 = the optimum from the first evaluation; over evaluations 1..B for the evaluation budgets, over the methodology's time range for the recorded-time budget); bold: the best of the column. Rows "KT ..." are Kernel Tuner 1.4.0's strategies in its simulation mode, ${kt.source}.`,
     ...(skipped.length > 0 ? ['', `Skipped: ${skipped.map(([n, why]) => `${n} (${why})`).join('; ')}.`] : []),
   ];
   for (const [group, rows] of Object.entries(aggregates)) {

@@ -71,7 +71,7 @@ describe('searching with several workers', () => {
     expect(stats().maxRunning).toBeLessThanOrEqual(4);
   });
 
-  it.each(ALL)('%s with 3 workers and no budget evaluates every configuration exactly once', async (_, make) => {
+  it.each(ALL)('%s with 3 workers and no budget evaluates every configuration at most once, and all of them unless it ends by its own rule', async (name, make) => {
     const small = new SearchSpace({ x: [1, 2, 3, 4, 5], y: [1, 2, 3, 4], z: [0, 1] }, ['x * y <= 12']);
     const calls: string[] = [];
     const evaluate: Evaluate = async (config) => {
@@ -83,8 +83,10 @@ describe('searching with several workers', () => {
     };
     const result = await make().run(small, evaluate, { seed: 3, workers: 3 });
     expect(result.stopReason).toBe('completed');
+    expect(new Set(calls).size).toBe(calls.length);
+    // Kernel Tuner's genetic algorithm ends after maxiter generations, its population converged before it saw them all.
+    if (name === 'genetic_algorithm') return;
     expect(calls.length).toBe(small.size);
-    expect(new Set(calls).size).toBe(small.size);
     expect(result.best?.key).toBe('3,2,0');
   });
 
@@ -94,7 +96,7 @@ describe('searching with several workers', () => {
     expect(mls().parallelism).toMatch(/each neighbourhood evaluated as one batch/);
     // With as many workers as the population, the first generation runs all at once.
     const { evaluate, stats } = timedReplay();
-    await genetic({ populationSize: 6 }).run(space, evaluate, { workers: 6, maxFevals: 6, seed: 1 });
+    await genetic({ popsize: 6 }).run(space, evaluate, { workers: 6, maxFevals: 6, seed: 1 });
     expect(stats().maxRunning).toBe(6);
   });
 

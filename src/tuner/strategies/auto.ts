@@ -5,9 +5,9 @@
 // strategy that splits. The choice and its reason (with the numbers behind it) go into the result.
 
 import { bruteForce } from './brute-force';
-import { genetic } from './genetic';
 import { budgetOptions, parseStrategyOptions } from './options';
 import { defineStrategy, type SearchContext, type Strategy } from './search';
+import { surrogateGa } from './surrogate-ga';
 
 interface Band {
   /** The largest budget (in evaluations) this band covers. */
@@ -20,18 +20,19 @@ interface Band {
 
 /**
  * The best-scoring strategy per budget band: the highest aggregate autotuning_methodology score over the benchmark
- * hub's 12 caches (convolution_milo and dedispersion_milo on A100, A4000, A6000, MI250X, W6600, W7800), 10 seeds,
- * `node dist/bench/search-quality.js` (BENCHMARKS.md, "Search quality"). At 50 / 100 / 200 / 400 evaluations:
- *   genetic_algorithm 0.307 / 0.425 / 0.556 / 0.660 (mean best 86.2 / 92.2 / 95.9 / 97.6 % of the optimum),
- *   greedy_mls -0.024 / 0.172 / 0.365 / 0.508 (81.6 / 89.5 / 94.5 / 97.4 %), mls 0.393 at 400 (98.1 %),
- *   simulated_annealing 0.151 / 0.237 / 0.279 / 0.276, random_sample 0.158 / 0.125 / 0.085 / 0.011;
- * and over the recorded-time budget genetic_algorithm 0.574, dual_annealing 0.251, simulated_annealing 0.243.
+ * hub's 12 caches (convolution_milo and dedispersion_milo on A100, A4000, A6000, MI250X, W6600, W7800), 10 seeds
+ * (1000-1009), `node dist/bench/search-quality.js --first-seed 1000` (BENCHMARKS.md, "Search quality"). At 50 / 100 /
+ * 200 / 400 evaluations:
+ *   surrogate_ga 0.435 / 0.497 / 0.634 / 0.716 (mean best 85.8 / 92.4 / 97.0 / 98.6 % of the optimum),
+ *   genetic_algorithm 0.158 / 0.206 / 0.405 / 0.528, pso 0.141 / 0.220 / 0.412 / 0.629, diff_evo 0.230 at 50,
+ *   simulated_annealing 0.267 at 100, greedy_mls 0.429 at 200;
+ * and over the recorded-time budget surrogate_ga 0.653, pso 0.444, diff_evo 0.397.
  */
 const BANDS: readonly Band[] = [
-  { upTo: 75, strategy: 'genetic_algorithm', make: () => genetic(), measured: 'aggregate score 0.307 at 50 evaluations, 86.2 % of the optimum' },
-  { upTo: 150, strategy: 'genetic_algorithm', make: () => genetic(), measured: 'aggregate score 0.425 at 100 evaluations, 92.2 % of the optimum' },
-  { upTo: 300, strategy: 'genetic_algorithm', make: () => genetic(), measured: 'aggregate score 0.556 at 200 evaluations, 95.9 % of the optimum' },
-  { upTo: Infinity, strategy: 'genetic_algorithm', make: () => genetic(), measured: 'aggregate score 0.660 at 400 evaluations, 97.6 % of the optimum' },
+  { upTo: 75, strategy: 'surrogate_ga', make: () => surrogateGa(), measured: 'aggregate score 0.435 at 50 evaluations, 85.8 % of the optimum' },
+  { upTo: 150, strategy: 'surrogate_ga', make: () => surrogateGa(), measured: 'aggregate score 0.497 at 100 evaluations, 92.4 % of the optimum' },
+  { upTo: 300, strategy: 'surrogate_ga', make: () => surrogateGa(), measured: 'aggregate score 0.634 at 200 evaluations, 97.0 % of the optimum' },
+  { upTo: Infinity, strategy: 'surrogate_ga', make: () => surrogateGa(), measured: 'aggregate score 0.716 at 400 evaluations, 98.6 % of the optimum' },
 ];
 
 /** Evaluations that measure the time of one before a time limit alone decides (run as one batch over the workers). */

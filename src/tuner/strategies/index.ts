@@ -2,23 +2,33 @@
 
 import { auto } from './auto';
 import { basinhopping } from './basin-hopping';
+import { bayesOpt } from './bayes-opt';
 import { bruteForce } from './brute-force';
+import { diffEvo } from './diff-evo';
 import { dualAnnealing } from './dual-annealing';
+import { firefly } from './firefly';
 import { genetic } from './genetic';
 import { greedyIls, greedyMls, mls, orderedGreedyMls } from './local-search';
+import { pso } from './pso';
 import { randomSample } from './random-sample';
 import type { Strategy } from './search';
 import { simulatedAnnealing } from './simulated-annealing';
+import { surrogateGa } from './surrogate-ga';
 
 export { auto } from './auto';
 export { basinhopping } from './basin-hopping';
+export { bayesOpt } from './bayes-opt';
 export { bruteForce } from './brute-force';
+export { diffEvo } from './diff-evo';
 export { dualAnnealing } from './dual-annealing';
-export { genetic, type GeneticOptions } from './genetic';
+export { firefly } from './firefly';
+export { genetic } from './genetic';
 export { greedyIls, greedyMls, mls, orderedGreedyMls } from './local-search';
 export { parseStrategyOptionFlag, StrategyOptionError, strategyOptionsFromFlags } from './options';
+export { pso } from './pso';
 export { randomSample } from './random-sample';
 export { simulatedAnnealing } from './simulated-annealing';
+export { surrogateGa } from './surrogate-ga';
 export {
   defineStrategy,
   runStrategy,
@@ -47,7 +57,12 @@ export const strategies = {
   simulated_annealing: simulatedAnnealing,
   basinhopping: basinhopping,
   dual_annealing: dualAnnealing,
-  genetic_algorithm: genetic as StrategyFactory,
+  genetic_algorithm: genetic,
+  diff_evo: diffEvo,
+  pso: pso,
+  firefly_algorithm: firefly,
+  bayes_opt: bayesOpt,
+  surrogate_ga: surrogateGa,
 } satisfies Record<string, StrategyFactory>;
 
 export type StrategyName = keyof typeof strategies;
