@@ -4,7 +4,7 @@
 //  - for the examples and every spec of examples/real, a few configurations tuned with energy asked for: registers
 //    and local memory as the driver reports them, the theoretical occupancy equal to the occupancy calculator's
 //    formula for those registers, that shared memory and that block, and energy and power plausible (energy > 0, the
-//    mean power under the card's enforced limit, energy = power × time);
+//    mean power under the card's enforced limit (within the short excursions its power management allows), energy = power × time);
 //  - an energy objective chooses among the measured configurations by their energy;
 //  - with OUT set, every measured configuration as JSON (configuration-metrics.json), for BENCHMARKS.md.
 import assert from 'node:assert/strict';
@@ -83,7 +83,9 @@ describe('configuration metrics on the device', () => {
       const e = r.energy;
       assert.ok(e, `${r.key}: no energy (${r.energyUnavailable})\n${report}`);
       assert.ok(e.nvml_energy > 0 && e.nvml_power > 0, report);
-      if (powerLimitW !== undefined) assert.ok(e.nvml_power < powerLimitW * 1.01, `${r.key}: ${e.nvml_power} W over the ${powerLimitW} W limit\n${report}`);
+      // The enforced limit holds the power on average over longer than the window: an H100 at full load reads 709-711 W
+      // over a second against its 700 W (measured 2026-11-26). 5 % still catches a wrong unit or a wrong counter.
+      if (powerLimitW !== undefined) assert.ok(e.nvml_power < powerLimitW * 1.05, `${r.key}: ${e.nvml_power} W over the ${powerLimitW} W limit by more than a power limit allows\n${report}`);
       assert.ok(Math.abs(e.nvml_energy - (e.nvml_power * r.timeMs!) / 1000) < 1e-12, `${r.key}: energy is power × time\n${report}`);
       assert.ok(e.temperature === undefined || (e.temperature > 0 && e.temperature < 110), report);
       assert.ok(r.metrics?.['edp'] !== undefined, report);
