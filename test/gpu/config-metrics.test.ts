@@ -83,9 +83,10 @@ describe('configuration metrics on the device', () => {
       const e = r.energy;
       assert.ok(e, `${r.key}: no energy (${r.energyUnavailable})\n${report}`);
       assert.ok(e.nvml_energy > 0 && e.nvml_power > 0, report);
-      // The enforced limit holds the power on average over longer than the window: an H100 at full load reads 709-711 W
-      // over a second against its 700 W (measured 2026-11-26). 5 % still catches a wrong unit or a wrong counter.
-      if (powerLimitW !== undefined) assert.ok(e.nvml_power < powerLimitW * 1.05, `${r.key}: ${e.nvml_power} W over the ${powerLimitW} W limit by more than a power limit allows\n${report}`);
+      // The enforced limit holds the power on average over longer than the one-second window: H100s at full load read
+      // 709-711 W on one host and 756 W on another against their 700 W (2026-11-26). 10 % still catches a wrong unit
+      // or a wrong counter.
+      if (powerLimitW !== undefined) assert.ok(e.nvml_power < powerLimitW * 1.1, `${r.key}: ${e.nvml_power} W over the ${powerLimitW} W limit by more than a power limit allows\n${report}`);
       assert.ok(Math.abs(e.nvml_energy - (e.nvml_power * r.timeMs!) / 1000) < 1e-12, `${r.key}: energy is power × time\n${report}`);
       assert.ok(e.temperature === undefined || (e.temperature > 0 && e.temperature < 110), report);
       assert.ok(r.metrics?.['edp'] !== undefined, report);
