@@ -19,13 +19,25 @@ async function main(argv: string[]): Promise<number> {
     process.stderr.write(`llm-kernel-tuner: unknown command '${name}'\n\n${usage()}`);
     return 1;
   }
-  return (await command.load()).run(rest);
+  const loaded = await command.load();
+  const code = await loaded.run(rest);
+  if (loaded.exitWhenDone) exitWhenWritten = true;
+  return code;
+}
+
+/** Set by a command that may exit before its workers have shut down (CliCommand.exitWhenDone). */
+let exitWhenWritten = false;
+
+/** Exits once stdout and stderr have written what they hold (a pipe writes asynchronously). */
+function exitOnceFlushed(): void {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit()));
 }
 
 const debug = process.argv.includes('--debug') || process.env.LKT_DEBUG === '1';
 main(process.argv.slice(2).filter((a) => a !== '--debug')).then(
   (code) => {
     process.exitCode = code;
+    if (exitWhenWritten) exitOnceFlushed();
   },
   (e: unknown) => {
     process.exitCode = reportError(e, debug);

@@ -2,6 +2,11 @@
 
 export interface CliCommand {
   run(args: string[]): Promise<number>;
+  /**
+   * The command has nothing left to do once run() resolved and its output is written: the CLI exits then instead of
+   * waiting for its GPU workers to shut down (they exit on their own when the parent's channel closes).
+   */
+  exitWhenDone?: boolean;
 }
 
 interface Entry {

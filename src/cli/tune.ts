@@ -80,6 +80,9 @@ past one host (brute force):
   --no-report              write no HTML report
 `;
 
+/** The CLI exits once the results are written, not after the GPU workers' shutdown. */
+export const exitWhenDone = true;
+
 export async function run(args: string[]): Promise<number> {
   markPhase('command loaded');
   const { values, positionals } = parseArgs({
@@ -215,7 +218,9 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
           markPhase('speed limits measured');
         }
       } finally {
-        await Promise.all(backends.map((b) => b.dispose()));
+        // Not awaited: the workers shut down (or, when the CLI exits first, exit as its channel closes) while the
+        // results are written; a cold tune's last 100 ms were this wait (BENCHMARKS.md, start-up).
+        void Promise.all(backends.map((b) => b.dispose())).catch(() => undefined);
       }
     }
   } finally {
