@@ -103,15 +103,16 @@ function sample(count: number, seed: number): Config[] {
 
 const caseGeometry = () => new Geometry({ problemSize: [IMAGE, IMAGE], gridDivX: ['block_size_x', 'tile_size_x'], gridDivY: ['block_size_y', 'tile_size_y'] }, { paramNames: Object.keys(TUNE_PARAMS) });
 
-/** Runs `work` on every item, at most `limit` at once; the wall time in ms. */
-async function timedAtMost<T>(items: readonly T[], limit: number, work: (item: T) => Promise<unknown>): Promise<number> {
+/** Runs `work` on every item, at most `limit` at once: the wall time in ms, and the failures (a failed compile costs its time too). */
+async function timedAtMost<T>(items: readonly T[], limit: number, work: (item: T) => Promise<unknown>): Promise<{ ms: number; failures: string[] }> {
   const started = performance.now();
+  const failures: string[] = [];
   let next = 0;
   const lane = async (): Promise<void> => {
-    while (next < items.length) await work(items[next++]!).catch(() => undefined); // a configuration that does not compile costs its time too
+    while (next < items.length) await work(items[next++]!).catch((e: unknown) => failures.push(e instanceof Error ? e.message.split('\n')[0]! : String(e)));
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
-  return performance.now() - started;
+  return { ms: performance.now() - started, failures };
 }
 
 interface ScalingRow {
@@ -119,6 +120,8 @@ interface ScalingRow {
   concurrency: number;
   wallMs: number;
   speedUp: number;
+  /** Compiles that failed (a fast failure makes a level look faster than it is: the row says so). */
+  failed: number;
 }
 
 async function compileScaling(configs: Config[], levels: number[], arch: string): Promise<ScalingRow[]> {
@@ -132,10 +135,11 @@ async function compileScaling(configs: Config[], levels: number[], arch: string)
   );
   await probe.dispose();
   const rows: ScalingRow[] = [];
-  const add = (compiler: string, concurrency: number, wallMs: number) => {
+  const add = (compiler: string, concurrency: number, { ms: wallMs, failures }: { ms: number; failures: string[] }) => {
     const one = rows.find((r) => r.compiler === compiler && r.concurrency === 1)?.wallMs ?? wallMs;
-    rows.push({ compiler, concurrency, wallMs, speedUp: one / wallMs });
-    console.log(`  ${compiler.padEnd(34)} ${String(concurrency).padStart(3)} at once: ${(wallMs / 1000).toFixed(2).padStart(7)} s  (${(one / wallMs).toFixed(2)}x)`);
+    rows.push({ compiler, concurrency, wallMs, speedUp: one / wallMs, failed: failures.length });
+    const failed = failures.length > 0 ? `; ${failures.length} of ${configs.length} failed, first: ${failures[0]}` : '';
+    console.log(`  ${compiler.padEnd(34)} ${String(concurrency).padStart(3)} at once: ${(wallMs / 1000).toFixed(2).padStart(7)} s  (${(one / wallMs).toFixed(2)}x)${failed}`);
   };
   for (const level of levels) {
     if (nvrtc) {
