@@ -201,6 +201,16 @@ async function meanCompileAlone(configs: Config[], arch: string): Promise<number
   }
 }
 
+/** When the compiles ran: first start, last end, the mean number in flight, and in flight per second of the run. */
+function describeTimeline(spans: readonly { start: number; end: number }[], wallMs: number): string {
+  if (spans.length === 0) return 'no compile';
+  const seconds = Math.ceil(wallMs / 1000);
+  const perSecond = Array.from({ length: seconds }, (_, i) => spans.reduce((n, s) => n + Math.max(0, Math.min(s.end, (i + 1) * 1000) - Math.max(s.start, i * 1000)), 0) / 1000);
+  const busy = spans.reduce((n, s) => n + (Math.min(s.end, wallMs) - s.start), 0);
+  const longest = spans.reduce((a, b) => (b.end - b.start > a.end - a.start ? b : a));
+  return `${spans.length} compiles, the longest ${((longest.end - longest.start) / 1000).toFixed(2)} s (from ${(longest.start / 1000).toFixed(2)} s), first started at ${(spans[0]!.start / 1000).toFixed(2)} s, last ended at ${(Math.max(...spans.map((s) => s.end)) / 1000).toFixed(2)} s, ${(busy / wallMs).toFixed(1)} in flight on average; per second: ${perSecond.map((n) => n.toFixed(1)).join(' ')}`;
+}
+
 const sum = (results: ConfigResult[], f: (t: NonNullable<ConfigResult['timings']>) => number) => results.reduce((s, r) => s + (r.timings ? f(r.timings) : 0), 0);
 
 async function main(): Promise<void> {
@@ -241,11 +251,24 @@ async function main(): Promise<void> {
 
     const started = performance.now();
     const [backend] = await GpuBackend.openAll(singleGpu(0));
+    // Each compile's start and end (ms since the run started): how full the pipeline kept the compile processes.
+    const spans: { start: number; end: number }[] = [];
+    const compile = backend!.compile.bind(backend!);
+    backend!.compile = async (request, signal) => {
+      const span = { start: performance.now() - started, end: Infinity };
+      spans.push(span);
+      try {
+        return await compile(request, signal);
+      } finally {
+        span.end = performance.now() - started;
+      }
+    };
+    const resultTimes: number[] = [];
     let result;
     let arch: string;
     try {
       arch = backend!.gpu.arch;
-      result = await job.kernel.tune(job.test, job.tuneParams, job.restrictions, { ...job.options, backend: backend!, strategy: 'random_sample', maxFevals: count, seed });
+      result = await job.kernel.tune(job.test, job.tuneParams, job.restrictions, { ...job.options, backend: backend!, strategy: 'random_sample', maxFevals: count, seed, onResult: () => resultTimes.push(performance.now() - started) });
     } finally {
       await backend!.dispose();
     }
@@ -278,6 +301,8 @@ async function main(): Promise<void> {
     console.log(`  mean compile alone ${(aloneMs / 1000).toFixed(3)} s (${Math.min(evaluated.length, Number(values.alone))} compiled one after another); in the search ${(ours.meanCompileInSearchMs / 1000).toFixed(3)} s`);
     console.log(`  GPU time ${(gpuMs / 1000).toFixed(2)} s; bound ${evaluated.length} x ${(aloneMs / 1000).toFixed(3)} s / ${cores} + GPU = ${(boundMs / 1000).toFixed(2)} s`);
     console.log(`  ours: ${(wallMs / 1000).toFixed(2)} s wall (search ${(result.elapsedMs / 1000).toFixed(2)} s) = ${ours.ratioToBound.toFixed(2)}x the bound (goal <= 1.5); ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(', ')}`);
+    console.log(`  compile timeline: ${describeTimeline(spans, wallMs)}`);
+    console.log(`  results at (s): ${resultTimes.map((t) => (t / 1000).toFixed(1)).join(' ')}`);
     let kt: KernelTunerFigures | { error: string } | undefined;
     if (values.kt) {
       kt = kernelTuner(values.python, values['kt-vendor'], kernelPath, evaluated.map((r) => r.config), dir);
