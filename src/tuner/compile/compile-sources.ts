@@ -17,7 +17,7 @@
  * Tunable parameters that the file already #defines (`#define BLOCK_SIZE 256`) are blanked in both programs, so the
  * tuner's -D value wins; the file's value is reported as the reference configuration's value.
  */
-import { readFileSync, statSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { CompileError } from '../../gpu/errors';
 import type { CudaToolkit } from '../../gpu/toolkit';
@@ -26,6 +26,7 @@ import type { KernelProgram } from '../run/backend';
 import { isDeviceUsableToolkitHeader, NVCC_IMPLICIT_PRELUDE, systemHeaderStandIn } from './system-headers';
 import { blankRanges, hostCodeRanges, isHostOnly, outlineSource, type SourceOutline, type TopLevelItem } from '../source/translation-unit';
 import { preprocess } from '../source/preprocessor';
+import { findLocalHeader, isFile } from '../source/local-headers';
 
 export interface CompileSourcesOptions {
   /** The file's absolute path, when it is on disk: its directory is searched for quoted includes. */
@@ -70,29 +71,6 @@ function readFromDisk(file: string): string | undefined {
   } catch {
     return undefined;
   }
-}
-
-function isFile(file: string): boolean {
-  try {
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
-
-/**
- * The user's header an #include names: "..." next to the including file, then on the include paths; <...> on the
- * include paths. A file of the CUDA toolkit is not the user's (undefined).
- */
-export function findLocalHeader(
-  include: { spelling: string; system: boolean },
-  dir: string | undefined,
-  includePaths: readonly string[],
-  toolkitDirs: readonly string[] = [],
-): string | undefined {
-  const searched = [...(!include.system && dir ? [dir] : []), ...includePaths];
-  const local = searched.map((d) => path.resolve(d, include.spelling)).find(isFile);
-  return local && !toolkitDirs.some((t) => local.startsWith(path.resolve(t) + path.sep)) ? local : undefined;
 }
 
 const lineDirective = (file: string) => `#line 1 ${JSON.stringify(file)}\n`;

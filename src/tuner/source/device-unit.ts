@@ -8,7 +8,7 @@
  * file the user is tuning, never a header other files share.
  */
 import * as path from 'node:path';
-import { findLocalHeader } from '../compile/compile-sources';
+import { findLocalHeader } from './local-headers';
 import { isHostOnly, outlineSource, type SourceOutline, type TopLevelItem } from './translation-unit';
 
 export interface DeviceUnit {

@@ -19,7 +19,7 @@
  */
 import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { findLocalHeader } from '../compile/compile-sources';
+import { findLocalHeader } from './local-headers';
 import { blankCommentsAndLiterals } from './parse-tree';
 
 export interface PreprocessOptions {
