@@ -4,11 +4,12 @@
 // configuration checked against the file's convolution_naive. The filter reaches convolution_kernel as its `filter`
 // argument instead of `__constant__ d_filter` (the only change to the file, made in a copy), so that both tuners run the
 // same source without constant memory.
-//   node dist/bench/compile-throughput.js [--configs N] [--seed S] [--alone M] [--kt [--python PYTHON] [--kt-vendor DIR]]
+//   node dist/bench/compile-throughput.js [--configs N] [--seed S] [--alone M|all] [--kt [--python PYTHON] [--kt-vendor DIR]]
 //   node dist/bench/compile-throughput.js --compile-only [--levels 1,2,4,8,16] [--configs N]      (no GPU needed)
 // With a GPU it reports the host's cores, the compile concurrency, the mean compile time of one configuration compiled
-// alone (M configurations one after another in one compile process, before the search), the GPU time (load, checks
-// and timed launches of every configuration), the bound configurations x mean compile / cores + GPU time, and the
+// alone (every evaluated configuration, or the first M, one after another in one compile process after the search), the
+// slowest of those alone plus its GPU time (no schedule ends sooner), the GPU time (load, checks and timed launches of
+// every configuration), the bound configurations x mean compile / cores + GPU time, and the
 // wall time of the whole tune (a fresh GPU worker and compile pool, as a new process has them) with its ratio to the
 // bound. With --kt, Kernel Tuner (bench/kernel_tuner/measure.py, its own process, cupy's compile cache emptied) tunes
 // the very configurations ours evaluated, in the same call.
@@ -181,21 +182,21 @@ function kernelTuner(python: string, vendor: string | undefined, kernelPath: str
   return (JSON.parse(readFileSync(out, 'utf8')) as { convolution: KernelTunerFigures }).convolution;
 }
 
-/** Compiles `configs` one after another in a compile process of their own: what one compile costs with the host idle. */
-async function meanCompileAlone(configs: Config[], arch: string): Promise<number> {
+/** Compiles `configs` one after another in a compile process of their own: what each compile costs with the host idle (ms). */
+async function compileTimesAlone(configs: Config[], arch: string): Promise<number[]> {
   const source = kernelWithFilterArgument();
   const geometry = caseGeometry();
   const pool = new CompilePool({ size: 1 });
   try {
     await pool.compile({ source: '__global__ void warm() {}', nameExpressions: ['warm'] }, arch);
-    let total = 0;
+    const times: number[] = [];
     for (const c of configs) {
       const started = performance.now();
       // A failure here would make the bound meaningless (a failed compile returns at once): it stops the benchmark.
       await pool.compile(programOf(source, geometry, c), arch);
-      total += performance.now() - started;
+      times.push(performance.now() - started);
     }
-    return total / configs.length;
+    return times;
   } finally {
     await pool.dispose();
   }
@@ -218,11 +219,14 @@ async function main(): Promise<void> {
     options: {
       configs: { type: 'string', default: '30' },
       seed: { type: 'string', default: '1' },
-      alone: { type: 'string', default: '5' },
+      alone: { type: 'string', default: 'all' },
       kt: { type: 'boolean', default: false },
       python: { type: 'string', default: 'python3' },
       /** Kernel Tuner's sources (measure.py --vendor), where the Python has no kernel_tuner installed. */
       'kt-vendor': { type: 'string' },
+      /** The compiles run ahead (the tuner's compileConcurrency) and the compile processes, where not the defaults. */
+      ahead: { type: 'string' },
+      pool: { type: 'string' },
       'compile-only': { type: 'boolean', default: false },
       levels: { type: 'string' },
       arch: { type: 'string', default: 'sm_90' },
@@ -247,10 +251,12 @@ async function main(): Promise<void> {
   try {
     const { specPath, kernelPath } = writeCase(dir);
     const job: LoadedSpec = await loadSpec(specPath);
-    const compileConcurrency = defaultCompileConcurrency(1);
+    const compileConcurrency = values.ahead === undefined ? defaultCompileConcurrency(1) : Number(values.ahead);
+    const poolSize = values.pool === undefined ? cores : Number(values.pool);
 
     const started = performance.now();
-    const [backend] = await GpuBackend.openAll(singleGpu(0));
+    const compilePool = new CompilePool({ size: poolSize });
+    const [backend] = await GpuBackend.openAll(singleGpu(0), { compilePool });
     // Each compile's start and end (ms since the run started): how full the pipeline kept the compile processes.
     const spans: { start: number; end: number }[] = [];
     const compile = backend!.compile.bind(backend!);
@@ -268,25 +274,35 @@ async function main(): Promise<void> {
     let arch: string;
     try {
       arch = backend!.gpu.arch;
-      result = await job.kernel.tune(job.test, job.tuneParams, job.restrictions, { ...job.options, backend: backend!, strategy: 'random_sample', maxFevals: count, seed, onResult: () => resultTimes.push(performance.now() - started) });
+      result = await job.kernel.tune(job.test, job.tuneParams, job.restrictions, { ...job.options, backend: backend!, compileConcurrency, strategy: 'random_sample', maxFevals: count, seed, onResult: () => resultTimes.push(performance.now() - started) });
     } finally {
       await backend!.dispose();
+      await compilePool.dispose();
     }
     const wallMs = performance.now() - started;
     const device = (result.gpus ?? [])[0];
     // Every configuration that was compiled costs its compile, also those the device then cannot launch (too many
     // registers for their block); those over the limits before compiling (threads, shared memory) cost none.
     const evaluated = result.results.filter((r) => (r.timings?.compileMs ?? 0) > 0);
-    const aloneMs = await meanCompileAlone(evaluated.slice(0, Number(values.alone)).map((r) => r.config), arch);
+    const aloneCount = values.alone === 'all' ? evaluated.length : Number(values.alone);
+    const aloneTimes = await compileTimesAlone(evaluated.slice(0, aloneCount).map((r) => r.config), arch);
+    const aloneMs = aloneTimes.reduce((a, b) => a + b, 0) / aloneTimes.length;
+    const slowestAlone = aloneTimes.indexOf(Math.max(...aloneTimes));
     const gpuMs = sum(evaluated, (t) => t.loadMs + t.verifyMs + t.benchmarkMs);
     const boundMs = (evaluated.length * aloneMs) / cores + gpuMs;
+    // No schedule ends before the slowest configuration has compiled (alone, at best) and then run on the GPU.
+    const criticalPathMs = aloneTimes[slowestAlone]! + sum([evaluated[slowestAlone]!], (t) => t.loadMs + t.verifyMs + t.benchmarkMs);
     const statuses: Record<string, number> = {};
     for (const r of result.results) statuses[r.status] = (statuses[r.status] ?? 0) + 1;
     const ours = {
       cores,
       compileConcurrency,
+      poolSize,
       configurations: evaluated.length,
       meanCompileAloneMs: aloneMs,
+      compileAloneMs: aloneTimes,
+      slowestCompileAlone: { config: evaluated[slowestAlone]!.config, ms: aloneTimes[slowestAlone]!, inSearchMs: evaluated[slowestAlone]!.timings!.compileMs },
+      criticalPathMs,
       meanCompileInSearchMs: sum(evaluated, (t) => t.compileMs) / evaluated.length,
       gpuMs,
       boundMs,
@@ -297,8 +313,10 @@ async function main(): Promise<void> {
       best: result.best && { config: result.best.config, timeMs: result.best.timeMs },
     };
     console.log(`compile-bound search: the hub's convolution kernel, ${evaluated.length} random configurations (seed ${seed}) on ${device ? `GPU ${device.ordinal}` : 'the GPU'}`);
-    console.log(`  cores ${cores}, compile concurrency ${compileConcurrency} ahead (+1 for the configuration the GPU waits for), pool of ${cores} processes`);
-    console.log(`  mean compile alone ${(aloneMs / 1000).toFixed(3)} s (${Math.min(evaluated.length, Number(values.alone))} compiled one after another); in the search ${(ours.meanCompileInSearchMs / 1000).toFixed(3)} s`);
+    console.log(`  cores ${cores}, compile concurrency ${compileConcurrency} ahead (+1 for the configuration the GPU waits for), pool of ${poolSize} processes`);
+    console.log(`  mean compile alone ${(aloneMs / 1000).toFixed(3)} s (${aloneTimes.length} compiled one after another); in the search ${(ours.meanCompileInSearchMs / 1000).toFixed(3)} s`);
+    console.log(`  compiles alone (s): ${aloneTimes.map((t) => (t / 1000).toFixed(2)).join(' ')}; in the search (s): ${evaluated.slice(0, aloneTimes.length).map((r) => (r.timings!.compileMs / 1000).toFixed(2)).join(' ')}`);
+    console.log(`  slowest alone ${(aloneTimes[slowestAlone]! / 1000).toFixed(2)} s (${JSON.stringify(evaluated[slowestAlone]!.config)}): no schedule ends before ${(criticalPathMs / 1000).toFixed(2)} s (it, then its GPU time)`);
     console.log(`  GPU time ${(gpuMs / 1000).toFixed(2)} s; bound ${evaluated.length} x ${(aloneMs / 1000).toFixed(3)} s / ${cores} + GPU = ${(boundMs / 1000).toFixed(2)} s`);
     console.log(`  ours: ${(wallMs / 1000).toFixed(2)} s wall (search ${(result.elapsedMs / 1000).toFixed(2)} s) = ${ours.ratioToBound.toFixed(2)}x the bound (goal <= 1.5); ${Object.entries(statuses).map(([k, v]) => `${v} ${k}`).join(', ')}`);
     console.log(`  compile timeline: ${describeTimeline(spans, wallMs)}`);
