@@ -4,7 +4,7 @@
 // best found (% of the optimum) and the autotuning_methodology's score; Kernel Tuner 1.4.0's strategies beside them,
 // from the same caches in its own simulation mode. No GPU.
 //   node dist/bench/search-quality.js [--caches convolution_milo/A100,...] [--strategies a,b] [--budgets 50,time]
-//       [--seeds 10] [--first-seed 0] [--markdown FILE] [--no-kt]
+//       [--seeds 10] [--first-seed 0] [--markdown FILE] [--no-kt] [--strategy-option KEY=VALUE ...]
 // --first-seed: our searches use seeds first-seed .. first-seed + seeds - 1, so that a table can be measured on other
 // seeds than those a strategy's defaults were tuned on.
 // Kernel Tuner's side: with /usr/bin/python3 (numpy, scipy, ...) and kernel_tuner in kernel_tuner/.vendor, its
@@ -16,6 +16,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { strategies } from '../src/tuner/strategies';
+import { parseStrategyOptionFlag } from '../src/tuner/strategies/options';
 import { listCaches, loadProblem } from './search-quality/hub';
 import { aggregateCells, BUDGETS, runOnce, summariseRuns, timeBudgetS, type Aggregate, type Budget, type CacheSummary } from './search-quality/quality';
 import { writeBenchJson } from './support/output';
@@ -96,6 +97,8 @@ async function main(): Promise<void> {
       'first-seed': { type: 'string', default: '0' },
       markdown: { type: 'string' },
       'no-kt': { type: 'boolean' },
+      /** An option of our strategies under Kernel Tuner's name (as `tune --strategy-option`), repeatable. */
+      'strategy-option': { type: 'string', multiple: true },
     },
   });
   const hub = values.hub!;
@@ -106,6 +109,7 @@ async function main(): Promise<void> {
   const budgets = option(values.budgets, BUDGETS) as Budget[];
   const seeds = Number(values.seeds);
   const firstSeed = Number(values['first-seed']);
+  const strategyOptions = Object.fromEntries((values['strategy-option'] ?? []).map(parseStrategyOptionFlag));
   const kt = kernelTuner(caches, budgets, seeds, values['no-kt'] ?? false);
 
   const summaries: Record<string, CacheSummary> = {};
@@ -118,7 +122,7 @@ async function main(): Promise<void> {
       const started = performance.now();
       for (const budget of budgets) {
         const runs = [];
-        for (let seed = firstSeed; seed < firstSeed + seeds; seed++) runs.push(await runOnce(problem, strategy, budget, seed));
+        for (let seed = firstSeed; seed < firstSeed + seeds; seed++) runs.push(await runOnce(problem, strategy, budget, seed, strategyOptions));
         const { cell, curve } = summariseRuns(problem, budget, runs);
         (summary.strategies[strategy] ??= {})[budget] = cell;
         curves[name]!.set(`${strategy}/${budget}`, curve);

@@ -212,6 +212,25 @@ describe('surrogate_ga', () => {
     expect(result.best!.timeMs!).toBeLessThanOrEqual(1.1);
   });
 
+  it('with clip_quantile, is not thrown off by a few configurations far slower than the rest', async () => {
+    // The bowl, with one configuration in eight (a fixed scatter) 1000 times slower: fitted as they are, their
+    // log-times dominate the model's variance; fitted as the clip quantile, the model keeps its shape of the bowl.
+    const { space } = bowl();
+    const evaluate: Evaluate = async (config) => {
+      const [x, y, z] = [Number(config['x']), Number(config['y']), Number(config['z'])];
+      const slow = (x * 7 + y * 13 + z * 5) % 8 === 0 ? 1000 : 1;
+      return { config, key: space.key(config), status: 'ok', timeMs: slow * (1 + (x - 12) ** 2 / 40 + (y - 7) ** 2 / 20 + (z - 3) ** 2 / 10) };
+    };
+    const excessAt = async (options: Record<string, unknown>) => {
+      let total = 0;
+      for (let seed = 1; seed <= 20; seed++) total += (await surrogateGa(options).run(space, evaluate, { seed, maxFevals: 30 })).best!.timeMs! - 1;
+      return total / 20;
+    };
+    // Measured: 0.14 clipped, 0.24 as they are (mean excess over the optimum at 30 evaluations, 20 seeds).
+    expect(await excessAt({ clip_quantile: 0.5 })).toBeLessThan(0.75 * (await excessAt({ clip_quantile: 1 })));
+    expect(() => surrogateGa({ clip_quantile: 1.5 })).toThrow(/clip_quantile/);
+  });
+
   it('steers away from failing configurations', async () => {
     // A third of the space fails to compile (z of 4 or 5); the model learns where.
     const { space } = bowl();

@@ -4,7 +4,10 @@
 // a child the restrictions rule out repaired to a random valid neighbour, as Kernel Tuner's genetic algorithm does),
 // joined by the unvisited Hamming neighbours of the best configuration (so the search also climbs where breeding
 // would leave it stuck), and evaluates the unvisited candidate with the highest expected improvement, measured from
-// 10 % below the best (exploration), under a Gaussian process fitted to the log of the times. Breeding keeps the search among recombinations of good configurations, which suits these spaces,
+// 10 % below the best (exploration), under a Gaussian process fitted to the log of the times, those above the
+// 75th percentile of them fitted as that percentile (clip_quantile): the slowest quarter of a space (often 100 times
+// slower than the best) would otherwise set the model's scale and smoothness, and the model would then rank the
+// children near the best configurations by what it learnt from the worst ones. Breeding keeps the search among recombinations of good configurations, which suits these spaces,
 // whose parameters act largely independently; the model spends each evaluation on the child most likely to improve.
 // The process uses a Hamming-distance kernel (each parameter a category: exp(-differing parameters / (2 ℓ²))), so no
 // parameter's value order or spacing is assumed. Failed configurations are not fitted (a time
@@ -36,13 +39,15 @@ const OPTIONS = {
   exploration: z.number().min(0).default(0.1),
   /** How many of the best configurations have their unvisited Hamming neighbours (one parameter changed) join the bred children, so that the search also climbs where breeding would leave it stuck. */
   neighbours_of: z.number().int().min(0).default(1),
+  /** Log-times above this quantile of those fitted are fitted as that quantile (1: as they are), so that the model spends itself on the good configurations. */
+  clip_quantile: z.number().min(0).max(1).default(0.75),
   /** Observations the model learns from; after them it ranks children with what it knows. */
   max_model: z.number().int().positive().default(256),
 };
 
 /** The length scales 'fit' chooses among (in differing parameters). */
 const LENGTH_SCALES = [0.5, 1, 1.5, 2, 3, 4, 6, 8];
-/** 'fit' chooses again when the observations have grown by this factor since the last choice. */
+/** The model is fitted again (length scale, clip ceiling) when the observations have grown by this factor since the last time. */
 const REFIT_GROWTH = 1.5;
 
 /** A parameter value whose configurations failed this many times and never succeeded is not tried again. */
@@ -66,6 +71,8 @@ type Options = ParsedOptions<typeof OPTIONS>;
 
 class SurrogateSearch {
   private model: GaussianProcess;
+  /** Fitted log-times above this are fitted as this (see clip_quantile). */
+  private ceiling = Infinity;
   private readonly point: (position: number) => Float64Array;
   /** What the model was fitted with, in order: a model of another length scale is fitted with the same. */
   private readonly fitted: [position: number, value: number][] = [];
@@ -93,7 +100,7 @@ class SurrogateSearch {
     const width = this.counts.reduce((a, b) => a + b, 0);
     // One-hot coordinates scaled by 1/√2: the squared distance of two configurations is the number of parameters in
     // which they differ, so the RBF kernel is the Hamming-distance kernel.
-    this.point = (position: number) => {
+    this.point = (position) => {
       const x = new Float64Array(width);
       space.indicesAt(position).forEach((v, p) => (x[offsets[p]! + v] = Math.SQRT1_2));
       return x;
@@ -104,21 +111,31 @@ class SurrogateSearch {
 
   private fit(lengthscale: number): GaussianProcess {
     const model = new GaussianProcess(this.point, covarianceFunction('rbf', lengthscale), NOISE);
-    for (const [position, value] of this.fitted) model.observe(position, value);
+    for (const [position, value] of this.fitted) model.observe(position, Math.min(value, this.ceiling));
     return model;
   }
 
-  /** The length scale under which the observations are most likely. */
-  private chooseLengthscale(): void {
-    let best = this.model;
+  /**
+   * The model fitted again to every observation: the ceiling moved to the clip quantile of the log-times, and with
+   * 'fit' the length scale under which the observations are most likely.
+   */
+  private refit(): void {
+    const { clip_quantile: clipQuantile, covariancelengthscale } = this.options;
+    if (clipQuantile < 1) {
+      const sorted = this.fitted.map(([, y]) => y).sort((a, b) => a - b);
+      this.ceiling = sorted[Math.min(sorted.length - 1, Math.floor(clipQuantile * sorted.length))]!;
+    }
+    this.nextFit = Math.ceil(this.fitted.length * REFIT_GROWTH);
+    if (covariancelengthscale !== 'fit') {
+      this.model = this.fit(covariancelengthscale);
+      return;
+    }
     let bestLikelihood = -Infinity;
     for (const lengthscale of LENGTH_SCALES) {
       const model = this.fit(lengthscale);
       const likelihood = model.logMarginalLikelihood();
-      if (likelihood > bestLikelihood) [best, bestLikelihood] = [model, likelihood];
+      if (likelihood > bestLikelihood) [this.model, bestLikelihood] = [model, likelihood];
     }
-    this.model = best;
-    this.nextFit = Math.ceil(this.fitted.length * REFIT_GROWTH);
   }
 
   private async evaluate(position: number): Promise<void> {
@@ -143,9 +160,10 @@ class SurrogateSearch {
     const y = Math.log(value);
     this.fastest = Math.min(this.fastest, y);
     if (this.model.size >= this.options.max_model) return;
-    this.model.observe(position, y);
+    this.model.observe(position, Math.min(y, this.ceiling));
     this.fitted.push([position, y]);
-    if (this.options.covariancelengthscale === 'fit' && this.fitted.length >= this.nextFit) this.chooseLengthscale();
+    const refits = this.options.covariancelengthscale === 'fit' || this.options.clip_quantile < 1;
+    if (refits && this.fitted.length >= this.nextFit) this.refit();
   }
 
   async initialSample(): Promise<void> {
