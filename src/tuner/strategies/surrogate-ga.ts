@@ -7,8 +7,9 @@
 // 10 % below the best (exploration), under a Gaussian process fitted to the log of the times, those above the
 // 75th percentile of them fitted as that percentile (clip_quantile): the slowest quarter of a space (often 100 times
 // slower than the best) would otherwise set the model's scale and smoothness, and the model would then rank the
-// children near the best configurations by what it learnt from the worst ones. Breeding keeps the search among recombinations of good configurations, which suits these spaces,
-// whose parameters act largely independently; the model spends each evaluation on the child most likely to improve.
+// children near the best configurations by what it learnt from the worst ones. Breeding keeps the search among
+// recombinations of good configurations, which suits these spaces, whose parameters act largely independently; the
+// model spends each evaluation on the child most likely to improve.
 // The process uses a Hamming-distance kernel (each parameter a category: exp(-differing parameters / (2 ℓ²))), so no
 // parameter's value order or spacing is assumed. Failed configurations are not fitted (a time
 // standing for them would pull down the model around the valid configurations near them) and are never parents; a
@@ -74,7 +75,7 @@ class SurrogateSearch {
   /** Fitted log-times above this are fitted as this (see clip_quantile). */
   private ceiling = Infinity;
   private readonly point: (position: number) => Float64Array;
-  /** What the model was fitted with, in order: a model of another length scale is fitted with the same. */
+  /** The log-times the model learns from, in order, as measured (fit clips them at the ceiling): a refit starts from these. */
   private readonly fitted: [position: number, value: number][] = [];
   private nextFit = 8;
   /** Every evaluated configuration, in order, with its objective. */
@@ -100,7 +101,7 @@ class SurrogateSearch {
     const width = this.counts.reduce((a, b) => a + b, 0);
     // One-hot coordinates scaled by 1/√2: the squared distance of two configurations is the number of parameters in
     // which they differ, so the RBF kernel is the Hamming-distance kernel.
-    this.point = (position) => {
+    this.point = (position: number) => {
       const x = new Float64Array(width);
       space.indicesAt(position).forEach((v, p) => (x[offsets[p]! + v] = Math.SQRT1_2));
       return x;
