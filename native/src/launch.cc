@@ -320,7 +320,10 @@ Napi::Value EnergyBenchmark(const Napi::CallbackInfo& info) {
   const char* fn = "energyBenchmark";
   const LaunchSpec spec = readLaunch(info[0], fn);
   const Napi::Object opts = toObject(info[1], fn, "options");
-  const uint64_t launches = toInteger(opts.Get("launches"), fn, "options.launches", 1, 1000000);
+  const uint64_t batch = toInteger(opts.Get("batch"), fn, "options.batch", 1, 1000000);
+  const double windowMs = static_cast<double>(toInteger(opts.Get("windowMs"), fn, "options.windowMs", 1, 600000));
+  const double maxWindowMs = static_cast<double>(toInteger(opts.Get("maxWindowMs"), fn, "options.maxWindowMs", 1, 600000));
+  const int minUpdates = static_cast<int>(toInteger(opts.Get("minUpdates"), fn, "options.minUpdates", 0, 1000));
   const std::string pciBusId = toString(opts.Get("pciBusId"), fn, "options.pciBusId");
   const double pollMs = static_cast<double>(toInteger(opts.Get("pollMs"), fn, "options.pollMs", 1, 100));
   const int sampleEvery = static_cast<int>(toInteger(opts.Get("sampleEvery"), fn, "options.sampleEvery", 1, 1000));
@@ -334,28 +337,38 @@ Napi::Value EnergyBenchmark(const Napi::CallbackInfo& info) {
   checkAgainstFunction(env, api, ctx, spec, fn);
   const CUstream stream = ctx.stream();
 
-  // Back-to-back launches, no events and no cache flush: the GPU is busy for the whole window the sampler watches.
+  // Back-to-back launches, no events and no cache flush, in batches until the GPU has run them for windowMs and the
+  // energy counter has changed minUpdates times (or maxWindowMs has passed). The stream is drained after each batch,
+  // so the window is the time the GPU ran, not how long the host took to enqueue (a launch count taken from the
+  // kernel's cold-cache time leaves a window of a third of the wanted length once the caches are warm), at the cost
+  // of a few microseconds' pause per batch.
   NvmlSampler sampler(nvml, device);
   sampler.start(pollMs, sampleEvery);
-  for (uint64_t i = 0; i < launches; ++i) {
-    const CUresult r = launchOnce(api, spec, stream);
-    if (r != CUDA_SUCCESS) {
-      sampler.stop();
-      failAfterDrain(env, api, stream, r, "cuLaunchKernel");
+  uint64_t launches = 0;
+  double elapsedMs = 0;
+  for (;;) {
+    for (uint64_t i = 0; i < batch; ++i) {
+      const CUresult r = launchOnce(api, spec, stream);
+      if (r != CUDA_SUCCESS) {
+        sampler.stop();
+        failAfterDrain(env, api, stream, r, "cuLaunchKernel");
+      }
     }
+    launches += batch;
+    const CUresult synced = api.cuStreamSynchronize(stream);
+    elapsedMs = sampler.elapsedMs();
+    if (synced != CUDA_SUCCESS) {
+      sampler.stop();
+      checkCuda(env, api, synced, "cuStreamSynchronize");
+    }
+    const bool counted = !sampler.hasCounter() || sampler.updateCount() >= minUpdates;
+    if (elapsedMs >= maxWindowMs || (elapsedMs >= windowMs && counted)) break;
   }
-  const CUresult synced = api.cuStreamSynchronize(stream);
-  const double elapsedMs = sampler.elapsedMs();
   sampler.stop();
-  checkCuda(env, api, synced, "cuStreamSynchronize");
 
   Napi::Object out = Napi::Object::New(env);
   out.Set("launches", Napi::Number::New(env, static_cast<double>(launches)));
   out.Set("elapsedMs", Napi::Number::New(env, elapsedMs));
-  if (sampler.energyStartMj >= 0 && sampler.energyEndMj >= 0) {
-    out.Set("energyStartMj", Napi::Number::New(env, sampler.energyStartMj));
-    out.Set("energyEndMj", Napi::Number::New(env, sampler.energyEndMj));
-  }
   if (!sampler.energyError.empty()) out.Set("energyError", Napi::String::New(env, sampler.energyError));
   Napi::Array updates = Napi::Array::New(env, sampler.updates.size());
   for (size_t i = 0; i < sampler.updates.size(); ++i) {

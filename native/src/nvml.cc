@@ -131,22 +131,22 @@ NvmlSample NvmlSampler::sample(double tMs) const {
 }
 
 void NvmlSampler::start(double pollMs, int sampleEvery) {
-  energyStartMj = readEnergyMj();
+  energyStartMj_ = readEnergyMj();
   t0_ = std::chrono::steady_clock::now();
   stopping_ = false;
   thread_ = std::thread([this, pollMs, sampleEvery] { run(pollMs, sampleEvery); });
 }
 
 void NvmlSampler::run(double pollMs, int sampleEvery) {
-  const bool hasCounter = energyStartMj >= 0;
-  double last = energyStartMj;
+  double last = energyStartMj_;
   for (long long i = 0; !stopping_.load(); ++i) {
     const double t = elapsedMs();
-    if (hasCounter) {
+    if (hasCounter()) {
       unsigned long long mj = 0;
       if (api_.nvmlDeviceGetTotalEnergyConsumption(device_, &mj) == NVML_SUCCESS && static_cast<double>(mj) != last) {
         last = static_cast<double>(mj);
         updates.push_back({t, last});
+        ++updateCount_;
       }
     }
     if (i % sampleEvery == 0) samples.push_back(sample(t));
@@ -158,7 +158,6 @@ void NvmlSampler::stop() {
   if (!thread_.joinable()) return;
   stopping_ = true;
   thread_.join();
-  if (energyStartMj >= 0) energyEndMj = readEnergyMj();
 }
 
 // ---- exports ----------------------------------------------------------------------------------------------------

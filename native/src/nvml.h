@@ -35,8 +35,8 @@ struct NvmlEnergyUpdate {
 };
 
 /**
- * Polls the energy counter every `pollMs` and records each change (the driver updates it every 20-100 ms, so the
- * moments of change bound the energy of the interval between them exactly), and every `sampleEvery` polls the power,
+ * Polls the energy counter every `pollMs` and records each change (the driver updates it every 20-100 ms: 100 ms on
+ * H100s; the moments of change bound the energy of the interval between them exactly), and every `sampleEvery` polls the power,
  * the SM and memory clocks and the temperature. Times are milliseconds since start(). Getters only.
  */
 class NvmlSampler {
@@ -46,15 +46,17 @@ class NvmlSampler {
   NvmlSampler(const NvmlSampler&) = delete;
   NvmlSampler& operator=(const NvmlSampler&) = delete;
 
-  /** Reads the counter (energyStartMj) and starts the polling thread. */
+  /** Reads the counter and starts the polling thread. */
   void start(double pollMs, int sampleEvery);
-  /** Stops and joins the thread, then reads the counter again (energyEndMj). Idempotent. */
+  /** Stops and joins the thread. Idempotent. */
   void stop();
   double elapsedMs() const;
 
-  /** Negative when the device has no energy counter (before Volta, some virtual GPUs). */
-  double energyStartMj = -1;
-  double energyEndMj = -1;
+  /** Whether the device has an energy counter (not before Volta, nor on some virtual GPUs). */
+  bool hasCounter() const { return energyStartMj_ >= 0; }
+  /** How many counter changes `updates` holds so far, readable while the thread runs. */
+  int updateCount() const { return updateCount_.load(); }
+
   /** Why the energy counter could not be read (NVML's words), empty when it could. */
   std::string energyError;
   std::vector<NvmlEnergyUpdate> updates;
@@ -68,6 +70,9 @@ class NvmlSampler {
   const NvmlApi& api_;
   nvmlDevice_t device_;
   std::chrono::steady_clock::time_point t0_;
+  /** The counter when start() read it; negative without a counter. */
+  double energyStartMj_ = -1;
+  std::atomic<int> updateCount_{0};
   std::atomic<bool> stopping_{false};
   std::thread thread_;
 };

@@ -3,13 +3,16 @@
 // mem_freq (MHz), temperature (°C).
 //
 // Why a window of repeated launches: the energy counter (nvmlDeviceGetTotalEnergyConsumption, mJ, Volta and newer) is
-// updated by the driver only every 20-100 ms (PETSc's and Zeus's measurements; NVML does not document it), and
-// nvmlDeviceGetPowerUsage is a one-second average on Ampere and newer (nvml.h). A single launch of a few microseconds
-// is invisible to both, so the kernel runs back to back for at least ENERGY_WINDOW_MS, as Kernel Tuner's continuous
-// observer does for one second. The mean power is the slope of the energy counter between the first and the last
-// moment it was seen to change inside the window: both ends are update moments, so the counter's coarse steps cost no
-// accuracy (a plain before/after difference is off by up to one update period, i.e. 10% of a one-second window).
-// Energy per launch is that power times the configuration's time, as Kernel Tuner computes nvml_energy.
+// updated by the driver only every 20-100 ms (PETSc's and Zeus's measurements; every 100 ms on the H100s we measured;
+// NVML does not document it), and nvmlDeviceGetPowerUsage is a one-second average on Ampere and newer (nvml.h). A
+// single launch of a few microseconds is invisible to both, so the kernel runs back to back for at least the window
+// (Kernel Tuner's continuous observer: one second), and on until the counter has changed COUNTER_UPDATES times in it.
+// The mean power is the slope of the energy counter between the first and the last moment it was seen to change inside
+// the window: both ends are update moments, so the counter's coarse steps cost no accuracy, and with at least two
+// update periods between them the jitter of when a change is seen (a few ms) costs little. A plain before/after
+// difference is off by up to one update period: on an H100, 100 ms of a window of 100 to 300 ms, which read a
+// 400 W kernel as 795 W. Energy per launch is that power times the configuration's time, as Kernel Tuner computes
+// nvml_energy.
 
 import type { NativeEnergyRun, NativeNvmlSample } from './native-types';
 
@@ -17,6 +20,10 @@ import type { NativeEnergyRun, NativeNvmlSample } from './native-types';
 export const ENERGY_WINDOW_MS = 1000;
 /** Below this a window holds too few counter updates (every 20-100 ms) for a slope. */
 export const MIN_ENERGY_WINDOW_MS = 100;
+/** The window goes on until the energy counter has changed this often in it: the slope then spans two update periods. */
+export const COUNTER_UPDATES = 3;
+/** The kernel is launched in batches of about this much GPU time, each waited for before the window may end. */
+export const ENERGY_BATCH_MS = 20;
 /** The sampler polls the energy counter this often, and reads power, clocks and temperature every 10th poll. */
 export const ENERGY_POLL_MS = 1;
 export const SAMPLE_EVERY_POLLS = 10;
@@ -42,10 +49,12 @@ export interface NvmlMetrics {
 /** Energy metrics, or why there are none (no NVML, a device without power readings). */
 export type EnergyResult = ({ available: true } & NvmlMetrics) | { available: false; reason: string };
 
-/** How many back-to-back launches of a kernel taking `timeMs` fill `windowMs` (at least one, at most 10^6). */
-export function launchesForWindow(timeMs: number, windowMs: number): number {
-  if (!(timeMs > 0)) return 1;
-  return Math.min(1_000_000, Math.max(1, Math.ceil(windowMs / timeMs)));
+/** The native energy run's options for a kernel taking `timeMs`: batches of about ENERGY_BATCH_MS, a window of
+ * `windowMs` prolonged until COUNTER_UPDATES counter changes, and never past `windowMs` plus a second (a device whose
+ * counter moves more slowly than that is measured by its power readings). */
+export function energyRunOptions(timeMs: number, windowMs: number): { batch: number; windowMs: number; maxWindowMs: number; minUpdates: number } {
+  const batch = timeMs > 0 ? Math.min(1_000_000, Math.max(1, Math.ceil(ENERGY_BATCH_MS / timeMs))) : 1;
+  return { batch, windowMs, maxWindowMs: windowMs + 1000, minUpdates: COUNTER_UPDATES };
 }
 
 function mean(values: readonly number[]): number | undefined {
@@ -56,17 +65,13 @@ function meanOf(samples: readonly NativeNvmlSample[], key: 'powerMw' | 'smClockM
   return mean(samples.flatMap((s) => (s[key] === undefined ? [] : [s[key]])));
 }
 
-/** Mean power (W) over the window from the energy counter, or undefined when it cannot tell. */
+/** Mean power (W) between the first and the last counter change in the window, or undefined with fewer than two. */
 function counterPowerW(run: NativeEnergyRun): number | undefined {
   const inWindow = run.updates.filter((u) => u.tMs > 0 && u.tMs <= run.elapsedMs);
-  if (inWindow.length >= 2) {
-    const first = inWindow[0]!;
-    const last = inWindow[inWindow.length - 1]!;
-    if (last.tMs > first.tMs) return (last.energyMj - first.energyMj) / (last.tMs - first.tMs); // mJ/ms = W
-  }
-  if (run.energyStartMj !== undefined && run.energyEndMj !== undefined && run.energyEndMj > run.energyStartMj && run.elapsedMs > 0)
-    return (run.energyEndMj - run.energyStartMj) / run.elapsedMs;
-  return undefined;
+  if (inWindow.length < 2) return undefined;
+  const first = inWindow[0]!;
+  const last = inWindow[inWindow.length - 1]!;
+  return last.tMs > first.tMs ? (last.energyMj - first.energyMj) / (last.tMs - first.tMs) : undefined; // mJ/ms = W
 }
 
 /** Kernel Tuner's NVML metrics of a run, for a configuration whose time (its median launch) is `timeMs`. */
@@ -77,7 +82,7 @@ export function summarizeEnergyRun(run: NativeEnergyRun, timeMs: number, powerLi
   if (power === undefined)
     return {
       available: false,
-      reason: `the device reports neither its energy counter (${run.energyError ?? 'it did not change during the window'}) nor its power`,
+      reason: `the device reports neither its energy counter (${run.energyError ?? 'it changed fewer than twice in the window'}) nor its power`,
     };
   const metrics: NvmlMetrics = {
     nvml_power: power,

@@ -123,14 +123,21 @@ export interface NativeNvmlSample {
   temperatureC?: number;
 }
 
+export interface NativeEnergyOptions {
+  batch: number;
+  windowMs: number;
+  maxWindowMs: number;
+  minUpdates: number;
+  pciBusId: string;
+  pollMs: number;
+  sampleEvery: number;
+}
+
 export interface NativeEnergyRun {
   launches: number;
   /** Wall time from the first launch to the end of the last (host clock). */
   elapsedMs: number;
-  /** The energy counter (mJ since the driver loaded) just before the first launch and after the last; absent when
-   * the device has none (see energyError). */
-  energyStartMj?: number;
-  energyEndMj?: number;
+  /** Why the device's energy counter could not be read (NVML's words); absent when it could. */
   energyError?: string;
   /** Each change of the energy counter seen while polling, with when it was first seen. */
   updates: { tMs: number; energyMj: number }[];
@@ -257,11 +264,13 @@ export interface NativeAddon {
    *  warmup 0..1e6, iterations 1..1e6; flushPtr/flushBytes and every reset's ranges must lie in live allocations. */
   benchmark(launch: NativeLaunch, options: NativeBenchmarkOptions): number[];
   /**
-   * `launches` back-to-back launches (no events, no flush) while a thread polls NVML every `pollMs` (1..100) for the
-   * energy counter and, every `sampleEvery` polls, power, clocks and temperature of the device at `pciBusId`. Throws
-   * LIBRARY_NOT_FOUND (library 'libnvidia-ml') or an NVML_ERROR_* when NVML cannot watch the device.
+   * Back-to-back launches (no events, no flush) in batches of `batch`, each waited for, until the GPU has run them for
+   * `windowMs` and the energy counter has changed `minUpdates` times, or for `maxWindowMs` (each 1..600000), while a
+   * thread polls NVML every `pollMs` (1..100) for the energy counter and, every `sampleEvery` polls, power, clocks and
+   * temperature of the device at `pciBusId`. Throws LIBRARY_NOT_FOUND (library 'libnvidia-ml') or an NVML_ERROR_*
+   * when NVML cannot watch the device.
    */
-  energyBenchmark(launch: NativeLaunch, options: { launches: number; pciBusId: string; pollMs: number; sampleEvery: number }): NativeEnergyRun;
+  energyBenchmark(launch: NativeLaunch, options: NativeEnergyOptions): NativeEnergyRun;
   /** NVML's readings of the device at `pciBusId` (cuDeviceGetPCIBusId's spelling). Read only, like every NVML call. */
   nvmlSnapshot(pciBusId: string): NativeNvmlSnapshot;
 }

@@ -13,7 +13,7 @@ import * as path from 'node:path';
 import { readFileSync } from 'node:fs';
 import { CudaUnavailableError, KernelFaultError, argumentError, fromNativeError, poisonsContext, serializeError, type GpuError } from './errors';
 import { dtypeBytes } from './dtype';
-import { ENERGY_POLL_MS, SAMPLE_EVERY_POLLS, launchesForWindow, summarizeEnergyRun, type EnergyResult } from './energy';
+import { ENERGY_POLL_MS, SAMPLE_EVERY_POLLS, energyRunOptions, summarizeEnergyRun, type EnergyResult } from './energy';
 import { loadNativeAddon } from './native';
 import type { NativeAddon, NativeArg, NativeDeviceInfo, NativeLaunch, NativeReset, NativeStatus } from './native-types';
 import {
@@ -358,7 +358,7 @@ class WorkerState {
     try {
       this.powerLimitW ??= this.nvmlReadings().powerLimitW ?? null;
       const run = this.addon.energyBenchmark(launch, {
-        launches: launchesForWindow(timeMs, windowMs),
+        ...energyRunOptions(timeMs, windowMs),
         pciBusId: this.deviceInfo().pciBusId,
         pollMs: ENERGY_POLL_MS,
         sampleEvery: SAMPLE_EVERY_POLLS,

@@ -145,6 +145,33 @@ describe('driver metrics and energy on the device', () => {
       const ratio = results[1]! / results[0]!;
       assert.ok(ratio > 1.4 && ratio < 2.8, `twice the work took ${ratio.toFixed(2)}× the energy`);
     });
+
+    test('a kernel of microseconds over a short window: the window lasts as asked and the power repeats', async (t) => {
+      // Launch counts taken from the cold-cache time once left windows of a third of the asked length, with one
+      // counter update or none in them: the same kernel then read anywhere from 190 to 795 W.
+      const reason = nvmlSkip();
+      if (reason) return t.skip(reason);
+      const { powerLimitW } = await gpu.nvml();
+      const kernel = await kernelOf({ source: VECTOR_ADD, nameExpressions: ['vector_add'] }, 'vector_add');
+      const n = 1 << 20;
+      const [a, b, c] = await Promise.all([gpu.alloc('float32', n), gpu.alloc('float32', n), gpu.alloc('float32', n)]);
+      await a.fill(1);
+      await b.fill(2);
+      const powers: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const r = await gpu.benchmark(kernel, { grid: n / 256, block: 256 }, [a, b, c, int32(n)], { iterations: 20, energy: { windowMs: 300 } });
+        const e = r.energy!;
+        assert.ok(e.available, JSON.stringify(e));
+        console.log(`# vector_add of ${n} floats: ${(r.medianMs * 1000).toFixed(1)} µs, ${e.nvml_power.toFixed(1)} W (${e.powerSource}), ${e.launches} launches in ${e.windowMs.toFixed(0)} ms`);
+        assert.ok(e.windowMs >= 300, `a window of ${e.windowMs} ms, asked for 300`);
+        assert.equal(e.powerSource, 'energy counter');
+        if (powerLimitW !== undefined) assert.ok(e.nvml_power < powerLimitW * 1.1, `${e.nvml_power} W over the ${powerLimitW} W limit`);
+        powers.push(e.nvml_power);
+      }
+      const spread = Math.max(...powers) / Math.min(...powers);
+      assert.ok(spread < 1.3, `the same kernel read ${powers.map((p) => p.toFixed(0)).join(', ')} W`);
+      await Promise.all([a.free(), b.free(), c.free()]);
+    });
   });
 });
 

@@ -23,7 +23,8 @@
 // Occupancy: every fake kernel uses 32 registers and no static shared memory, so the fake driver's answer is the CUDA
 // occupancy calculator's for an H100 (the warp and shared memory limits), unless LKT_FAKE_OCCUPANCY_BLOCKS=N scripts N.
 // NVML (read only, scripted): the fake GPU draws FAKE_POWER_W while kernels run, its energy counter moves every
-// FAKE_COUNTER_PERIOD_MS, and each fake launch takes 1 ms of the energy window.
+// FAKE_COUNTER_PERIOD_MS (LKT_FAKE_COUNTER_PERIOD_MS=N: every N ms), and each fake launch takes 1 ms of the energy
+// window, which runs in whole batches as the addon's does.
 // Env: LKT_FAKE_NO_NVRTC=1 reports NVRTC as not loaded; LKT_FAKE_DEVICE_COUNT=N sets the device count (default 1);
 // LKT_FAKE_DEVICE_NAMES="A,A,B" names the devices by ordinal (default every device is a "Fake H100 (test double)");
 // LKT_FAKE_NO_NVML=1 reports NVML as not loaded; LKT_FAKE_NO_ENERGY_COUNTER=1 makes the device lack the energy counter
@@ -333,17 +334,24 @@ module.exports = {
     needContext('cuLaunchKernel');
     if (process.env.LKT_FAKE_NO_NVML) throw nativeError('LIBRARY_NOT_FOUND', 'nvmlInit_v2', 'no NVML (fake)', { library: 'libnvidia-ml' });
     runKernel(launch);
-    const elapsedMs = options.launches; // 1 ms per fake launch
+    const period = Number(process.env.LKT_FAKE_COUNTER_PERIOD_MS ?? FAKE_COUNTER_PERIOD_MS);
+    const counter = !process.env.LKT_FAKE_NO_ENERGY_COUNTER;
+    let launches = 0;
+    for (;;) {
+      launches += options.batch; // 1 ms per fake launch
+      const counted = !counter || Math.floor(launches / period) >= options.minUpdates;
+      if (launches >= options.maxWindowMs || (launches >= options.windowMs && counted)) break;
+    }
+    const elapsedMs = launches;
     const samples = [];
     for (let t = 0; t <= elapsedMs; t += options.pollMs * options.sampleEvery)
       samples.push({ tMs: t, powerMw: FAKE_POWER_W * 1000, smClockMhz: 1980, memClockMhz: 2619, temperatureC: 41 });
-    if (process.env.LKT_FAKE_NO_ENERGY_COUNTER)
-      return { launches: options.launches, elapsedMs, energyError: 'nvmlDeviceGetTotalEnergyConsumption failed: NVML_ERROR_NOT_SUPPORTED (fake)', updates: [], samples };
+    if (!counter) return { launches, elapsedMs, energyError: 'nvmlDeviceGetTotalEnergyConsumption failed: NVML_ERROR_NOT_SUPPORTED (fake)', updates: [], samples };
     const start = energyCounterMj;
     const updates = [];
-    for (let t = FAKE_COUNTER_PERIOD_MS; t <= elapsedMs; t += FAKE_COUNTER_PERIOD_MS) updates.push({ tMs: t + 0.5, energyMj: start + FAKE_POWER_W * t });
+    for (let t = period; t <= elapsedMs; t += period) updates.push({ tMs: t + 0.5, energyMj: start + FAKE_POWER_W * t });
     energyCounterMj = start + FAKE_POWER_W * elapsedMs;
-    return { launches: options.launches, elapsedMs, energyStartMj: start, energyEndMj: energyCounterMj, updates, samples };
+    return { launches, elapsedMs, updates, samples };
   },
   nvmlSnapshot: () => {
     if (process.env.LKT_FAKE_NO_NVML) throw nativeError('LIBRARY_NOT_FOUND', 'nvmlInit_v2', 'no NVML (fake)', { library: 'libnvidia-ml' });

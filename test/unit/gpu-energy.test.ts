@@ -1,8 +1,8 @@
 // Kernel Tuner's NVML metrics from an energy run's readings (src/gpu/energy.ts): the counter's slope between update
-// moments, the fallbacks, and how many launches fill a window.
+// moments, the fallback, and the native run's options for a window.
 import { describe, expect, it } from 'vitest';
 import { ENERGY_WINDOW_MS, summarizeEnergyRun } from '../../src/gpu';
-import { launchesForWindow } from '../../src/gpu/energy';
+import { COUNTER_UPDATES, energyRunOptions } from '../../src/gpu/energy';
 import type { NativeEnergyRun } from '../../src/gpu/native-types';
 
 /** A run at a constant `watts` whose counter moves every `periodMs`, first `phaseMs` after the launches start. */
@@ -14,8 +14,6 @@ function steadyRun(watts: number, elapsedMs: number, periodMs: number, phaseMs: 
   return {
     launches: 500,
     elapsedMs,
-    energyStartMj: start,
-    energyEndMj: updates.length ? updates[updates.length - 1]!.energyMj : start,
     updates,
     samples: [
       { tMs: 0, powerMw: 150_000, smClockMhz: 1980, memClockMhz: 2619, temperatureC: 40 },
@@ -27,13 +25,11 @@ function steadyRun(watts: number, elapsedMs: number, periodMs: number, phaseMs: 
 describe('summarizeEnergyRun', () => {
   it('takes the power from the counter\'s slope between update moments, not the quantized end points', () => {
     // 100 ms updates in a 250 ms window: a before/after difference sees 210 ms of energy over 250 ms (252 W of 300 W).
-    const run = steadyRun(300, 250, 100, 10);
-    const result = summarizeEnergyRun(run, 0.5);
+    const result = summarizeEnergyRun(steadyRun(300, 250, 100, 10), 0.5);
     expect(result.available).toBe(true);
     if (!result.available) return;
     expect(result.nvml_power).toBeCloseTo(300, 6);
     expect(result.powerSource).toBe('energy counter');
-    expect((run.energyEndMj! - run.energyStartMj!) / run.elapsedMs).toBeLessThan(260);
   });
 
   it('energy per launch is the power times the configuration\'s time (Kernel Tuner\'s nvml_energy)', () => {
@@ -49,12 +45,9 @@ describe('summarizeEnergyRun', () => {
     expect(result).toMatchObject({ available: true, core_freq: 1970, mem_freq: 2619, temperature: 41, powerLimitW: 700 });
   });
 
-  it('with a single update in the window, falls back to the counter before and after', () => {
-    const run = steadyRun(200, 150, 100, 60); // one update, at 60 ms
-    const result = summarizeEnergyRun(run, 1);
-    if (!result.available) throw new Error(result.reason);
-    expect(result.powerSource).toBe('energy counter');
-    expect(result.nvml_power).toBeCloseTo((run.energyEndMj! - run.energyStartMj!) / 150, 9);
+  it('with fewer than two updates in the window, uses the power readings, not the counter before and after', () => {
+    const result = summarizeEnergyRun(steadyRun(200, 150, 100, 60), 1); // one update, at 60 ms
+    expect(result).toMatchObject({ available: true, powerSource: 'power readings', nvml_power: 160 });
   });
 
   it('ignores counter updates seen before the launches started or after they ended', () => {
@@ -68,8 +61,6 @@ describe('summarizeEnergyRun', () => {
 
   it('without an energy counter, uses the mean of the power readings', () => {
     const run: NativeEnergyRun = { ...steadyRun(300, 500, 50, 10), updates: [], energyError: 'NVML_ERROR_NOT_SUPPORTED' };
-    delete run.energyStartMj;
-    delete run.energyEndMj;
     const result = summarizeEnergyRun(run, 1);
     expect(result).toMatchObject({ available: true, powerSource: 'power readings', nvml_power: 160 });
   });
@@ -80,15 +71,17 @@ describe('summarizeEnergyRun', () => {
   });
 });
 
-describe('launchesForWindow', () => {
-  it('repeats a short kernel until the window is filled', () => {
-    expect(launchesForWindow(0.01, ENERGY_WINDOW_MS)).toBe(100_000);
-    expect(launchesForWindow(3, 1000)).toBe(334);
+describe('energyRunOptions', () => {
+  it('launches a short kernel in batches of about 20 ms, a long one alone', () => {
+    expect(energyRunOptions(0.01, ENERGY_WINDOW_MS).batch).toBe(2000);
+    expect(energyRunOptions(3, 1000).batch).toBe(7);
+    expect(energyRunOptions(2500, 1000).batch).toBe(1);
+    expect(energyRunOptions(1e-6, 1000).batch).toBe(1_000_000);
+    expect(energyRunOptions(0, 1000).batch).toBe(1);
   });
 
-  it('runs a kernel longer than the window once, and never more than a million times', () => {
-    expect(launchesForWindow(2500, 1000)).toBe(1);
-    expect(launchesForWindow(1e-6, 1000)).toBe(1_000_000);
-    expect(launchesForWindow(0, 1000)).toBe(1);
+  it('asks for the window, prolonged until the counter has changed three times, by a second at most', () => {
+    expect(energyRunOptions(1, 300)).toMatchObject({ windowMs: 300, minUpdates: COUNTER_UPDATES, maxWindowMs: 1300 });
+    expect(COUNTER_UPDATES).toBe(3);
   });
 });

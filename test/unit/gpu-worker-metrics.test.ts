@@ -3,7 +3,7 @@
 import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ArgumentError, CudaUnavailableError, Gpu, LaunchError, int32, type Kernel } from '../../src/gpu';
-import { launchesForWindow } from '../../src/gpu/energy';
+import { COUNTER_UPDATES } from '../../src/gpu/energy';
 
 const FAKE_ADDON = path.resolve(__dirname, '../support/fake-addon.cjs');
 
@@ -99,7 +99,26 @@ describe('benchmark with energy', () => {
     expect(energy.nvml_power).toBeCloseTo(200, 9); // the fake draws 200 W
     expect(energy.nvml_energy).toBeCloseTo((200 * result.medianMs) / 1000, 12);
     expect(energy).toMatchObject({ powerSource: 'energy counter', core_freq: 1980, mem_freq: 2619, temperature: 41, powerLimitW: 700 });
-    expect(energy.launches).toBe(launchesForWindow(result.medianMs, 200));
+    expect(energy.windowMs).toBeGreaterThanOrEqual(200);
+    expect(energy.launches).toBe(energy.windowMs); // the fake's launches take 1 ms each
+  });
+
+  it('prolongs a window that holds too few counter updates for a slope (an H100\'s counter moves every 100 ms)', async () => {
+    const { gpu, kernel } = await openFake({ LKT_FAKE_COUNTER_PERIOD_MS: '100' });
+    const { config, args } = await vectorAdd(gpu);
+    const energy = (await gpu.benchmark(kernel, config, args, { iterations: 3, energy: { windowMs: 100 } })).energy!;
+    if (!energy.available) throw new Error(energy.reason);
+    expect(energy.windowMs).toBeGreaterThanOrEqual(COUNTER_UPDATES * 100);
+    expect(energy.windowMs).toBeLessThan(COUNTER_UPDATES * 100 + 50); // ended at the batch after the third update
+    expect(energy).toMatchObject({ powerSource: 'energy counter', nvml_power: expect.closeTo(200, 9) });
+  });
+
+  it('ends a window on a device whose counter moves more slowly than a second after a second more, on the power readings', async () => {
+    const { gpu, kernel } = await openFake({ LKT_FAKE_COUNTER_PERIOD_MS: '2000' });
+    const { config, args } = await vectorAdd(gpu);
+    const energy = (await gpu.benchmark(kernel, config, args, { iterations: 3, energy: { windowMs: 100 } })).energy!;
+    expect(energy).toMatchObject({ available: true, powerSource: 'power readings', nvml_power: 200 });
+    if (energy.available) expect(energy.windowMs).toBeGreaterThanOrEqual(1100);
   });
 
   it('is absent unless asked for, and the default window is a second', async () => {
@@ -107,7 +126,8 @@ describe('benchmark with energy', () => {
     const { config, args } = await vectorAdd(gpu);
     expect((await gpu.benchmark(kernel, config, args, { iterations: 3 })).energy).toBeUndefined();
     const result = await gpu.benchmark(kernel, config, args, { iterations: 3, energy: true });
-    expect(result.energy).toMatchObject({ available: true, launches: launchesForWindow(result.medianMs, 1000) });
+    expect(result.energy).toMatchObject({ available: true, windowMs: expect.any(Number) });
+    if (result.energy?.available) expect(result.energy.windowMs).toBeGreaterThanOrEqual(1000);
   });
 
   it('falls back to the power readings on a device without the energy counter', async () => {

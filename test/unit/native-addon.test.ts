@@ -166,7 +166,7 @@ describe.skipIf(hasCuda)('without libcuda', () => {
     ['memCopyBenchmark', (a) => a.memCopyBenchmark(1n, 2n, 16, { warmup: 1, iterations: 3 })],
     ['launch', (a) => a.launch(launch)],
     ['benchmark', (a) => a.benchmark(launch, { warmup: 1, iterations: 3, flushPtr: 0n, flushBytes: 0 })],
-    ['energyBenchmark', (a) => a.energyBenchmark(launch, { launches: 10, pciBusId: '0000:01:00.0', pollMs: 1, sampleEvery: 10 })],
+    ['energyBenchmark', (a) => a.energyBenchmark(launch, { batch: 10, windowMs: 100, maxWindowMs: 1100, minUpdates: 3, pciBusId: '0000:01:00.0', pollMs: 1, sampleEvery: 10 })],
   ];
   it.each(cudaCalls)('%s fails with LIBRARY_NOT_FOUND for libcuda', async (_name, call) => {
     const e = await failure(() => call(addon));
