@@ -119,6 +119,13 @@ describe('driver metrics and energy on the device', () => {
 
   describe('NVML (read only)', () => {
     const nvmlSkip = (): string | false => (gpu.nativeStatus.nvml.loaded ? false : `NVML is not loaded: ${gpu.nativeStatus.nvml.error}`);
+    /** vector_add's inputs (1s and 2s) and output, n floats each. */
+    const vectorAddBuffers = async (n: number) => {
+      const buffers = await Promise.all([gpu.alloc('float32', n), gpu.alloc('float32', n), gpu.alloc('float32', n)]);
+      await buffers[0].fill(1);
+      await buffers[1].fill(2);
+      return buffers;
+    };
 
     test('energy per launch is positive and the mean power stays under the card\'s enforced limit', async (t) => {
       const reason = nvmlSkip();
@@ -128,9 +135,7 @@ describe('driver metrics and energy on the device', () => {
       const kernel = await kernelOf({ source: VECTOR_ADD, nameExpressions: ['vector_add'] }, 'vector_add');
       const results = [];
       for (const n of [1 << 24, 1 << 25]) {
-        const [a, b, c] = await Promise.all([gpu.alloc('float32', n), gpu.alloc('float32', n), gpu.alloc('float32', n)]);
-        await a.fill(1);
-        await b.fill(2);
+        const [a, b, c] = await vectorAddBuffers(n);
         const r = await gpu.benchmark(kernel, { grid: n / 256, block: 256 }, [a, b, c, int32(n)], { iterations: 20, energy: { windowMs: 1000 } });
         const e = r.energy!;
         assert.ok(e.available, JSON.stringify(e));
@@ -154,9 +159,7 @@ describe('driver metrics and energy on the device', () => {
       const { powerLimitW } = await gpu.nvml();
       const kernel = await kernelOf({ source: VECTOR_ADD, nameExpressions: ['vector_add'] }, 'vector_add');
       const n = 1 << 20;
-      const [a, b, c] = await Promise.all([gpu.alloc('float32', n), gpu.alloc('float32', n), gpu.alloc('float32', n)]);
-      await a.fill(1);
-      await b.fill(2);
+      const [a, b, c] = await vectorAddBuffers(n);
       const powers: number[] = [];
       for (let i = 0; i < 6; i++) {
         const r = await gpu.benchmark(kernel, { grid: n / 256, block: 256 }, [a, b, c, int32(n)], { iterations: 20, energy: { windowMs: 300 } });
