@@ -9,6 +9,8 @@ import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import type { KernelTest } from '../tuner/tunable-kernel';
 import type { Objective } from '../tuner/types';
 import type { StructuredOutputType } from './llm/structured';
+import { GpuPool, type GpuShare } from './resources/gpu-pool';
+import { ModelCalls, type ModelUsage, type Prices, type SessionBudget } from './resources/model-calls';
 
 export interface EngineSettings {
   structuredOutputType: StructuredOutputType;
@@ -29,10 +31,20 @@ export interface EngineSettings {
   approvePlan: boolean;
   /** Timed launches per configuration. */
   iterations: number;
+  /** Requests to the model at once (where the provider allows several). Default 1. */
+  llmConcurrency?: number;
+  /** Limits of what the session may spend (model calls, tokens, cost, wall time); none by default. */
+  budget?: SessionBudget;
+  /** The model's prices, USD per million input and output tokens: the cost of every call and of the session. */
+  prices?: Prices;
+  /** What the session spent before this run, when it is resumed (so that its budgets hold across runs). */
+  spent?: { usage: ModelUsage; wallS: number };
 }
 
 export class EngineContext {
-  private gpuQueue: Promise<unknown> = Promise.resolve();
+  private readonly gpus: GpuPool<TuningBackend>;
+  /** Every request of the session to its model: slots, budgets, usage (llm-call.ts goes through it). */
+  readonly modelCalls: ModelCalls;
   /** The device's bandwidth and FP32 limits, once measured for this run (null where they could not be). */
   speedLimits: DeviceSpeedLimits | null = null;
 
@@ -43,16 +55,28 @@ export class EngineContext {
     /** Tests the user gave (addTest / options.tests); the state refers to them by index. */
     readonly userTests: readonly KernelTest[],
     readonly settings: EngineSettings,
-  ) {}
+  ) {
+    this.gpus = new GpuPool(backends);
+    this.modelCalls = new ModelCalls({
+      ...(settings.llmConcurrency !== undefined && { inFlight: settings.llmConcurrency }),
+      ...(settings.budget && { budget: settings.budget }),
+      ...(settings.prices && { prices: settings.prices }),
+      ...(settings.spent && { spent: settings.spent }),
+    });
+  }
 
   /**
-   * Runs GPU work alone: candidates of one step are generated side by side (Send), but timings taken while another
-   * candidate runs on the same GPU would be worthless, so tuning runs one at a time (each run on all the GPUs).
+   * Runs GPU work alone on the GPUs of the share: candidates are generated side by side, but timings taken while another
+   * candidate runs on the same GPU would be worthless. 'all': one run on every GPU (its configurations spread over
+   * them); 'one': any single GPU, so that several runs go side by side on a machine with several.
    */
+  onGpus<T>(share: GpuShare, work: (backends: readonly TuningBackend[]) => Promise<T>): Promise<T> {
+    return this.gpus.run(share, work);
+  }
+
+  /** GPU work on every GPU of the session (see onGpus). */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.gpuQueue.then(work, work);
-    this.gpuQueue = run.catch(() => undefined);
-    return run;
+    return this.onGpus('all', () => work());
   }
 }
 

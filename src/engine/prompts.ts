@@ -61,7 +61,11 @@ export const TUNER_RULES = [
  */
 export const GPU_HEADING = 'The GPU, as the tuner measured it';
 export const PROFILE_HEADING = 'Profile of the current kernel at its best configuration';
-const MEASURED_HEADINGS = [GPU_HEADING, PROFILE_HEADING];
+/** An evolutionary session's results so far (strategies/evolutionary/prompts.ts): times and outcomes of its variants. */
+export const RESULTS_HEADING = 'Results of the variants so far';
+/** The second parent's profile in a crossover request. */
+export const SECOND_PROFILE_HEADING = 'Profile of the second parent at its best configuration';
+const MEASURED_HEADINGS = [GPU_HEADING, PROFILE_HEADING, RESULTS_HEADING, SECOND_PROFILE_HEADING];
 
 /** What the tuner measured that a prompt which plans or rewrites tells the model. */
 export interface Measured {

@@ -14,6 +14,7 @@ import type { Config, ProblemSizeSpec } from '../tuner/types';
 import type { TuneParamLists } from './candidate/code';
 import type { GridDivisors } from './candidate/finalize';
 import type { PerformanceTrackerJSON } from './candidate/tracker';
+import type { PopulationState } from './strategies/evolutionary/state';
 
 /** What the model said the kernel does, validated against its signature. */
 export interface KernelAnalysis {
@@ -89,6 +90,12 @@ export const TuningState = Annotation.Root({
    * session can start from (branch.ts). Absent in sessions checkpointed before it existed.
    */
   startedSteps: Annotation<string[]>,
+  /**
+   * The population of an evolutionary session (strategies/evolutionary): in the session state, not the strategy's own,
+   * so that a finished session can go on evolving it, a branch starts from it, and the history keeps it. Absent for the
+   * other strategies.
+   */
+  population: Annotation<PopulationState | null>,
 });
 
 export type TuningStateValue = typeof TuningState.State;

@@ -15,11 +15,14 @@ import { ExchangeRecorder } from './recording';
 import { invokeStructured } from './structured';
 import { describeLlmError, withTransportRetry } from './transport';
 
-function reportUsage(llm: BaseChatModel, message: BaseMessage, config: LangGraphRunnableConfig, purpose: string): void {
+/** Reports an answer's token usage (and its cost, where the session knows the prices); returns nothing. */
+function reportUsage(llm: BaseChatModel, message: BaseMessage, config: LangGraphRunnableConfig, purpose: string, count: (input: number, output: number) => number | null): void {
   const ai = message as AIMessage;
   const usage = ai.usage_metadata;
   const model = endpointOf(llm)?.model ?? (ai.response_metadata?.model_name as string | undefined) ?? (ai.response_metadata?.model as string | undefined) ?? 'unknown';
-  emit(config, { type: 'llm.usage', purpose, model, promptTokens: usage?.input_tokens ?? 0, completionTokens: usage?.output_tokens ?? 0 });
+  const [promptTokens, completionTokens] = [usage?.input_tokens ?? 0, usage?.output_tokens ?? 0];
+  const costUsd = count(promptTokens, completionTokens);
+  emit(config, { type: 'llm.usage', purpose, model, promptTokens, completionTokens, ...(costUsd !== null && { costUsd }) });
 }
 
 /** Records each request of one logical call as an `llm.exchange` event of the session. */
@@ -31,17 +34,19 @@ function recorder(llm: BaseChatModel, config: LangGraphRunnableConfig, purpose: 
 export async function askText(llm: BaseChatModel, messages: BaseMessage[], config: LangGraphRunnableConfig, purpose: string): Promise<string> {
   const signal = config.signal;
   const endpoint = endpointOf(llm);
-  // One attempt: retries of transient failures belong to the node's retry policy. This still races the signal (ChatOllama
-  // notices an abort only between chunks) and words the failure.
-  const answer = await withTransportRetry(
-    () =>
-      llm.invoke(messages, { signal, callbacks: [recorder(llm, config, purpose)] }).catch((error: unknown) => {
-        throw isAbortError(error, signal) ? error : describeLlmError(error, endpoint);
-      }),
-    { maxAttempts: 1, signal, endpoint },
-  );
-  reportUsage(llm, answer, config, purpose);
-  return answer.text;
+  return engineContext(config).modelCalls.run(async (count) => {
+    // One attempt: retries of transient failures belong to the node's retry policy. This still races the signal
+    // (ChatOllama notices an abort only between chunks) and words the failure.
+    const answer = await withTransportRetry(
+      () =>
+        llm.invoke(messages, { signal, callbacks: [recorder(llm, config, purpose)] }).catch((error: unknown) => {
+          throw isAbortError(error, signal) ? error : describeLlmError(error, endpoint);
+        }),
+      { maxAttempts: 1, signal, endpoint },
+    );
+    reportUsage(llm, answer, config, purpose, count);
+    return answer.text;
+  });
 }
 
 /** An object matching `schema`; a StructuredOutputError names every problem for the retry's correction. */
@@ -52,11 +57,14 @@ export function askStructured<S extends z.ZodType>(
   config: LangGraphRunnableConfig,
   purpose: string,
 ): Promise<z.output<S>> {
-  return invokeStructured(llm, messages, schema, {
-    type: engineContext(config).settings.structuredOutputType,
-    name: purpose.replace(/[^A-Za-z0-9_]/g, '_'),
-    ...(config.signal && { signal: config.signal }),
-    onResponse: (message) => reportUsage(llm, message, config, purpose),
-    callbacks: [recorder(llm, config, purpose)],
-  });
+  const ctx = engineContext(config);
+  return ctx.modelCalls.run((count) =>
+    invokeStructured(llm, messages, schema, {
+      type: ctx.settings.structuredOutputType,
+      name: purpose.replace(/[^A-Za-z0-9_]/g, '_'),
+      ...(config.signal && { signal: config.signal }),
+      onResponse: (message) => reportUsage(llm, message, config, purpose, count),
+      callbacks: [recorder(llm, config, purpose)],
+    }),
+  );
 }

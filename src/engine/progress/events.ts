@@ -211,7 +211,8 @@ export type TuningEventBody =
   | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange }
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
-  | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number }
+  /** An answer's tokens, and its cost (USD) where the session was given the model's prices. */
+  | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number; costUsd?: number }
   /** One request to the model and its answer, as sent and received (secrets removed): what a replay serves again. */
   | { type: 'llm.exchange'; exchange: LlmExchange }
   | { type: 'llm.retry'; purpose: string; attempt: number; error: string; message: string }
@@ -331,7 +332,7 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
     case 'replanning':
       return info(`replanning (round ${event.round} of at most ${event.maxRounds})`);
     case 'llm.usage':
-      return debug(`${event.purpose}: ${event.model} used ${event.promptTokens} prompt + ${event.completionTokens} completion tokens`);
+      return debug(`${event.purpose}: ${event.model} used ${event.promptTokens} prompt + ${event.completionTokens} completion tokens${event.costUsd === undefined ? '' : ` ($${event.costUsd.toFixed(4)})`}`);
     case 'llm.exchange': {
       const x = event.exchange;
       return debug(`${x.purpose}: ${x.model} ${x.error ? `failed (${x.error.name})` : 'answered'} in ${Math.round(x.durationMs)} ms`);

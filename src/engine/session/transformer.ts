@@ -361,6 +361,7 @@ export class LLMKernelTransformer {
       tracker: new PerformanceTracker().toJSON(),
       profile: null,
       startedSteps: [],
+      population: null,
     };
   }
 }

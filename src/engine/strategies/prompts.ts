@@ -41,23 +41,27 @@ export function stepRequestTail(options: {
     TUNER_RULES,
     '',
   ];
-  if (options.namesParameters) {
-    lines.push(
+  lines.push(...answerFormLines(options.namesParameters));
+  if (options.candidates > 1) {
+    lines.push(`This is candidate ${options.candidate + 1} of ${options.candidates} for this step: take an approach that differs from the obvious first choice as the number grows.`);
+  }
+  return lines.join('\n');
+}
+
+/** How a rewrite is to be answered: the code, and (when the model names parameters) the json block with them. */
+export function answerFormLines(namesParameters: boolean): string[] {
+  if (namesParameters) {
+    return [
       'Answer with the complete rewritten kernel source in one ```cuda block, then one ```json block naming the tunable',
       'parameters you introduced or whose values should change, with the values to try, and the grid divisors when the',
       'default (the block size) no longer fits:',
       '```json',
       '{"tunableParameters": {"block_size_x": [64, 128, 256], "tile_size_x": [1, 2, 4]}, "gridDivisors": {"x": ["block_size_x", "tile_size_x"]}}',
       '```',
-    );
-  } else {
-    lines.push(
-      'Answer with the complete rewritten kernel source in one ```cuda block. If a block now covers more elements than it',
-      'has threads in some dimension, add a ```json block with the grid divisors, e.g. {"gridDivisors": {"x": ["block_size_x", "work_per_thread_x"]}}.',
-    );
+    ];
   }
-  if (options.candidates > 1) {
-    lines.push(`This is candidate ${options.candidate + 1} of ${options.candidates} for this step: take an approach that differs from the obvious first choice as the number grows.`);
-  }
-  return lines.join('\n');
+  return [
+    'Answer with the complete rewritten kernel source in one ```cuda block. If a block now covers more elements than it',
+    'has threads in some dimension, add a ```json block with the grid divisors, e.g. {"gridDivisors": {"x": ["block_size_x", "work_per_thread_x"]}}.',
+  ];
 }

@@ -1,0 +1,58 @@
+/**
+ * The GPUs of a session as a pool of leases. A tuning run either takes every GPU (one candidate's configurations spread
+ * over all of them) or one (children of an evolutionary session evaluated side by side, one per GPU). Either way no two
+ * runs time kernels on the same GPU at once: timings taken while another kernel runs there would be worthless.
+ * Waiters are served first come, first served, so a run that needs every GPU is not starved by single leases.
+ */
+export type GpuShare = 'all' | 'one';
+
+interface Waiter<B> {
+  share: GpuShare;
+  grant: (backends: readonly B[]) => void;
+}
+
+export class GpuPool<B> {
+  private readonly free: B[];
+  private readonly waiting: Waiter<B>[] = [];
+
+  constructor(readonly backends: readonly B[]) {
+    if (backends.length === 0) throw new RangeError('a GPU pool needs at least one backend');
+    this.free = [...backends];
+  }
+
+  /** Runs `work` with the GPUs of the share, released when it settles (whether it succeeds or not). */
+  async run<T>(share: GpuShare, work: (backends: readonly B[]) => Promise<T>): Promise<T> {
+    const leased = await this.acquire(share);
+    try {
+      return await work(leased);
+    } finally {
+      this.free.push(...leased);
+      this.dispatch();
+    }
+  }
+
+  /** GPUs not leased right now. */
+  get idle(): number {
+    return this.free.length;
+  }
+
+  private acquire(share: GpuShare): Promise<readonly B[]> {
+    return new Promise((grant) => {
+      this.waiting.push({ share, grant });
+      this.dispatch();
+    });
+  }
+
+  private dispatch(): void {
+    while (this.waiting.length > 0) {
+      const next = this.waiting[0]!;
+      const count = next.share === 'all' ? this.backends.length : 1;
+      if (this.free.length < count) return;
+      this.waiting.shift();
+      // Backends keep their order in an 'all' lease: the first is the one the run's single-GPU work goes to.
+      const leased = next.share === 'all' ? this.backends.filter((b) => this.free.includes(b)) : [this.free[0]!];
+      for (const b of leased) this.free.splice(this.free.indexOf(b), 1);
+      next.grant(leased);
+    }
+  }
+}

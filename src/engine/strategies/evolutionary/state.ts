@@ -1,0 +1,49 @@
+/**
+ * What an evolutionary session keeps between its runs (plain data, checkpointed with the session state): the
+ * population, the children asked for and not yet entered, what each operator achieved, and what was spent.
+ */
+import type { CandidateKernel } from '../../candidate/run-tests';
+import type { Feedback } from '../../candidate/feedback';
+import type { ModelUsage } from '../../resources/model-calls';
+import type { BudgetName } from '../../resources/model-calls';
+import type { Operator, OperatorStats, RejectedChild, Variant } from './population';
+
+/** A child as decided when the child `window` places before it entered: its operator and parents. */
+export interface ChildPlan {
+  child: number;
+  operator: Operator;
+  parents: string[];
+}
+
+/**
+ * How far a child got before its run ended (a session paused between two runs): the judge's instruction once asked,
+ * the corrections of its failed attempts, and the rewrite waiting for the GPU. It goes on from there.
+ */
+export interface ChildDraft {
+  instruction?: string;
+  feedback: Feedback[];
+  /** Names of the errors of its failed attempts, in order. */
+  failures: string[];
+  /** A rewrite written and checked, waiting for the GPU. */
+  ready?: { answer: string; kernel: CandidateKernel; idea: string };
+}
+
+export type StopReason = { kind: 'budget'; budget: BudgetName; message: string } | { kind: 'children'; message: string };
+
+export interface PopulationState {
+  /** Seeds every random choice: child k's choices depend on the seed and k only. */
+  seed: number;
+  variants: Variant[];
+  rejected: RejectedChild[];
+  /** Children decided and not yet entered (or rejected), by child number. */
+  plans: ChildPlan[];
+  /** Progress of those children, by child number. */
+  drafts: Record<number, ChildDraft>;
+  /** Children that have entered or been rejected: 0 .. committed - 1. */
+  committed: number;
+  operatorStats: OperatorStats;
+  /** What the session spent up to the end of its last run. */
+  spent: { usage: ModelUsage; wallS: number };
+  /** Why it stopped asking for children; null while it goes on. */
+  stopped: StopReason | null;
+}
