@@ -78,6 +78,12 @@ export interface ScriptedServerOptions {
    * it satisfies, for clients that send requests side by side (parallel graph branches) in no fixed order.
    */
   order?: 'sequential' | 'first-match';
+  /**
+   * Answers every chat request by its contents instead of the script (which is then unused): for sessions whose
+   * requests are made side by side and depend on what was answered before (an evolutionary session). Undefined: the
+   * request is answered 500 and recorded as a mismatch.
+   */
+  responder?: (body: any) => ScriptTurn | undefined;
 }
 
 const SCRIPTS = join(__dirname, '..', 'fixtures', 'llm-scripts');
@@ -112,6 +118,13 @@ function checkMatch(turn: ScriptTurn, body: any): string | undefined {
   if (missing.length === 0) return undefined;
   const excerpt = text.length > 300 ? `${text.slice(0, 300)}...` : text;
   return `the last ${role} message lacks ${missing.map((m) => JSON.stringify(m)).join(', ')}; it reads: ${JSON.stringify(excerpt)}`;
+}
+
+/** The start of a request's last user message, for a mismatch's report. */
+function requestExcerpt(body: any): string {
+  const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
+  const last = [...messages].reverse().find((m) => m?.role === 'user');
+  return messageText(last).slice(0, 200);
 }
 
 function splitIntoPieces(content: string): string[] {
@@ -175,6 +188,15 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
       req.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : req.method === 'POST' && path === '/api/chat' ? 'ollama' : undefined;
     if (!wire) return sendJson(res, 404, { error: `scripted server: no route for ${req.method} ${path}` });
 
+    if (options.responder) {
+      const turn = options.responder(body);
+      if (!turn) {
+        const reason = `the responder has no answer for: ${JSON.stringify(requestExcerpt(body))}`;
+        mismatches.push({ turn: null, path, reason });
+        return sendError(res, wire, 500, `scripted server: ${reason}`);
+      }
+      return answerWith(req, res, wire, body, turn);
+    }
     if (used.size >= script.length) {
       const reason = `the script has ${script.length} turn(s), all used; this is request ${requests.length}`;
       mismatches.push({ turn: null, path, reason });
@@ -190,7 +212,10 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
       mismatches.push({ turn: index, path, reason: mismatch });
       return sendError(res, wire, 500, `scripted server: turn ${index}${turn.comment ? ` (${turn.comment})` : ''} does not match: ${mismatch}`);
     }
+    return answerWith(req, res, wire, body, turn);
+  }
 
+  async function answerWith(req: IncomingMessage, res: ServerResponse, wire: Wire, body: any, turn: ScriptTurn): Promise<void> {
     const r = turn.respond;
     if (r.delayMs) await sleep(r.delayMs);
     if (r.dropConnection) {

@@ -17,6 +17,8 @@ import { emit, summarizeConfig, type TuningEventBody } from '../progress/events'
 import type { GridDivisors } from './finalize';
 import { fileInfo } from './kernel-view';
 import type { TestRef, TuningStateValue } from '../state';
+import type { TuningBackend } from '../../tuner/run/backend';
+import type { GpuShare } from '../resources/gpu-pool';
 
 /** A rewrite of the kernel (the whole file, the rewrite spliced in), ready to be tuned. */
 export interface CandidateKernel {
@@ -89,10 +91,10 @@ function objectiveOptions(ctx: EngineContext, state: TuningStateValue): TuneOpti
   };
 }
 
-function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig): TuneOptions {
+function commonOptions(ctx: EngineContext, config: LangGraphRunnableConfig, backends: readonly TuningBackend[] = ctx.backends): TuneOptions {
   const launchTimeoutS = ctx.settings.launchTimeoutS;
   return {
-    backend: ctx.backends,
+    backend: backends,
     compilerOptions: ctx.settings.compilerOptions,
     iterations: ctx.settings.iterations,
     // Unless the user fixed it, one launch may take 100x the reference kernel's time, at least a second (the tuner's
@@ -153,19 +155,37 @@ async function runOriginal(state: TuningStateValue, test: KernelTest, config: La
   throw failure;
 }
 
-/** Tunes a candidate on the first test and checks its best configuration on the others. */
+/**
+ * Tunes a candidate on the first test and checks its best configuration on the others, on the GPUs of `share`: every
+ * GPU of the session (default), or one of them, so that several candidates are tuned side by side.
+ */
 export async function runCandidate(
   candidate: CandidateKernel,
   state: TuningStateValue,
   config: LangGraphRunnableConfig,
   progress: { stepId: string; candidate: number },
+  share: GpuShare = 'all',
 ): Promise<CandidateRun> {
   const ctx = engineContext(config);
   const kernel = await TunableKernel.create(candidate.code, fileInfo(state));
   const [first, ...others] = state.tests.map((ref) => kernelTestOf(ref, ctx));
   if (!first) throw new RangeError('the session has no tests');
+  return ctx.onGpus(share, (backends) => tuneCandidate(kernel, candidate, first, others, state, config, progress, backends));
+}
+
+async function tuneCandidate(
+  kernel: TunableKernel,
+  candidate: CandidateKernel,
+  first: KernelTest,
+  others: readonly KernelTest[],
+  state: TuningStateValue,
+  config: LangGraphRunnableConfig,
+  progress: { stepId: string; candidate: number },
+  backends: readonly TuningBackend[],
+): Promise<CandidateRun> {
+  const ctx = engineContext(config);
   const options: TuneOptions = {
-    ...commonOptions(ctx, config),
+    ...commonOptions(ctx, config, backends),
     // The original kernel launches with the default geometry, whatever grid divisors the candidate declares.
     oracle: { code: state.originalCode, ...(state.filePath && { filePath: state.filePath }), config: state.baselineParams, kernelName: state.kernelName, launch: sharedMemOf(state.analysis?.sharedMemBytes) },
     ...sharedMemOf(candidate.sharedMemBytes),
@@ -175,28 +195,26 @@ export async function runCandidate(
   };
   let done = 0;
   let failures = 0;
-  return ctx.exclusive(async () => {
-    const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {
-      ...options,
-      ...objectiveOptions(ctx, state),
-      timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
-      profile: { timeoutMs: PROFILE_TIMEOUT_MS },
-      onResult: (r, p) => {
-        done++;
-        if (outcomeOf(r.status) === 'failed') failures++;
-        emit(config, { type: 'configs.evaluated', ...progress, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) });
-      },
-    });
-    emit(config, { type: 'configs.searched', ...progress, search: searchSummaryOf(result) });
-    throwIfAborted(config);
-    const best = result.best;
-    const value = best && objectiveValue(best, result.objective);
-    if (best?.timeMs === undefined || value === undefined) throw failureOf(result);
-    const profile = reportProfile(result, config, progress);
-    for (const test of others) await kernel.test(test, best.config, options);
-    throwIfAborted(config);
-    return { timeMs: best.timeMs, objectiveValue: value, bestParams: best.config, result, ...(profile && { profile }) };
+  const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {
+    ...options,
+    ...objectiveOptions(ctx, state),
+    timeLimitMs: tuningTimeoutMs(ctx.settings.timePerTestS, countConfigurations(candidate.tuneParams)),
+    profile: { timeoutMs: PROFILE_TIMEOUT_MS },
+    onResult: (r, p) => {
+      done++;
+      if (outcomeOf(r.status) === 'failed') failures++;
+      emit(config, { type: 'configs.evaluated', ...progress, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) });
+    },
   });
+  emit(config, { type: 'configs.searched', ...progress, search: searchSummaryOf(result) });
+  throwIfAborted(config);
+  const best = result.best;
+  const value = best && objectiveValue(best, result.objective);
+  if (best?.timeMs === undefined || value === undefined) throw failureOf(result);
+  const profile = reportProfile(result, config, progress);
+  for (const test of others) await kernel.test(test, best.config, options);
+  throwIfAborted(config);
+  return { timeMs: best.timeMs, objectiveValue: value, bestParams: best.config, result, ...(profile && { profile }) };
 }
 
 /** Of the failures, the one that tells the model most: wrong results first, then compile errors, faults, timeouts. */

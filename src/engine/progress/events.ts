@@ -96,6 +96,36 @@ export interface TrackerSummary {
   steps: { description: string; oldTimeMs: number | null; newTimeMs: number; improvementPct: number; bestParams: Record<string, ParamValue> }[];
 }
 
+/** A variant of an evolutionary session's population, as the lineage tree, the report and the editor use it. */
+export interface VariantView {
+  id: string;
+  /** The child that made it; null for the original kernel. */
+  child: number | null;
+  /** The step the child ran as ("c3"): its candidate, configurations and profile in the session's steps. */
+  stepId?: string;
+  parents: string[];
+  operator: 'original' | 'edit' | 'mutate' | 'crossover' | 'judge';
+  instruction: string;
+  timeMs: number;
+  objectiveValue: number;
+  bestParams: Config;
+  tuneParams: Record<string, ParamValue[]>;
+  restrictions: string[];
+  /** What bounds it (dram, cache, compute, latency, unprofiled) and its occupancy band: its niche in the archive. */
+  bound: string;
+  occupancy: string;
+  /** The whole file, tunable (its parameters as preprocessor names). */
+  code: string;
+  /** Unified diff from its first parent. */
+  diff: string;
+  profile?: ConfigProfile;
+}
+
+/** Why an evolutionary session stopped asking for children. */
+export type PopulationStop =
+  | { kind: 'budget'; budget: 'model_calls' | 'tokens' | 'cost' | 'wall_time'; message: string }
+  | { kind: 'children'; message: string };
+
 /** One node of a graph as the compiled graph describes itself (LangGraph's getGraphAsync). */
 export interface GraphNodeView {
   id: string;
@@ -211,6 +241,26 @@ export type TuningEventBody =
   | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange }
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
+  /** An evolutionary session decided a child: which operator makes it, from which parents (it runs as step `stepId`). */
+  | { type: 'population.child'; child: number; stepId: string; operator: 'mutate' | 'crossover' | 'judge'; parents: string[] }
+  /** The judge's reading of a parent's profile, and the change it asks the child to make. */
+  | { type: 'population.judged'; child: number; stepId: string; parent: string; diagnosis: string; instruction: string }
+  /**
+   * A variant entered the population (the original first); `best`: it is the fastest so far and is now the session's
+   * kernel; `retired`: variants that left the archive for it (they stay in the lineage).
+   */
+  | { type: 'population.variant'; variant: VariantView; best: boolean; retired: string[] }
+  /** A child that did not enter, and why (the next prompts name it). */
+  | { type: 'population.rejected'; child: number; stepId: string; operator: 'mutate' | 'crossover' | 'judge'; parents: string[]; reason: RejectionReason }
+  /** The session stopped asking for children: which budget, or the children's limit; what it spent. */
+  | {
+      type: 'population.stopped';
+      reason: PopulationStop;
+      variants: number;
+      rejected: number;
+      usage: { calls: number; inputTokens: number; outputTokens: number; costUsd: number | null };
+      wallS: number;
+    }
   /** An answer's tokens, and its cost (USD) where the session was given the model's prices. */
   | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number; costUsd?: number }
   /** One request to the model and its answer, as sent and received (secrets removed): what a replay serves again. */
@@ -331,6 +381,20 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`step ${event.stepId} rejected: ${describeRejection(event.reason)}`);
     case 'replanning':
       return info(`replanning (round ${event.round} of at most ${event.maxRounds})`);
+    case 'population.child':
+      return info(`child ${event.child} (step ${event.stepId}): ${event.operator} of ${event.parents.join(' and ')}`);
+    case 'population.judged':
+      return info(`judge on ${event.parent} for child ${event.child}: ${event.diagnosis.split('\n', 1)[0]} -> ${event.instruction.split('\n', 1)[0]}`);
+    case 'population.variant':
+      return info(
+        `${event.variant.id} entered${event.best ? ', the fastest so far' : ''}: ${ms(event.variant.timeMs)} (${event.variant.bound}/${event.variant.occupancy})${event.variant.child === null ? ', the original kernel' : `, ${event.variant.operator} of ${event.variant.parents.join(' and ')}`}${event.retired.length > 0 ? `; retired ${event.retired.join(', ')}` : ''}`,
+      );
+    case 'population.rejected':
+      return info(`child ${event.child} (${event.operator} of ${event.parents.join(' and ')}) rejected: ${describeRejection(event.reason)}`);
+    case 'population.stopped': {
+      const cost = event.usage.costUsd === null ? '' : `, $${event.usage.costUsd.toFixed(4)}`;
+      return info(`evolution stopped: ${event.reason.message}; ${event.variants} variants, ${event.rejected} children rejected, ${event.usage.calls} model calls, ${event.usage.inputTokens + event.usage.outputTokens} tokens${cost}, ${Math.round(event.wallS)} s`);
+    }
     case 'llm.usage':
       return debug(`${event.purpose}: ${event.model} used ${event.promptTokens} prompt + ${event.completionTokens} completion tokens${event.costUsd === undefined ? '' : ` ($${event.costUsd.toFixed(4)})`}`);
     case 'llm.exchange': {

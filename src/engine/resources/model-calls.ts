@@ -4,6 +4,7 @@
  * it waits for one of the `inFlight` slots (several requests at once where the provider allows), refuses to start when
  * a budget is spent (BudgetExhaustedError, never a silent stop), and counts the tokens the answer reports.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { z } from 'zod';
 
 /** USD per million tokens, as providers list their prices. */
@@ -104,6 +105,7 @@ export class ModelCalls {
   private readonly startedAt = performance.now();
   private running = 0;
   private readonly waiting: (() => void)[] = [];
+  private readonly exemption = new AsyncLocalStorage<true>();
 
   constructor(options: ModelCallsOptions = {}) {
     const inFlight = options.inFlight ?? 1;
@@ -137,6 +139,14 @@ export class ModelCalls {
   }
 
   /**
+   * Runs `work` with its requests exempt from the budgets (still counted): work that was allowed to start finishes,
+   * as a child of an evolutionary session that was decided before its budget ran out.
+   */
+  exempt<T>(work: () => Promise<T>): Promise<T> {
+    return this.exemption.run(true, work);
+  }
+
+  /**
    * Runs one request in a slot: refused with BudgetExhaustedError when a budget is spent, counted as a call once it
    * starts. The request reports the tokens of each answer it gets through `count`, which returns that answer's cost
    * (USD, null without prices).
@@ -144,7 +154,7 @@ export class ModelCalls {
   async run<T>(request: (count: (inputTokens: number, outputTokens: number) => number | null) => Promise<T>): Promise<T> {
     await this.slot();
     try {
-      const spent = this.spent();
+      const spent = this.exemption.getStore() ? null : this.spent();
       if (spent) throw new BudgetExhaustedError(describeBudget(spent, this.budget, this.current, this.wallS), spent);
       this.current = { ...this.current, calls: this.current.calls + 1 };
       return await request((input, output) => {

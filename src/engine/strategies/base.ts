@@ -65,6 +65,8 @@ export interface Decision {
 
 const divisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
 const StepAnswerJson = z.object({
+  /** The idea the rewrite applied, in a line (the evolutionary strategy asks for it). */
+  idea: z.string().optional(),
   tunableParameters: z.record(z.string(), z.unknown()).default({}),
   gridDivisors: z.object({ x: divisor.optional(), y: divisor.optional(), z: divisor.optional() }).strict().default({}),
   /** Dynamic shared memory per block of a kernel with `extern __shared__`: bytes, or an expression over its parameters. */
@@ -169,7 +171,7 @@ export abstract class BaseTuningStrategy {
    * checked, parameters merged (the current ones, the step's, and those a ```json block names) over the device code,
    * grid divisors and dynamic shared memory from the json block over the current ones.
    */
-  private async candidateFrom(answer: string, request: StepRequest, state: TuningStateValue): Promise<CandidateKernel> {
+  async candidateFrom(answer: string, request: StepRequest, state: TuningStateValue): Promise<CandidateKernel> {
     const json = parseStepJson(answer);
     const proposed = { ...request.stepTuneParams, ...json.tunableParameters };
     const rewrite = this.extractCode(answer, state.kernelName, [...Object.keys(state.tuneParams), ...Object.keys(proposed)]);
@@ -240,7 +242,8 @@ export abstract class BaseTuningStrategy {
   }
 }
 
-function parseStepJson(answer: string): z.infer<typeof StepAnswerJson> {
+/** The json block of a rewrite's answer, checked (InvalidTuneParamsError naming every problem); empty when there is none. */
+export function parseStepJson(answer: string): z.infer<typeof StepAnswerJson> {
   const raw = extractAnswerJson(answer);
   if (raw === undefined) return { tunableParameters: {}, gridDivisors: {} };
   const parsed = StepAnswerJson.safeParse(raw);
@@ -252,7 +255,7 @@ function parseStepJson(answer: string): z.infer<typeof StepAnswerJson> {
 }
 
 /** Why a candidate failed, from the last attempt's error. */
-function rejectionFor(error: RetriesExhaustedError): RejectionReason {
+export function rejectionFor(error: RetriesExhaustedError): RejectionReason {
   const last = error.attempts.at(-1)!;
   const attempts = error.attempts.length;
   if (last instanceof FailedTestsError) return { kind: 'wrong_result', summary: last.message };

@@ -29,7 +29,8 @@ export interface Variant {
   /** The child that made it (its request's number); null for the original. */
   child: number | null;
   parents: string[];
-  operator: Operator | 'original';
+  /** 'edit': the kernel a branch of the session started from (the user's, or another variant), checked and timed. */
+  operator: Operator | 'original' | 'edit';
   /** The idea it applied, in words ('' for the original). */
   instruction: string;
   /** The whole file. */

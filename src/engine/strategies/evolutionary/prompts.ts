@@ -25,6 +25,7 @@ const ms = (v: number) => `${Number(v.toPrecision(4))} ms`;
 
 function origin(v: Variant): string {
   if (v.operator === 'original') return 'the original kernel';
+  if (v.operator === 'edit') return 'the kernel this branch of the session started from';
   const how = v.operator === 'crossover' ? `crossover of ${v.parents.join(' and ')}` : `${v.operator} of ${v.parents[0]}`;
   return `${how}${v.instruction ? `: ${v.instruction}` : ''}`;
 }
@@ -44,7 +45,7 @@ export function resultsBlock(variants: readonly Variant[], rejected: readonly Re
   const speedup = (v: Variant) => (original ? ` (${(original.timeMs / v.timeMs).toFixed(2)}x the original)` : '');
   const kept = variants
     .filter((v) => related.has(v.id))
-    .map((v) => `- ${v.id}, ${origin(v)}: ${ms(v.timeMs)}${speedup(v)}${v.elite ? '' : ', retired from the archive'}`);
+    .map((v) => `- ${v.id}, ${origin(v)}: ${ms(v.timeMs)}${speedup(v)}`);
   const failed = rejected.slice(-MAX_FAILURES).map((r) => `- ${rejectedOrigin(r)} failed: ${describeRejection(r.reason).split('\n', 1)[0]}`);
   const lines = [...kept.slice(-(MAX_RESULT_LINES - failed.length)), ...failed];
   return [`${RESULTS_HEADING}:`, ...lines].join('\n');

@@ -7,13 +7,26 @@ import type { Feedback } from '../../candidate/feedback';
 import type { ModelUsage } from '../../resources/model-calls';
 import type { BudgetName } from '../../resources/model-calls';
 import type { Operator, OperatorStats, RejectedChild, Variant } from './population';
+import type { RejectionReason } from '../../progress/events';
+import type { ConfigProfile } from '../../../tuner/run/profile';
+import type { Config } from '../../../tuner/types';
 
 /** A child as decided when the child `window` places before it entered: its operator and parents. */
 export interface ChildPlan {
   child: number;
   operator: Operator;
   parents: string[];
+  /**
+   * How many variants and rejected children there were when it was decided: its requests show those results only, so
+   * that they do not depend on which other children happened to finish first.
+   */
+  known: { variants: number; rejected: number };
 }
+
+/** A child's outcome, kept when it finished while an earlier child still waits to enter. */
+export type ChildOutcome =
+  | { kind: 'entered'; kernel: CandidateKernel; idea: string; timeMs: number; objectiveValue: number; bestParams: Config; profile: ConfigProfile | null }
+  | { kind: 'rejected'; reason: RejectionReason };
 
 /**
  * How far a child got before its run ended (a session paused between two runs): the judge's instruction once asked,
@@ -26,6 +39,8 @@ export interface ChildDraft {
   failures: string[];
   /** A rewrite written and checked, waiting for the GPU. */
   ready?: { answer: string; kernel: CandidateKernel; idea: string };
+  /** Finished, waiting for the children before it. */
+  outcome?: ChildOutcome;
 }
 
 export type StopReason = { kind: 'budget'; budget: BudgetName; message: string } | { kind: 'children'; message: string };

@@ -1,0 +1,86 @@
+// The evolutionary strategy: a population of verified, tuned variants, evolved by the model and the GPU at once.
+//   seed → evolve ⟲ (one run per checkpoint: see controller.ts) → conclude
+// Its state is the session's (the population channel), so a finished session can evolve on, and a branch from it too.
+import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
+import { END, START, StateGraph, type LangGraphRunnableConfig } from '@langchain/langgraph';
+import type { GraphOptions } from '../../context';
+import { engineContext } from '../../context';
+import { transportRetryPolicy } from '../../llm/transport';
+import { emit } from '../../progress/events';
+import { TuningState, type TuningStateUpdate, type TuningStateValue } from '../../state';
+import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';
+import { EvolutionRun, type EvolutionSettings } from './controller';
+import { seedNode } from './nodes/seed';
+
+export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions {
+  /** Seeds every choice of operator and parents; the same seed, answers and measurements make the same session. Default 0. */
+  seed?: number;
+  /** Children in production at once: written by the model, waiting for or on a GPU. Default 4. */
+  window?: number;
+  /** Children that enter between two checkpoints of the session. Default 4. */
+  chunk?: number;
+  /** Variants drawn for each parent's tournament. Default 2. */
+  tournament?: number;
+  /** Elites kept per niche of the archive (what bounds the kernel × occupancy band). Default 2. */
+  perNiche?: number;
+  /** Elites kept in all. Default 12. */
+  capacity?: number;
+  /** Children asked for at most. Default: 16 when the session has no budget, else unlimited (the budget stops it). */
+  maxChildren?: number;
+}
+
+/** The defaults, where callers show them (settings, the CLI's help). */
+export const DEFAULT_EVOLUTIONARY = { seed: 0, window: 4, chunk: 4, tournament: 2, perNiche: 2, capacity: 12, childrenWithoutBudget: 16 } as const;
+
+function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer > 0, got ${value}`);
+  return value;
+}
+
+export class EvolutionaryTuningStrategy extends BaseTuningStrategy {
+  readonly seed: number;
+  readonly settings: EvolutionSettings;
+
+  constructor(options: EvolutionaryTuningStrategyOptions = {}) {
+    super(options);
+    const d = DEFAULT_EVOLUTIONARY;
+    this.seed = options.seed ?? d.seed;
+    if (!Number.isInteger(this.seed)) throw new RangeError(`seed must be an integer, got ${this.seed}`);
+    this.settings = {
+      window: positiveInteger('window', options.window ?? d.window),
+      chunk: positiveInteger('chunk', options.chunk ?? d.chunk),
+      tournament: positiveInteger('tournament', options.tournament ?? d.tournament),
+      archive: { perNiche: positiveInteger('perNiche', options.perNiche ?? d.perNiche), capacity: positiveInteger('capacity', options.capacity ?? d.capacity) },
+      ...(options.maxChildren !== undefined && { maxChildren: positiveInteger('maxChildren', options.maxChildren) }),
+    };
+  }
+
+  createGraph(llm: BaseChatModel, options: GraphOptions = {}): TuningGraph {
+    const evolve = async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<TuningStateUpdate> => {
+      const budgeted = Object.keys(engineContext(config).modelCalls.budget).length > 0;
+      const maxChildren = this.settings.maxChildren ?? (budgeted ? undefined : DEFAULT_EVOLUTIONARY.childrenWithoutBudget);
+      return new EvolutionRun(this, llm, state, config, { ...this.settings, ...(maxChildren !== undefined && { maxChildren }) }).run();
+    };
+    const conclude = async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<TuningStateUpdate> => {
+      const p = state.population!;
+      emit(config, {
+        type: 'population.stopped',
+        reason: p.stopped ?? { kind: 'children', message: 'no child is left to make' },
+        variants: p.variants.length,
+        rejected: p.rejected.length,
+        usage: p.spent.usage,
+        wallS: p.spent.wallS,
+      });
+      return {};
+    };
+    return new StateGraph(TuningState)
+      .addNode('seed', seedNode(this.seed, this.settings.archive))
+      .addNode('evolve', evolve, { retryPolicy: options.transportRetryPolicy ?? transportRetryPolicy })
+      .addNode('conclude', conclude)
+      .addEdge(START, 'seed')
+      .addEdge('seed', 'evolve')
+      .addConditionalEdges('evolve', (state: TuningStateValue) => (EvolutionRun.done(state.population!) ? 'conclude' : 'evolve'), ['evolve', 'conclude'])
+      .addEdge('conclude', END)
+      .compile({ name: 'evolutionary_tuning_strategy' });
+  }
+}
