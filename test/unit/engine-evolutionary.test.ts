@@ -103,4 +103,111 @@ describe('evolutionary strategy', () => {
     const other = await evolve({ strategy: { seed: 8 } });
     expect(decisions(other.result.events)).not.toEqual(decisions(quick.result.events));
   }, 120_000);
+
+  it.each([
+    ['model_calls', { budget: { modelCalls: 10 } }],
+    ['tokens', { budget: { tokens: 12_000 } }],
+    ['cost', { budget: { costUsd: 0.05 }, prices: { inputPerMTok: 3, outputPerMTok: 15 } }],
+    ['wall_time', { budget: { wallTimeS: 1.5 } }],
+  ] as const)('stops when the %s budget is spent, says so, and counts what it spent', async (name, options) => {
+    const { result } = await evolve({ strategy: { maxChildren: 40 }, options, delayMs: () => (name === 'wall_time' ? 50 : 0) });
+    expect(result.end).toEqual({ status: 'finished' });
+    const stopped = result.of('population.stopped')[0]!;
+    expect(stopped.reason).toMatchObject({ kind: 'budget', budget: name });
+    expect(stopped.reason.message).toMatch(/budget .* is spent/);
+    const usage = result.of('llm.usage');
+    // What it spent is what the answers reported, exactly: every answer reports TOKENS.
+    expect(stopped.usage.calls).toBe(usage.length);
+    expect(stopped.usage.inputTokens).toBe(usage.length * TOKENS.promptTokens);
+    expect(stopped.usage.outputTokens).toBe(usage.length * TOKENS.completionTokens);
+    // Children decided before the budget ran out finish; none is decided after.
+    const children = result.of('population.child');
+    expect(children.length).toBeLessThan(40);
+    expect(stopped.variants - 1 + stopped.rejected).toBe(children.length);
+    if (name === 'cost') {
+      const perCall = (TOKENS.promptTokens * 3 + TOKENS.completionTokens * 15) / 1e6;
+      for (const u of usage) expect(u.costUsd).toBeCloseTo(perCall, 12);
+      expect(stopped.usage.costUsd).toBeCloseTo(usage.length * perCall, 12);
+      expect(stopped.usage.costUsd).toBeGreaterThanOrEqual(0.05);
+    } else {
+      expect(stopped.usage.costUsd).toBeNull();
+    }
+    if (name === 'model_calls') expect(usage.length).toBeGreaterThanOrEqual(10);
+  }, 60_000);
+
+  it('refuses a cost budget without prices, and budgets that are not positive, before anything runs', () => {
+    const llm = {} as LLMKernelTransformerOptions['llm'];
+    expect(() => new LLMKernelTransformer(SAXPY, { llm, budget: { costUsd: 1 } })).toThrow("a cost budget needs the model's prices per million input and output tokens");
+    expect(() => new LLMKernelTransformer(SAXPY, { llm, budget: { modelCalls: 0 } })).toThrow(/invalid budget: modelCalls/);
+    expect(() => new LLMKernelTransformer(SAXPY, { llm, llmConcurrency: 0 })).toThrow('model calls in flight must be an integer >= 1, got 0');
+  });
+
+  it('goes on with the same population after an interruption: a resumed session makes the same children and ends as an uninterrupted one', async () => {
+    const whole = await evolve({ strategy: { chunk: 2, seed: 3, maxChildren: 16 } });
+    const dir = mkdtempSync(join(tmpdir(), 'evolve-resume-'));
+    dirs.push(dir);
+    const server = await servers.start([], { responder: evolutionResponder() });
+    const backend = new FakeBackend({ model: { timeMs: saxpyEvolutionTime } });
+    const controller = new AbortController();
+    const session = (signal?: AbortSignal) =>
+      new LLMKernelTransformer(SAXPY, {
+        llm: openaiModel(server),
+        backend,
+        tuningStrategy: new EvolutionaryTuningStrategy({ retryPolicy: defaultRetryPolicy(1), maxChildren: 16, chunk: 2, seed: 3 }),
+        transportRetryPolicy: FAST_TRANSPORT_RETRY,
+        checkpointer: new FileCheckpointSaver(dir),
+        threadId: 'evolve-1',
+        ...(signal && { signal }),
+      });
+    // Interrupted as its second run of the evolve node starts: the first one's children are in the checkpoint.
+    let evolveRuns = 0;
+    const interrupted = await collect(session(controller.signal), {}, (e) => {
+      if (e.type === 'graph.node' && e.node === 'evolve' && e.phase === 'started' && ++evolveRuns === 2) controller.abort();
+    });
+    expect(interrupted.end.status).toBe('cancelled');
+    const resumed = await collect(session());
+    expect(resumed.end).toEqual({ status: 'finished' });
+    // It continued the population: the children it decided are the later ones, never child 0 again.
+    const again = resumed.of('population.child').map((c) => c.child);
+    expect(again.length).toBeGreaterThan(0);
+    expect(Math.min(...again)).toBeGreaterThanOrEqual(4);
+    expect(resumed.of('population.variant').some((v) => v.variant.id === 'v0')).toBe(false);
+    // And it ends as the uninterrupted session did: the same variants, the same final kernel.
+    const entered = (events: readonly TuningEvent[]) => new Map(events.flatMap((e) => (e.type === 'population.variant' ? [[e.variant.id, `${e.variant.parents.join('+')} ${e.variant.timeMs.toPrecision(6)}`] as const] : [])));
+    expect(new Map([...entered(interrupted.events), ...entered(resumed.events)])).toEqual(entered(whole.result.events));
+    expect(resumed.of('session.finished')[0]!.tunableCode).toBe(whole.result.of('session.finished')[0]!.tunableCode);
+  }, 120_000);
+
+  it('writes children while the GPU evaluates others, and evaluates them side by side on several GPUs', async () => {
+    const modelBusy: [number, number][] = [];
+    const delayMs = (body: any) => {
+      const ms = requestText(body).includes('Operator:') ? 80 : 0;
+      modelBusy.push([performance.now(), performance.now() + ms]);
+      return ms;
+    };
+    const gpus = [0, 1].map(() => new TimedFakeBackend({ model: { timeMs: saxpyEvolutionTime }, timeDelayMs: 40 }));
+    const { result } = await evolve({ strategy: { window: 4 }, backends: gpus, delayMs });
+    expect(result.end).toEqual({ status: 'finished' });
+    const overlaps = (a: [number, number], b: [number, number]) => a[0] < b[1] && b[0] < a[1];
+    const gpuBusy = gpus.flatMap((g) => g.busy);
+    // The model answered while a GPU timed kernels...
+    expect(modelBusy.some((m) => m[1] > m[0] && gpuBusy.some((g) => overlaps(m, g)))).toBe(true);
+    // ... both GPUs worked, at the same time, each on one child at a time.
+    expect(gpus.every((g) => g.busy.length > 0)).toBe(true);
+    expect(gpus[0]!.busy.some((a) => gpus[1]!.busy.some((b) => overlaps(a, b)))).toBe(true);
+    expect(gpus.map((g) => g.maxConcurrentTimings)).toEqual([1, 1]);
+  }, 60_000);
 });
+
+/** The fake GPU, recording when it was busy timing kernels. */
+class TimedFakeBackend extends FakeBackend {
+  readonly busy: [number, number][] = [];
+  override async timedLaunches(...args: Parameters<FakeBackend['timedLaunches']>): ReturnType<FakeBackend['timedLaunches']> {
+    const start = performance.now();
+    try {
+      return await super.timedLaunches(...args);
+    } finally {
+      this.busy.push([start, performance.now()]);
+    }
+  }
+}

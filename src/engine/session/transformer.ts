@@ -19,6 +19,7 @@ import { TunableKernel, type KernelTest } from '../../tuner/tunable-kernel';
 import { ResultMetrics } from '../../tuner/run/metrics';
 import type { Config, Objective } from '../../tuner/types';
 import { EngineContext, type GraphOptions } from '../context';
+import { ModelCalls, type Prices, type SessionBudget } from '../resources/model-calls';
 import { describeEvent, makeEvent, type EventLevel, type EventOf, type TuningEvent } from '../progress/events';
 import { defaultRetryPolicy, type Attempt } from '../candidate/feedback';
 import { isAbortError } from '../llm/errors';
@@ -95,6 +96,12 @@ export interface LLMKernelTransformerOptions {
   metrics?: Record<string, string>;
   /** Measure energy and power with NVML (read only) in every tuning run; implied by an objective that needs them. */
   energy?: boolean;
+  /** Requests to the model at once, where the provider allows several. Default 4. */
+  llmConcurrency?: number;
+  /** What the session may spend: model calls, tokens, cost (with `prices`), wall time; the first one reached stops it, and says which. */
+  budget?: SessionBudget;
+  /** The model's prices, USD per million input and output tokens: the cost of every call and of the session. */
+  prices?: Prices;
   /** Which events makeKernelTunable logs. Default 'info'. */
   verbosity?: Verbosity;
   /** Where makeKernelTunable's log lines go; default stderr. */
@@ -157,6 +164,8 @@ export class LLMKernelTransformer {
     if (options.launchTimeout !== undefined && !(Number.isFinite(options.launchTimeout) && options.launchTimeout > 0)) {
       throw new RangeError(`launchTimeout must be a positive number of seconds, got ${options.launchTimeout}`);
     }
+    // Budgets, prices and the requests in flight are checked now, before any GPU or model is asked for anything.
+    new ModelCalls({ ...(options.llmConcurrency !== undefined && { inFlight: options.llmConcurrency }), ...(options.budget && { budget: options.budget }), ...(options.prices && { prices: options.prices }) });
     // The objective and the metrics are checked now, with flops and bytes taken as known (the tests will say how many).
     this.objective = ResultMetrics.create(
       { ...(options.metrics && { metrics: options.metrics }), ...(options.objective !== undefined && { objective: options.objective }), objectiveHigherIsBetter: options.objectiveHigherIsBetter ?? false, work: { flops: 1, bytes: 1 } },
@@ -214,6 +223,9 @@ export class LLMKernelTransformer {
         energy: o.energy ?? false,
         approvePlan: o.approvePlan ?? false,
         iterations: o.iterations ?? 32,
+        llmConcurrency: o.llmConcurrency ?? 4,
+        ...(o.budget && { budget: o.budget }),
+        ...(o.prices && { prices: o.prices }),
       });
       const graph = (this.graph ??= this.createGraph());
       const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };
