@@ -13,7 +13,7 @@ import '@vscode-elements/elements/dist/vscode-textfield/index.js';
 import type { ConfigSummary, TuningEvent } from '../src/engine/progress/events';
 import { describeChange } from '../src/engine/progress/describe-change';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
-import { reduceAll, speedup, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
+import { reduceAll, speedup, usageText, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
 import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
 import { describeSearch } from '../src/tuner/types';
@@ -184,7 +184,7 @@ function renderHeader(v: SessionView): HTMLElement {
     h('dd', { id: 'elapsed' }, elapsed(v)),
     ...(tunerOnly(v)
       ? []
-      : [h('dt', {}, 'Tokens'), h('dd', { id: 'tokens' }, `${v.usage.promptTokens.toLocaleString('en')} prompt + ${v.usage.completionTokens.toLocaleString('en')} completion in ${v.usage.calls} call(s)`)]),
+      : [h('dt', {}, 'Tokens'), h('dd', { id: 'tokens' }, usageText(v.usage))]),
   );
   const actions = h('div', { class: 'actions' });
   if (running) {
@@ -449,7 +449,7 @@ function renderCandidate(step: StepView, candidate: CandidateView, objective: Ob
   );
 }
 
-const STEP_STATUS_LABEL: Record<StepView['status'], string> = { pending: 'pending', running: 'running', accepted: 'accepted', rejected: 'rejected', skipped: 'skipped' };
+const STEP_STATUS_LABEL: Record<StepView['status'], string> = { pending: 'pending', running: 'running', accepted: 'accepted', kept: 'kept in the population', rejected: 'rejected', skipped: 'skipped' };
 
 function renderSteps(v: SessionView): HTMLElement | null {
   if (v.order.length === 0) return null;

@@ -15,9 +15,9 @@ import { lockSession } from '../engine/store/session-lock';
 import { ReplayChatModel } from '../engine/llm/replay';
 import { checkReachable, createChatModel, parseProviderConfig, transportRetryPolicyFor, type ProviderConfig } from '../engine/llm/providers';
 import type { SessionEnd } from '../engine/session/session';
-import { transformerOptionsFrom, type SessionRunParts } from '../engine/session/session-options';
+import { replaySettings, transformerOptionsFrom, type SessionRunParts } from '../engine/session/session-options';
 import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents, type StoredSessionHeader } from '../engine/session/session-log';
-import { DEFAULT_AUTONOMOUS, type BranchOptions, type SessionSettings } from '../engine/session/session-settings';
+import { DEFAULT_AUTONOMOUS, DEFAULT_EVOLUTIONARY_SETTINGS, type BranchOptions, type SessionSettings } from '../engine/session/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
 import { defaultTuningSteps } from '../engine/strategies/explicit';
 import { LLMKernelTransformer } from '../engine/session/transformer';
@@ -28,6 +28,7 @@ import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gp
 import { TunableKernel } from '../tuner/tunable-kernel';
 import { readUserFile } from '../tuner/spec/user-files';
 import { reportFromSession, type ReportData } from '../report/model';
+import { usageOf, usageText } from '../engine/session/session-view';
 import { commandLine, reportPath, writeReport } from './report';
 import { findSession, openSessionStore, SessionRecorder, sessionsDir, storedEvents, type SessionStore } from './sessions';
 
@@ -46,7 +47,11 @@ options:
   --model M                the model name
   --base-url URL           the endpoint (default: Ollama http://127.0.0.1:11434, OpenAI https://api.openai.com/v1)
   --api-key-env VAR        read the API key from this environment variable
-  --strategy S             autonomous (default) or explicit
+  --strategy S             autonomous (default), explicit, or evolutionary (a population of variants evolved by
+                           mutation, crossover and a judge that reads the profile; the model and the GPU work at once)
+  --seed N                 evolutionary: seeds the choice of operators and parents (default 0)
+  --window N               evolutionary: children in production at once (default 4)
+  --max-children N         evolutionary: children asked for at most (default: the budget decides; 16 without one)
   --approve-plan           show the plan and ask which steps to carry out before tuning
   --threshold PCT          improvement (percent, in the objective) a step needs to be accepted (default 1.0)
   --objective NAME         what every step must improve: time (default), energy (J per launch, NVML) or edp
@@ -55,6 +60,13 @@ options:
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the original kernel's time, at least 1 s)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
+  --llm-concurrency N      requests to the model at once, where the provider allows several (default 4)
+  --max-calls N            budget: model calls (the session stops asking for more and says so)
+  --max-tokens N           budget: input and output tokens
+  --max-cost USD           budget: money, from --price-in and --price-out
+  --max-time SECONDS       budget: the session's wall time
+  --price-in USD           the model's price per million input tokens (the cost of each call and of the session)
+  --price-out USD          the model's price per million output tokens
   --device N               CUDA device (default 0)
   --gpus all|0,2|N         tune every candidate on several GPUs of one model at once, one worker each: all of them,
                            these ordinals, or the first N (default: one GPU, --device)
@@ -69,7 +81,8 @@ options:
 
 stored sessions (SESSION: a session id, or the path of a session file):
   --resume SESSION         continue a session that was interrupted, cancelled or failed, with its own settings; the
-                           model is the recorded one unless --provider/--model/--base-url say otherwise
+                           model is the recorded one unless --provider/--model/--base-url say otherwise; a finished
+                           evolutionary session goes on evolving within the budget given now (--max-calls ...)
   --from-step STEP         with --resume: a new session, a branch, that starts again where step STEP (its id as the
                            output shows it: "step 3: ...") started, from the kernel as it was then; both keep their
                            results
@@ -101,14 +114,16 @@ interface Common {
 
 type AutoOptions =
   | (Common & { mode: 'new'; file: string; provider: ProviderConfig; settings: SessionSettings })
-  | (Common & { mode: 'resume'; session: string; fromStep: string | undefined; kernelFile: string | undefined; provider: Partial<ProviderConfig> })
+  | (Common & { mode: 'resume'; session: string; fromStep: string | undefined; kernelFile: string | undefined; provider: Partial<ProviderConfig>; spending: Spending })
   | (Common & { mode: 'replay'; session: string });
 
 /** What a session can optimise from the command line: each is lower-is-better. */
 const SESSION_OBJECTIVES = ['time', 'energy', 'edp'];
 
 /** Flags that only a new session takes (a stored session brings its own settings). */
-const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries'] as const;
+const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries', 'seed', 'window', 'max-children'] as const;
+/** What a session may spend, and at what speed it asks: given anew when a session is resumed. */
+const SPENDING_FLAGS = ['llm-concurrency', 'max-calls', 'max-tokens', 'max-cost', 'max-time', 'price-in', 'price-out'] as const;
 const MODEL_FLAGS = ['provider', 'model', 'base-url', 'api-key-env'] as const;
 
 function number(flag: string, value: string | undefined, fallback: number, check: (n: number) => boolean, expected: string): number {
@@ -116,6 +131,33 @@ function number(flag: string, value: string | undefined, fallback: number, check
   const n = Number(value);
   if (!check(n)) throw new Error(`--${flag} must be ${expected}, got ${value}`);
   return n;
+}
+
+type Spending = Pick<SessionSettings, 'llmConcurrency' | 'budget' | 'prices'>;
+
+/** The spending flags given (SPENDING_FLAGS), as settings; a cost budget without both prices is refused here. */
+function spendingFrom(values: Partial<Record<(typeof SPENDING_FLAGS)[number], string>>): Spending {
+  const optional = (flag: (typeof SPENDING_FLAGS)[number], check: (n: number) => boolean, expected: string) =>
+    values[flag] === undefined ? undefined : number(flag, values[flag], 0, check, expected);
+  const positiveInteger = (n: number) => Number.isSafeInteger(n) && n > 0;
+  const positive = (n: number) => Number.isFinite(n) && n > 0;
+  const price = (n: number) => Number.isFinite(n) && n >= 0;
+  const llmConcurrency = optional('llm-concurrency', positiveInteger, 'an integer >= 1');
+  const budget = {
+    ...(values['max-calls'] !== undefined && { modelCalls: optional('max-calls', positiveInteger, 'an integer >= 1')! }),
+    ...(values['max-tokens'] !== undefined && { tokens: optional('max-tokens', positiveInteger, 'an integer >= 1')! }),
+    ...(values['max-cost'] !== undefined && { costUsd: optional('max-cost', positive, 'a positive amount of USD')! }),
+    ...(values['max-time'] !== undefined && { wallTimeS: optional('max-time', positive, 'a positive number of seconds')! }),
+  };
+  const priceIn = optional('price-in', price, 'a number >= 0 (USD per million input tokens)');
+  const priceOut = optional('price-out', price, 'a number >= 0 (USD per million output tokens)');
+  if ((priceIn === undefined) !== (priceOut === undefined)) throw new Error('give both --price-in and --price-out (USD per million input and output tokens)');
+  if (budget.costUsd !== undefined && priceIn === undefined) throw new Error('--max-cost needs the model\'s prices: --price-in and --price-out (USD per million tokens)');
+  return {
+    ...(llmConcurrency !== undefined && { llmConcurrency }),
+    ...(Object.keys(budget).length > 0 && { budget }),
+    ...(priceIn !== undefined && { prices: { inputPerMTok: priceIn, outputPerMTok: priceOut! } }),
+  };
 }
 
 function apiKeyFrom(variable: string | undefined): string | undefined {
@@ -144,6 +186,16 @@ function parse(args: string[]): AutoOptions | 'help' {
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
       retries: { type: 'string' },
+      seed: { type: 'string' },
+      window: { type: 'string' },
+      'max-children': { type: 'string' },
+      'llm-concurrency': { type: 'string' },
+      'max-calls': { type: 'string' },
+      'max-tokens': { type: 'string' },
+      'max-cost': { type: 'string' },
+      'max-time': { type: 'string' },
+      'price-in': { type: 'string' },
+      'price-out': { type: 'string' },
       device: { type: 'string' },
       gpus: { type: 'string' },
       out: { type: 'string' },
@@ -172,7 +224,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     const given = NEW_SESSION_ONLY.filter((f) => values[f] !== undefined);
     if (given.length > 0) throw new Error(`a stored session runs with its recorded settings: leave out --${given.join(', --')}`);
     if (values.replay !== undefined) {
-      const model = MODEL_FLAGS.filter((f) => values[f] !== undefined);
+      const model = [...MODEL_FLAGS, ...SPENDING_FLAGS].filter((f) => values[f] !== undefined);
       if (model.length > 0) throw new Error(`a replay asks no model: leave out --${model.join(', --')}`);
       if (values['from-step'] !== undefined || values.kernel !== undefined) throw new Error('--from-step and --kernel go with --resume');
       return { ...common, mode: 'replay', session: values.replay };
@@ -186,7 +238,7 @@ function parse(args: string[]): AutoOptions | 'help' {
       ...(values['base-url'] !== undefined && { baseUrl: values['base-url'] }),
       ...(apiKey !== undefined && { apiKey }),
     } as Partial<ProviderConfig>;
-    return { ...common, mode: 'resume', session: stored, fromStep: values['from-step'], kernelFile: values.kernel === undefined ? undefined : resolve(values.kernel), provider };
+    return { ...common, mode: 'resume', session: stored, fromStep: values['from-step'], kernelFile: values.kernel === undefined ? undefined : resolve(values.kernel), provider, spending: spendingFrom(values) };
   }
   if (values['from-step'] !== undefined) throw new Error('--from-step goes with --resume SESSION');
   if (positionals.length !== 1) throw new Error(`expected one FILE.cu, got ${positionals.length === 0 ? 'none' : positionals.join(' ')}`);
@@ -194,7 +246,15 @@ function parse(args: string[]): AutoOptions | 'help' {
   if (values.provider !== 'ollama' && values.provider !== 'openai') throw new Error(`--provider must be ollama or openai, got ${values.provider ?? 'nothing'}`);
   if (!values.model) throw new Error('--model is required');
   const strategy = values.strategy ?? 'autonomous';
-  if (strategy !== 'autonomous' && strategy !== 'explicit') throw new Error(`--strategy must be autonomous or explicit, got ${strategy}`);
+  if (strategy !== 'autonomous' && strategy !== 'explicit' && strategy !== 'evolutionary') throw new Error(`--strategy must be autonomous, explicit or evolutionary, got ${strategy}`);
+  const evolutionFlags = (['seed', 'window', 'max-children'] as const).filter((f) => values[f] !== undefined);
+  if (strategy !== 'evolutionary' && evolutionFlags.length > 0) throw new Error(`--${evolutionFlags.join(', --')} go with --strategy evolutionary`);
+  const evolution = {
+    kind: 'evolutionary' as const,
+    seed: number('seed', values.seed, DEFAULT_EVOLUTIONARY_SETTINGS.seed, (n) => Number.isSafeInteger(n), 'an integer'),
+    window: number('window', values.window, DEFAULT_EVOLUTIONARY_SETTINGS.window, (n) => Number.isSafeInteger(n) && n >= 1, 'an integer >= 1'),
+    ...(values['max-children'] !== undefined && { maxChildren: number('max-children', values['max-children'], 0, (n) => Number.isSafeInteger(n) && n >= 1, 'an integer >= 1') }),
+  };
   const threshold = number('threshold', values.threshold, 1.0, (n) => Number.isFinite(n) && n >= 0, 'a number >= 0 (percent)');
   const objective = values.objective ?? 'time';
   if (!SESSION_OBJECTIVES.includes(objective)) throw new Error(`--objective must be ${SESSION_OBJECTIVES.join(', ')}, got ${objective}`);
@@ -216,7 +276,8 @@ function parse(args: string[]): AutoOptions | 'help' {
     filePath: file,
     includePaths: [...(values.include ?? []).map((d) => resolve(d)), ...(build?.includePaths ?? [])],
     compilerOptions: build?.options ?? [],
-    strategy: strategy === 'explicit' ? { kind: 'explicit', steps: defaultTuningSteps().map((s) => s.id) } : DEFAULT_AUTONOMOUS,
+    strategy: strategy === 'explicit' ? { kind: 'explicit', steps: defaultTuningSteps().map((s) => s.id) } : strategy === 'evolutionary' ? evolution : DEFAULT_AUTONOMOUS,
+    ...spendingFrom(values),
     retries,
     performanceThreshold: threshold,
     ...(objective !== 'time' && { objective: { name: objective, higherIsBetter: false } }),
@@ -323,7 +384,9 @@ async function runNew(options: Extract<AutoOptions, { mode: 'new' }>, source: st
 
 /** A stored session continued in its own thread, or (with --from-step) a branch of it in a new one. */
 async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entry: HistoryEntry, editedCode: string | undefined, store: SessionStore, parts: Parts, io: Io): Promise<number> {
-  const settings = recordedSettings(entry, 'resumed');
+  const recorded = recordedSettings(entry, 'resumed');
+  // What it may spend is given anew; a budget given now replaces the recorded one (what was spent still counts).
+  const settings: SessionSettings = { ...recorded, ...options.spending, ...(options.spending.budget && { budget: options.spending.budget }) };
   const provider = parseProviderConfig({ ...settings.model, ...options.provider });
   await checkReachable(provider, parts.signal);
   const llm = createChatModel(provider);
@@ -331,7 +394,8 @@ async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entr
   const run = { ...parts, llm, transportRetryPolicy: transportRetryPolicyFor(provider) };
   const common = { fileName: settings.fileName, model: `${provider.provider}: ${provider.model}`, strategy: settings.strategy.kind };
   if (options.fromStep === undefined) {
-    if (entry.status === 'completed') throw new Error(`session ${entry.id} is completed: start a branch of it with --from-step STEP`);
+    const evolveFurther = entry.status === 'completed' && settings.strategy.kind === 'evolutionary';
+    if (entry.status === 'completed' && !evolveFurther) throw new Error(`session ${entry.id} is completed: start a branch of it with --from-step STEP`);
     const header = { ...common, sessionId: entry.id, startedAt: entry.createdAt };
     const recorder = new SessionRecorder(store.history, {
       id: entry.id,
@@ -345,9 +409,9 @@ async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entr
       exchanges: entry.llmExchanges ?? [],
       createdAt: entry.createdAt,
     });
-    io.stderr.write(`resuming session ${entry.id}\n`);
+    io.stderr.write(evolveFurther ? `evolving session ${entry.id} further\n` : `resuming session ${entry.id}\n`);
     const how = { recorder, model: provider, header, inherited: events, reproduce: storedReproduce(entry.id, store) };
-    return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: entry.threadId }, io, how);
+    return session(options, entry.originalCode, entry.filePath, settings, { ...run, threadId: entry.threadId, ...(evolveFurther && { evolveFurther }) }, io, how);
   }
   const stepId = options.fromStep;
   const started = events.find((e): e is EventOf<'step.started'> => e.type === 'step.started' && e.stepId === stepId);
@@ -372,14 +436,14 @@ async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entr
 
 /** The session's graph again with the recorded answers (a branch: from where it branched off, over its parent's checkpoints). */
 async function runReplay(options: Extract<AutoOptions, { mode: 'replay' }>, entry: HistoryEntry, store: SessionStore, parts: Parts, io: Io): Promise<number> {
-  const settings = recordedSettings(entry, 'replayed');
+  const events = storedEvents(entry);
+  const settings = replaySettings(recordedSettings(entry, 'replayed'), events);
   const exchanges = entry.llmExchanges ?? [];
   if (exchanges.length === 0) throw new Error(`session ${entry.id} holds no model exchanges: it was recorded before exchanges were, or asked no model, and cannot be replayed`);
   const llm = new ReplayChatModel(exchanges);
   const threadId = `replay-${newSessionId()}`;
   const branch = branchOptionsOf(entry);
   io.stderr.write(`replaying session ${entry.id} (${exchanges.length} recorded model exchange(s))${branch ? ` from step ${branch.fromStepId} of ${entry.parent!.id}` : ''}\n`);
-  const events = storedEvents(entry);
   const how = {
     approvals: approvalsOf(events),
     model: settings.model,
@@ -469,6 +533,8 @@ async function session(options: Common, source: string, file: string, settings: 
     );
     written.push(report);
   }
+  const usage = usageOf(log);
+  if (usage.calls > 0) io.stderr.write(`model: ${usageText(usage)}\n`);
   io.stderr.write(`results: ${written.join(', ')}\n`);
   return 0;
 }

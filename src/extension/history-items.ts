@@ -29,6 +29,7 @@ const STEP_ICON: Record<HistoryStep['status'], { id: string; color?: string }> =
   pending: { id: 'circle-outline' },
   running: { id: 'sync~spin' },
   accepted: { id: 'check', color: 'testing.iconPassed' },
+  kept: { id: 'type-hierarchy-sub' },
   rejected: { id: 'close', color: 'testing.iconFailed' },
   skipped: { id: 'debug-step-over' },
   failed: { id: 'error', color: 'testing.iconFailed' },

@@ -26,7 +26,7 @@ export interface ReportConfig extends ConfigSummary {
 export interface ReportStep {
   id: string;
   title: string;
-  status: 'accepted' | 'rejected' | 'skipped' | 'pending' | 'running' | 'search';
+  status: 'accepted' | 'kept' | 'rejected' | 'skipped' | 'pending' | 'running' | 'search';
   /** Why it was rejected or skipped; for a search, how it ended. */
   reason?: string;
   /** How its search went: the strategy, why it ran (auto's choice), why it stopped. */

@@ -18,7 +18,8 @@ import { describeChange } from './describe-change';
 
 export const EVENTS_VERSION = 1;
 
-export type StepStatus = 'pending' | 'running' | 'accepted' | 'rejected' | 'skipped';
+/** 'kept': an evolutionary session's child that entered the population without becoming the fastest. */
+export type StepStatus = 'pending' | 'running' | 'accepted' | 'kept' | 'rejected' | 'skipped';
 
 /** A plan step as the UI shows it. */
 export interface PlanStepView {

@@ -35,7 +35,7 @@ export interface StoredSessionHeader {
   /** The model that answered; for a session of the tuner alone, what ran instead ("the tuner alone: brute_force"). */
   model: string;
   /** The tuning strategy; 'tuner': the tuner alone over a spec's parameters, one step and no model ("Tune parameters"). */
-  strategy: 'autonomous' | 'explicit' | 'tuner';
+  strategy: 'autonomous' | 'explicit' | 'evolutionary' | 'tuner';
 }
 
 export interface StoredSessionReport<H extends StoredSessionHeader = StoredSessionHeader> {

@@ -8,6 +8,8 @@ import type { TuningBackend } from '../../tuner/run/backend';
 import { defaultRetryPolicy } from '../candidate/feedback';
 import type { BranchOptions, SessionSettings } from './session-settings';
 import { AutonomousTuningStrategy } from '../strategies/autonomous';
+import { EvolutionaryTuningStrategy } from '../strategies/evolutionary';
+import type { TuningEvent } from '../progress/events';
 import { defaultTuningSteps, ExplicitTuningStrategy, type TuningStep } from '../strategies/explicit';
 import { NaiveLLMTester } from '../testing/naive';
 import type { LLMKernelTransformerOptions } from './transformer';
@@ -37,6 +39,8 @@ export interface SessionRunParts {
   signal?: AbortSignal;
   transportRetryPolicy?: NodeRetryPolicy;
   branch?: BranchOptions;
+  /** A finished evolutionary session goes on evolving (see LLMKernelTransformerOptions.evolveFurther). */
+  evolveFurther?: boolean;
 }
 
 /** The transformer's options for a session with these settings; `warnings` name explicit steps that had to be left out. */
@@ -49,6 +53,9 @@ export function transformerOptionsFrom(settings: SessionSettings, parts: Session
     const { steps, dropped } = selectExplicitSteps(s.steps);
     if (dropped.length > 0) warnings.push(`explicit steps left out because a step they depend on is not selected: ${dropped.join('; ')}`);
     tuningStrategy = new ExplicitTuningStrategy(steps, { retryPolicy });
+  } else if (s.kind === 'evolutionary') {
+    const { kind: _kind, ...options } = s;
+    tuningStrategy = new EvolutionaryTuningStrategy({ retryPolicy, ...options });
   } else {
     const { kind: _kind, ...options } = s;
     tuningStrategy = new AutonomousTuningStrategy({ retryPolicy, ...options });
@@ -75,13 +82,29 @@ export function transformerOptionsFrom(settings: SessionSettings, parts: Session
       ...(settings.metrics && { metrics: settings.metrics }),
       ...(settings.energy !== undefined && { energy: settings.energy }),
       approvePlan: settings.approvePlan,
+      ...(settings.llmConcurrency !== undefined && { llmConcurrency: settings.llmConcurrency }),
+      ...(settings.budget && { budget: settings.budget }),
+      ...(settings.prices && { prices: settings.prices }),
       checkpointer: parts.checkpointer,
       threadId: parts.threadId,
       ...(parts.signal && { signal: parts.signal }),
       ...(parts.transportRetryPolicy && { transportRetryPolicy: parts.transportRetryPolicy }),
       ...(parts.branch && { branch: parts.branch }),
+      ...(parts.evolveFurther && { evolveFurther: true }),
     },
     warnings,
   };
 }
 
+
+/**
+ * The settings a recorded session replays with: the recording's answers bound it, not its budgets (a replay takes no
+ * time of the model and may run on another GPU at another speed); an evolutionary session asks for exactly the
+ * children it decided, in the same order.
+ */
+export function replaySettings(settings: SessionSettings, events: readonly TuningEvent[]): SessionSettings {
+  const { budget: _budget, ...rest } = settings;
+  if (settings.strategy.kind !== 'evolutionary') return rest;
+  const children = events.filter((e) => e.type === 'population.child').length;
+  return { ...rest, strategy: { ...settings.strategy, maxChildren: Math.max(1, children) } };
+}

@@ -4,6 +4,7 @@
  * extension's light bundle); session-options.ts builds a transformer from them, session-log.ts reads the event log.
  */
 import { z } from 'zod';
+import { PricesSchema, SessionBudgetSchema } from '../resources/model-calls';
 
 /** The structured-output modes (llm/structured.ts), as settings name them. */
 export const STRUCTURED_OUTPUT_TYPES = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'] as const;
@@ -28,7 +29,21 @@ export const SessionSettingsSchema = z.object({
     }),
     /** The default steps selected, by id. */
     z.object({ kind: z.literal('explicit'), steps: z.array(z.string()) }),
+    /** A population evolved by mutation, crossover and a profile-reading judge (strategies/evolutionary). */
+    z.object({
+      kind: z.literal('evolutionary'),
+      seed: z.number().int(),
+      window: z.number().int().min(1),
+      /** Children asked for at most; absent: the budget decides (16 without one). */
+      maxChildren: z.number().int().min(1).optional(),
+    }),
   ]),
+  /** Requests to the model at once (absent: 4). */
+  llmConcurrency: z.number().int().min(1).optional(),
+  /** What the session may spend; each limit stops it, and says which. */
+  budget: SessionBudgetSchema.optional(),
+  /** The model's prices, USD per million tokens: the cost of each call and of the session. */
+  prices: PricesSchema.optional(),
   retries: z.number().int().min(0),
   performanceThreshold: z.number().min(0),
   /** What the session optimises (Kernel Tuner's objective); absent: time. */
@@ -57,6 +72,9 @@ export const DEFAULT_AUTONOMOUS: Extract<SessionSettings['strategy'], { kind: 'a
   maxReplanning: 3,
   candidatesPerStep: 1,
 };
+
+/** The evolutionary strategy's defaults, as settings store them. */
+export const DEFAULT_EVOLUTIONARY_SETTINGS: Extract<SessionSettings['strategy'], { kind: 'evolutionary' }> = { kind: 'evolutionary', seed: 0, window: 4 };
 
 /** Where a branch starts (session/branch.ts): the parent session's thread, the step, and the user's edit of the whole file if any. */
 export interface BranchOptions {

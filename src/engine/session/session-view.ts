@@ -4,7 +4,7 @@
  * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
  */
 import { describeChange } from '../progress/describe-change';
-import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent } from '../progress/events';
+import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent, VariantView } from '../progress/events';
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
 import type { ConfigProfile } from '../../tuner/run/profile';
@@ -48,6 +48,32 @@ export interface UsageView {
   promptTokens: number;
   completionTokens: number;
   calls: number;
+  /** USD, where the session knew the model's prices. */
+  costUsd: number | null;
+}
+
+/** A child of an evolutionary session, decided and then entered as a variant or rejected. */
+export interface ChildView {
+  child: number;
+  stepId: string;
+  operator: 'mutate' | 'crossover' | 'judge';
+  parents: string[];
+  /** The judge's reading and instruction, for a judge-led child. */
+  judged?: { diagnosis: string; instruction: string };
+  /** The variant it became. */
+  variant?: string;
+  rejection?: RejectionReason;
+}
+
+/** An evolutionary session's population: what the lineage tree draws. */
+export interface PopulationView {
+  variants: VariantView[];
+  /** Ids of the variants that left the archive (they stay in the lineage). */
+  retired: string[];
+  /** The fastest so far (the session's kernel). */
+  bestId?: string;
+  children: ChildView[];
+  stopped?: EventOf<'population.stopped'>;
 }
 
 export interface NoticeView {
@@ -87,6 +113,8 @@ export interface SessionView {
   planAwaitingApproval: boolean;
   replanning?: { round: number; maxRounds: number };
   usage: UsageView;
+  /** An evolutionary session's population; absent for the other strategies. */
+  population?: PopulationView;
   notices: NoticeView[];
   final?: FinalView;
   error?: string;
@@ -105,7 +133,7 @@ export function initialView(header: SessionHeader): SessionView {
     order: [],
     steps: {},
     planAwaitingApproval: false,
-    usage: { promptTokens: 0, completionTokens: 0, calls: 0 },
+    usage: NO_USAGE,
     notices: [],
     eventCount: 0,
   };
@@ -230,14 +258,13 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
     case 'replanning':
       return { ...stamped, replanning: { round: event.round, maxRounds: event.maxRounds } };
     case 'llm.usage':
-      return {
-        ...stamped,
-        usage: {
-          promptTokens: stamped.usage.promptTokens + event.promptTokens,
-          completionTokens: stamped.usage.completionTokens + event.completionTokens,
-          calls: stamped.usage.calls + 1,
-        },
-      };
+      return { ...stamped, usage: addUsage(stamped.usage, event) };
+    case 'population.child':
+    case 'population.judged':
+    case 'population.variant':
+    case 'population.rejected':
+    case 'population.stopped':
+      return reducePopulation(stamped, event);
     case 'llm.retry':
       return { ...stamped, notices: [...stamped.notices, { level: 'warning', text: `${event.purpose}: attempt ${event.attempt} failed (${event.error}): ${firstLine(event.message)}`, at: event.at }] };
     case 'warning':
@@ -263,6 +290,60 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
       return { ...stamped, status: 'cancelled', currentStepId: undefined };
     default:
       return stamped;
+  }
+}
+
+const NO_USAGE: UsageView = { promptTokens: 0, completionTokens: 0, calls: 0, costUsd: null };
+
+function addUsage(u: UsageView, event: EventOf<'llm.usage'>): UsageView {
+  return {
+    promptTokens: u.promptTokens + event.promptTokens,
+    completionTokens: u.completionTokens + event.completionTokens,
+    calls: u.calls + 1,
+    costUsd: event.costUsd === undefined ? u.costUsd : (u.costUsd ?? 0) + event.costUsd,
+  };
+}
+
+/** What a session's model calls used and cost, from its events. */
+export function usageOf(events: readonly TuningEvent[]): UsageView {
+  return events.reduce((u, e) => (e.type === 'llm.usage' ? addUsage(u, e) : u), NO_USAGE);
+}
+
+/** "12 call(s): 12,000 prompt + 2,400 completion tokens, $0.0720" (the cost where the prices were known). */
+export function usageText(u: UsageView): string {
+  return `${u.calls} call(s): ${u.promptTokens.toLocaleString('en')} prompt + ${u.completionTokens.toLocaleString('en')} completion tokens${u.costUsd === null ? '' : `, $${u.costUsd.toFixed(4)}`}`;
+}
+
+const NO_POPULATION: PopulationView = { variants: [], retired: [], children: [] };
+
+function withChild(p: PopulationView, child: number, change: (c: ChildView) => ChildView): PopulationView {
+  return { ...p, children: p.children.map((c) => (c.child === child ? change(c) : c)) };
+}
+
+/** The population events: the lineage, and each child's step marked kept (entered) or accepted (the fastest). */
+function reducePopulation(view: SessionView, event: EventOf<'population.child' | 'population.judged' | 'population.variant' | 'population.rejected' | 'population.stopped'>): SessionView {
+  const p = view.population ?? NO_POPULATION;
+  switch (event.type) {
+    case 'population.child': {
+      const child: ChildView = { child: event.child, stepId: event.stepId, operator: event.operator, parents: event.parents };
+      // A resumed run decides no child twice, but a run that stopped before its checkpoint does it again: the later wins.
+      return { ...view, population: { ...p, children: [...p.children.filter((c) => c.child !== event.child), child] } };
+    }
+    case 'population.judged':
+      return { ...view, population: withChild(p, event.child, (c) => ({ ...c, judged: { diagnosis: event.diagnosis, instruction: event.instruction } })) };
+    case 'population.variant': {
+      const v = event.variant;
+      const variants = [...p.variants.filter((x) => x.id !== v.id), v];
+      const retired = [...new Set([...p.retired.filter((id) => id !== v.id), ...event.retired])];
+      let population: PopulationView = { ...p, variants, retired, ...(event.best && { bestId: v.id }) };
+      if (v.child !== null) population = withChild(population, v.child, (c) => ({ ...c, variant: v.id }));
+      const next = { ...view, population };
+      return v.stepId && !event.best ? withStep(next, v.stepId, (s) => ({ ...s, status: 'kept' })) : next;
+    }
+    case 'population.rejected':
+      return { ...view, population: withChild(p, event.child, (c) => ({ ...c, rejection: event.reason })) };
+    case 'population.stopped':
+      return { ...view, population: { ...p, stopped: event } };
   }
 }
 

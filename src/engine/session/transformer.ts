@@ -96,6 +96,11 @@ export interface LLMKernelTransformerOptions {
   metrics?: Record<string, string>;
   /** Measure energy and power with NVML (read only) in every tuning run; implied by an objective that needs them. */
   energy?: boolean;
+  /**
+   * A finished evolutionary session, continued (`threadId`), goes on evolving its population within the budget given
+   * now, instead of only reporting its result again.
+   */
+  evolveFurther?: boolean;
   /** Requests to the model at once, where the provider allows several. Default 4. */
   llmConcurrency?: number;
   /** What the session may spend: model calls, tokens, cost (with `prices`), wall time; the first one reached stops it, and says which. */
@@ -249,6 +254,12 @@ export class LLMKernelTransformer {
       if (streamOptions.approval !== undefined) {
         if (!interrupted) throw new Error(`session ${this.threadId} is not waiting for plan approval`);
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
+      }
+      const population = (snapshot.values as Partial<TuningStateValue>).population;
+      if (finished && o.evolveFurther && population) {
+        // As if the baseline had just been measured: the strategy runs again over the population it left.
+        await graph.updateState(config, { population: { ...population, stopped: null } }, 'baseline');
+        return yield* streamSession(graph, null, config);
       }
       if (finished) {
         yield makeEvent((await finishedEvent(snapshot.values as TuningStateValue)).event);

@@ -23,7 +23,7 @@ import { SessionSettingsSchema } from '../session/session-settings.js';
 export const SESSION_STATUSES = ['running', 'completed', 'failed', 'cancelled', 'interrupted'] as const;
 export type SessionStatus = (typeof SESSION_STATUSES)[number];
 
-export const STEP_STATUSES = ['pending', 'running', 'accepted', 'rejected', 'skipped', 'failed'] as const;
+export const STEP_STATUSES = ['pending', 'running', 'accepted', 'kept', 'rejected', 'skipped', 'failed'] as const;
 
 const finiteNumber = z.number().refine(Number.isFinite, 'must be a finite number');
 const isoDate = z.iso.datetime({ offset: true });

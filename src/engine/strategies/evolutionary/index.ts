@@ -10,6 +10,7 @@ import { emit } from '../../progress/events';
 import { TuningState, type TuningStateUpdate, type TuningStateValue } from '../../state';
 import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';
 import { EvolutionRun, type EvolutionSettings } from './controller';
+import { DEFAULT_EVOLUTIONARY_SETTINGS } from '../../session/session-settings';
 import { seedNode } from './nodes/seed';
 
 export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions {
@@ -29,8 +30,8 @@ export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions
   maxChildren?: number;
 }
 
-/** The defaults, where callers show them (settings, the CLI's help). */
-export const DEFAULT_EVOLUTIONARY = { seed: 0, window: 4, chunk: 4, tournament: 2, perNiche: 2, capacity: 12, childrenWithoutBudget: 16 } as const;
+/** The defaults (seed and window are the stored settings' own: session-settings.ts). */
+export const DEFAULT_EVOLUTIONARY = { seed: DEFAULT_EVOLUTIONARY_SETTINGS.seed, window: DEFAULT_EVOLUTIONARY_SETTINGS.window, chunk: 4, tournament: 2, perNiche: 2, capacity: 12, childrenWithoutBudget: 16 } as const;
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer > 0, got ${value}`);
