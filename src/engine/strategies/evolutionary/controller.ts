@@ -191,7 +191,10 @@ export class EvolutionRun {
     const budget = this.modelCalls.spent(notStarted + 1);
     if (budget) {
       const usage = this.modelCalls.usage;
-      const message = budget === 'model_calls' ? `the model-call budget (${this.modelCalls.budget.modelCalls} calls) is spent: ${usage.calls} made, ${notStarted} more on their way` : this.budgetMessage(budget);
+      const message =
+        budget === 'model_calls'
+          ? `the model-call budget (${this.modelCalls.budget.modelCalls} calls) is spent: ${usage.calls} calls made and ${notStarted} owed to children already decided leave none for another child`
+          : this.budgetMessage(budget);
       return { kind: 'budget', budget, message };
     }
     return null;
