@@ -74,7 +74,6 @@ const PoolFile = z
   })
   .strict();
 
-export type JudgeRecord = z.infer<typeof JudgeRecord>;
 export type Label = (typeof LABELS)[number];
 type PoolFile = z.infer<typeof PoolFile>;
 

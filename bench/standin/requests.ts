@@ -6,7 +6,7 @@
 import { OPERATOR_LINE } from '../../src/engine/strategies/evolutionary/prompts';
 import { messageText } from '../../test/support/chat-http';
 
-export const REQUEST_KINDS = [
+const REQUEST_KINDS = [
   'describe',
   'problem-size',
   'outputs',
@@ -88,7 +88,7 @@ export function classifyRequest(messages: ChatMessage[]): StandinRequest {
 }
 
 /** The ```cuda blocks of a text, in order. */
-export function cudaBlocks(text: string): string[] {
+function cudaBlocks(text: string): string[] {
   return [...text.matchAll(/```cuda\n([\s\S]*?)\n```/g)].map((m) => m[1]!);
 }
 
