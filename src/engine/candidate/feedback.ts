@@ -27,6 +27,7 @@ import {
   TruncatedAnswerError,
 } from '../errors';
 import { emit } from '../progress/events';
+import { failedCall } from '../llm/errors';
 import { createRetryWrapper, RetryPolicy, type ErrorClass, type RetryHandler } from '../llm/retry';
 
 /** One failed answer and what the model is told about it. */
@@ -159,7 +160,8 @@ type Outcome<R> = { value: R } | { passThrough: unknown };
 /**
  * Runs `attempt` under the policy: each failure the policy handles becomes a correction for the next attempt (and an
  * `llm.retry` event); transport failures and errors it does not handle leave at once, unchanged; when every attempt
- * failed, a RetriesExhaustedError carries each attempt's error.
+ * failed, a RetriesExhaustedError carries each attempt's error. What leaves is marked as the failure of `purpose`
+ * (failedCall), unless a call inside it was marked first.
  */
 export async function withRetries<R>(
   policy: RetryPolicy<Attempt>,
@@ -183,8 +185,13 @@ export async function withRetries<R>(
       return policy.handlerFor(error)!(state, error);
     },
   });
-  const outcome = await createRetryWrapper<Attempt, Outcome<R>>(guarded, announcing)({ feedback: [] }, config);
-  if ('passThrough' in outcome) throw outcome.passThrough;
+  let outcome: Outcome<R>;
+  try {
+    outcome = await createRetryWrapper<Attempt, Outcome<R>>(guarded, announcing)({ feedback: [] }, config);
+  } catch (error) {
+    throw failedCall(error, purpose);
+  }
+  if ('passThrough' in outcome) throw failedCall(outcome.passThrough, purpose);
   return outcome.value;
 }
 
