@@ -354,7 +354,7 @@ export class EvolutionRun {
           const messages = conversation(SYSTEM_PROMPT, await this.prompt(plan, draft.instruction), draft.feedback);
           const answer = await this.transient(() => askText(this.llm, messages, this.config, `step ${stepId}`));
           try {
-            const kernel = await this.strategy.candidateFrom(answer, { stepId, candidate: 0, prompt: '' }, state);
+            const kernel = await this.strategy.candidateFrom(answer, {}, state);
             if (countConfigurations(kernel.tuneParams) > 1) {
               const view = await kernelView(state, kernel.code);
               kernel.restrictions = await this.transient(() => this.strategy.askRestrictions(this.llm, view, kernel.tuneParams, state.restrictions, this.config));
