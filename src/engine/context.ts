@@ -74,6 +74,11 @@ export class EngineContext {
     return this.gpus.run(share, work);
   }
 
+  /** GPU-seconds this run's tuning held the GPUs (compiles, checks, timings, profiles of the candidates). */
+  get gpuBusyS(): number {
+    return this.gpus.busyS;
+  }
+
   /** GPU work on every GPU of the session (see onGpus). */
   exclusive<T>(work: () => Promise<T>): Promise<T> {
     return this.onGpus('all', () => work());

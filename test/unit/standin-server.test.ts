@@ -391,6 +391,37 @@ describe('an autonomous session against the model stand-in (latency 0, fake GPU)
     expect(final.label).toBe('good');
     expect(run.of('llm.exchange').length).toBe(server.log.length);
   });
+
+  it('carries an evolutionary session: mutations, crossovers and judges each answered with children of the variants shown', async () => {
+    const server = await standin({ seed: 5, thinkRate: 0.25 });
+    const backend = new FakeBackend({
+      compilers: ['nvrtc'],
+      nvrtcRejects: new RegExp(rejects.join('|'), 'm'),
+      limits: H100_LIMITS,
+      model: {
+        timeMs: (v) => poolTimeMs.get(variantOf(v).id)!,
+        correct: (v) => (['wrong', 'racy'].includes(variantOf(v).label) ? `${variantOf(v).id} computes something else` : true),
+      },
+    });
+    const settings: SessionSettings = { ...SETTINGS, strategy: { kind: 'evolutionary', seed: 5, window: 4 }, budget: { modelCalls: 40 } };
+    const { options } = transformerOptionsFrom(settings, { llm: modelOf(server), backend, checkpointer: new MemorySaver(), threadId: 'standin-evolution' });
+    const run = await collect(new LLMKernelTransformer(ORIGINAL, options));
+    expect(run.end).toEqual({ status: 'finished' });
+    expect(server.log.filter((e) => e.status !== 200)).toEqual([]);
+    const kinds = new Set(server.log.map((e) => e.kind));
+    for (const kind of ['mutate', 'crossover', 'judge', 'restrictions'] as const) expect(kinds).toContain(kind);
+    // A first answer is a recorded child of the variant (a crossover: of one of the two) the request showed.
+    for (const e of server.log.filter((x) => (x.kind === 'mutate' || x.kind === 'crossover') && x.attempt === 1)) {
+      expect(pool.byId.get(e.child!)!.parents.some((p) => e.shown.includes(p))).toBe(true);
+    }
+    // Wrong, racy and uncompilable children stay out of the population; the session ends on the fastest good one.
+    const entered = run.of('population.variant').map((v) => matchVariant(pool, v.variant.code));
+    expect(entered.filter((v) => ['wrong', 'racy', 'no-compile'].includes(v.label))).toEqual([]);
+    const final = matchVariant(pool, run.of('session.finished')[0]!.tunableCode);
+    expect(final.label).toBe('good');
+    expect(Math.min(...entered.map((v) => poolTimeMs.get(v.id)!))).toBe(poolTimeMs.get(final.id));
+    expect(run.of('population.stopped')[0]!.reason).toMatchObject({ kind: 'budget', budget: 'model_calls' });
+  });
 });
 
 describe('the stand-in as a process (dist/bench/standin.js, bundled by the test setup)', () => {

@@ -262,6 +262,8 @@ export type TuningEventBody =
       rejected: number;
       usage: { calls: number; inputTokens: number; outputTokens: number; costUsd: number | null };
       wallS: number;
+      /** GPU-seconds the children's evaluations held the GPUs (beside the model's wall time: how well they overlapped). */
+      gpuS: number;
     }
   /** An answer's tokens, and its cost (USD) where the session was given the model's prices. */
   | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number; costUsd?: number }
@@ -401,7 +403,7 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`child ${event.child} (${event.operator} of ${event.parents.join(' and ')}) rejected: ${describeRejection(event.reason)}`);
     case 'population.stopped': {
       const cost = event.usage.costUsd === null ? '' : `, $${event.usage.costUsd.toFixed(4)}`;
-      return info(`evolution stopped: ${event.reason.message}; ${event.variants} variants, ${event.rejected} children rejected, ${event.usage.calls} model calls, ${event.usage.inputTokens + event.usage.outputTokens} tokens${cost}, ${Math.round(event.wallS)} s`);
+      return info(`evolution stopped: ${event.reason.message}; ${event.variants} variants, ${event.rejected} children rejected, ${event.usage.calls} model calls, ${event.usage.inputTokens + event.usage.outputTokens} tokens${cost}, ${Math.round(event.wallS)} s (GPUs busy ${Math.round(event.gpuS)} s)`);
     }
     case 'llm.usage':
       return debug(`${event.purpose}: ${event.model} used ${event.promptTokens} prompt + ${event.completionTokens} completion tokens${event.costUsd === undefined ? '' : ` ($${event.costUsd.toFixed(4)})`}`);

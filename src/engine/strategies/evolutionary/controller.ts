@@ -114,6 +114,7 @@ export class EvolutionRun {
   private failure: unknown = undefined;
   private wake: (() => void) | undefined;
   private readonly startedSteps: string[];
+  private readonly gpuBusyAtStart: number;
 
   constructor(
     private readonly strategy: BaseTuningStrategy,
@@ -131,6 +132,7 @@ export class EvolutionRun {
     this.modelCalls = ctx.modelCalls;
     this.modelCalls.restore(this.population.spent);
     this.gpuShare = ctx.backends.length > 1 ? 'one' : 'all';
+    this.gpuBusyAtStart = ctx.gpuBusyS;
     this.startedSteps = [...(state.startedSteps ?? [])];
     // Each request in flight listens to the run's signal a few times over (the client, its transport retries).
     if (config.signal) setMaxListeners(Math.max(10, 8 * settings.window), config.signal);
@@ -148,7 +150,8 @@ export class EvolutionRun {
       }
     }
     await Promise.all(this.settled);
-    this.population = { ...this.population, spent: { usage: this.modelCalls.usage, wallS: this.modelCalls.wallS } };
+    const gpuS = this.population.spent.gpuS + engineContext(this.config).gpuBusyS - this.gpuBusyAtStart;
+    this.population = { ...this.population, spent: { usage: this.modelCalls.usage, wallS: this.modelCalls.wallS, gpuS } };
     return { ...this.sessionUpdate(), population: this.population, startedSteps: this.startedSteps };
   }
 

@@ -71,6 +71,7 @@ export class EvolutionaryTuningStrategy extends BaseTuningStrategy {
         rejected: p.rejected.length,
         usage: p.spent.usage,
         wallS: p.spent.wallS,
+        gpuS: p.spent.gpuS,
       });
       return {};
     };

@@ -50,7 +50,7 @@ export function seedNode(seed: number, archive: Omit<ArchiveOptions, 'higherIsBe
           drafts: {},
           committed: 0,
           operatorStats: NO_OPERATOR_STATS,
-          spent: { usage: NO_USAGE, wallS: 0 },
+          spent: { usage: NO_USAGE, wallS: 0, gpuS: 0 },
           stopped: null,
         },
       };
