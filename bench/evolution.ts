@@ -15,7 +15,7 @@
 //                                [--latency 4-12] [--overlap-calls 14]
 // JSON to $OUT/bench-evolution-<part>.json when OUT is set, written after every session (a cut-off run keeps them).
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { parseArgs } from 'node:util';
 import { MemorySaver } from '@langchain/langgraph';
@@ -54,6 +54,8 @@ interface Progress {
 
 interface SessionRun {
   strategy: StrategyName;
+  /** The session's events (not in the JSON report: the first evolutionary session's go to their own file). */
+  events?: TuningEvent[];
   seed: number;
   status: string;
   error?: string;
@@ -135,6 +137,7 @@ async function session(backend: TuningBackend, options: { strategy: StrategyName
   const latencyS = (entries: readonly StandinLogEntry[]) => entries.reduce((s, x) => s + x.latencyMs, 0) / 1000;
   return {
     strategy: options.strategy,
+    events,
     seed: options.seed,
     status: end.status,
     ...(end.status === 'failed' && { error: end.error.message }),
@@ -289,8 +292,13 @@ async function main(): Promise<void> {
       for (const seed of seedsOf(values.seeds!)) {
         for (const strategy of ['evolutionary', 'autonomous'] as const) {
           console.log(`\n${strategy}, seed ${seed}, ${calls} model calls, n = ${size}`);
-          runs.push(await session(backend, { strategy, seed, calls, size, latency: { minS: 0, maxS: 0 }, llmConcurrency: 4, window: 4 }));
+          const { events, ...run } = await session(backend, { strategy, seed, calls, size, latency: { minS: 0, maxS: 0 }, llmConcurrency: 4, window: 4 });
+          runs.push(run);
           writeBenchJson('evolution-quality', { device: device.name, size, calls, expertMs: expert, runs });
+          // The first evolutionary session as a recording the panel can show (its lineage tree, for the README).
+          if (strategy === 'evolutionary' && runs.length === 1 && process.env.OUT) {
+            writeFileSync(path.join(process.env.OUT, 'evolution-session.events.json'), `${JSON.stringify(events!.filter((e) => e.type !== 'graph.node'))}\n`);
+          }
         }
       }
       await backend.dispose();
@@ -310,7 +318,7 @@ async function main(): Promise<void> {
         ['one after the other (1 request, 1 child)', 1, 1],
       ] as const) {
         console.log(`\noverlap: ${label}, latency ${values.latency} s, ${overlapCalls} calls`);
-        const r = await session(open, { strategy: 'evolutionary', seed: 1, calls: overlapCalls, size, latency, llmConcurrency, window });
+        const { events: _events, ...r } = await session(open, { strategy: 'evolutionary', seed: 1, calls: overlapCalls, size, latency, llmConcurrency, window });
         runs.push({ label, llmConcurrency, window, ...r });
         writeBenchJson('evolution-overlap', { device: device.name, size, latency: values.latency, runs });
       }
