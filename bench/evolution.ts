@@ -172,20 +172,30 @@ function describe(e: TuningEvent): string {
   }
 }
 
+interface ExpertTurn {
+  comment: string;
+  respond?: { content?: string };
+  json?: { tunableParameters?: Record<string, (number | string)[]>; gridDivisors?: { x?: string[]; y?: string[] } };
+}
+
+/** The expert session's final search space (examples/matmul_naive/expert/answers.json): every step's parameters, the last grid divisors, step 4's restrictions. */
+export function expertSpace(): { tuneParams: Record<string, (number | string)[]>; gridDivisors: { x?: string[]; y?: string[] }; restrictions: string[] } {
+  const { turns } = JSON.parse(readFileSync(path.join(EXPERT, 'answers.json'), 'utf8')) as { turns: ExpertTurn[] };
+  const tuneParams: Record<string, (number | string)[]> = {};
+  let gridDivisors = {};
+  for (const turn of turns.filter((t) => /^step \d$/.test(t.comment))) {
+    // As the session merges them: the values a step names are added to those tried before.
+    for (const [name, values] of Object.entries(turn.json?.tunableParameters ?? {})) tuneParams[name] = [...new Set([...(tuneParams[name] ?? []), ...values])];
+    if (turn.json?.gridDivisors) gridDivisors = { ...gridDivisors, ...turn.json.gridDivisors };
+  }
+  const restrictionsTurn = turns.find((t) => t.comment.startsWith('restrictions for step 4'));
+  const { restrictions } = JSON.parse(restrictionsTurn!.respond!.content!) as { restrictions: string[] };
+  return { tuneParams, gridDivisors, restrictions };
+}
+
 /** The expert's final kernel (step 4) tuned at the benchmark's size: the share of cuBLAS a capable model's session reaches. */
 async function expertAt(backend: TuningBackend, n: number): Promise<number> {
-  const answers = JSON.parse(readFileSync(path.join(EXPERT, 'answers.json'), 'utf8')) as { turns: { comment: string; respond: { content?: string } }[] };
-  const step4 = answers.turns.find((t) => t.comment === 'step 4')!.respond.content!;
-  const json = JSON.parse(/```json\n([\s\S]*?)```/.exec(step4)![1]!) as { tunableParameters: Record<string, (number | string)[]>; gridDivisors: { x: string[]; y: string[] } };
-  const restrictionsTurn = answers.turns.find((t) => t.comment.startsWith('restrictions for step 4'))!.respond.content!;
-  const { restrictions } = JSON.parse(restrictionsTurn) as { restrictions: string[] };
-  // Steps 1-3's parameters, then step 4's (it adds none).
-  const tuneParams: Record<string, (number | string)[]> = {};
-  for (const turn of answers.turns.filter((t) => /^step \d$/.test(t.comment))) {
-    const block = /```json\n([\s\S]*?)```/.exec(turn.respond.content!);
-    if (block) Object.assign(tuneParams, (JSON.parse(block[1]!) as { tunableParameters: Record<string, (number | string)[]> }).tunableParameters);
-  }
-  Object.assign(tuneParams, json.tunableParameters);
+  const { tuneParams, gridDivisors, restrictions } = expertSpace();
   const kernel = await TunableKernel.create(readFileSync(path.join(EXPERT, 'step4_double_buffered.cu'), 'utf8'), { fileName: 'step4_double_buffered.cu', kernelName: 'matmul_naive' });
   const test = KernelTest.fromSpec({
     arguments: {
@@ -197,8 +207,14 @@ async function expertAt(backend: TuningBackend, n: number): Promise<number> {
     problemSize: ['n', 'n'],
   } satisfies TestSpecInput);
   const oracle = { code: readFileSync(KERNEL, 'utf8'), filePath: KERNEL, kernelName: 'matmul_naive', config: { block_size_x: 32, block_size_y: 8 } };
-  const result = await kernel.tune(test, tuneParams, restrictions, { backend, oracle, gridDivX: json.gridDivisors.x, gridDivY: json.gridDivisors.y, iterations: 32 });
-  if (!result.best?.timeMs) throw new Error('the expert kernel had no correct configuration at this size');
+  const result = await kernel.tune(test, tuneParams, restrictions, {
+    backend,
+    oracle,
+    ...(gridDivisors.x && { gridDivX: gridDivisors.x }),
+    ...(gridDivisors.y && { gridDivY: gridDivisors.y }),
+    iterations: 32,
+  });
+  if (!result.best?.timeMs) throw new Error(`the expert kernel had no correct configuration at n = ${n}: ${result.results.find((r) => r.error)?.error?.message ?? 'no result'}`);
   return result.best.timeMs;
 }
 
