@@ -6,6 +6,7 @@ export { CompilePool, type CompilePoolOptions } from './compile-pool';
 export { NvrtcCompiler, availableCompilers, selectCompiler, type AvailableCompilers, type Compiler, type CompileOptions, type SelectCompilerOptions } from './compiler';
 export { findCudaToolkit, findNvcc, type CudaToolkit } from './toolkit';
 export { findNsightCompute, type NsightCompute } from './ncu/find';
-export { profileKernel, type KernelProfile, type ProfileArg, type ProfileBuffer, type ProfileOptions, type ProfileTarget } from './ncu/profile';
+export { profileKernel, type KernelProfile, type ProfileOptions } from './ncu/profile';
+export { type LaunchArg, type LaunchBuffer, type LaunchTarget } from './ncu/launch-request';
 export { type ProfileNumbers, type StallShare } from './ncu/report';
 export { confirmedDefineClashes, withDefineClashHint, type CompileAgain, type DefineClash } from './define-clash';

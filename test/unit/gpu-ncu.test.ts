@@ -7,7 +7,8 @@ import * as path from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { float32, int32, type CompiledProgram } from '../../src/gpu';
 import { findNsightCompute, type NsightCompute } from '../../src/gpu/ncu/find';
-import { profileKernel, type ProfileTarget } from '../../src/gpu/ncu/profile';
+import { profileKernel } from '../../src/gpu/ncu/profile';
+import type { LaunchTarget } from '../../src/gpu/ncu/launch-request';
 import { PROFILE_METRICS, classifyNcuFailure, parseNcuCsv, profileNumbers, summarizeProfile } from '../../src/gpu/ncu/report';
 
 const FIXTURES = path.resolve(__dirname, '../fixtures/ncu');
@@ -171,7 +172,7 @@ describe('profileKernel (fake ncu, fake addon, the real worker bundle)', () => {
   function build(kernel: string): CompiledProgram {
     return { cubin: Buffer.from(JSON.stringify({ kernels: [kernel] })), log: '', loweredNames: { [kernel]: kernel }, backend: 'nvrtc', arch: 'sm_90', durationMs: 1 };
   }
-  const target = (kernel = 'vector_add'): ProfileTarget => ({
+  const target = (kernel = 'vector_add'): LaunchTarget => ({
     compiled: build(kernel),
     nameExpression: kernel,
     launch: { grid: 4, block: 256 },

@@ -76,7 +76,7 @@ import {
   SMALLEST_SUBNORMAL,
   initOf,
   mixSeed,
-  profileArgs,
+  launchInputs,
   summarizeMismatch,
   type BufferSlot,
   type InputSet,
@@ -390,8 +390,8 @@ export class GpuBackend implements TuningBackend {
       await built.release();
     }
     const ncu = await profileKernel(
-      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, args: profileArgs(test.data), device: this.gpu.device.ordinal },
-      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(options.signal && { signal: options.signal }) },
+      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, ...launchInputs(test.data, 'zeroed'), device: this.gpu.device.ordinal },
+      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(this.gpu.worker.env && { env: this.gpu.worker.env }), ...(options.signal && { signal: options.signal }) },
     );
     return { driver, ncu };
   }
