@@ -55,6 +55,9 @@ options:
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the original kernel's time, at least 1 s)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
+  --no-sanitize            accept candidates without running them under compute-sanitizer first (by default the best
+                           configuration of a candidate that would be accepted runs once under racecheck, memcheck,
+                           synccheck and initcheck; a hazard rejects it and is told to the model)
   --device N               CUDA device (default 0)
   --gpus all|0,2|N         tune every candidate on several GPUs of one model at once, one worker each: all of them,
                            these ordinals, or the first N (default: one GPU, --device)
@@ -108,7 +111,7 @@ type AutoOptions =
 const SESSION_OBJECTIVES = ['time', 'energy', 'edp'];
 
 /** Flags that only a new session takes (a stored session brings its own settings). */
-const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries'] as const;
+const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries', 'no-sanitize'] as const;
 const MODEL_FLAGS = ['provider', 'model', 'base-url', 'api-key-env'] as const;
 
 function number(flag: string, value: string | undefined, fallback: number, check: (n: number) => boolean, expected: string): number {
@@ -140,6 +143,7 @@ function parse(args: string[]): AutoOptions | 'help' {
       threshold: { type: 'string' },
       objective: { type: 'string' },
       energy: { type: 'boolean' },
+      'no-sanitize': { type: 'boolean' },
       iterations: { type: 'string' },
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
@@ -221,6 +225,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     performanceThreshold: threshold,
     ...(objective !== 'time' && { objective: { name: objective, higherIsBetter: false } }),
     ...(values.energy && { energy: true }),
+    ...(values['no-sanitize'] && { sanitize: false }),
     iterations,
     timePerTestS: 15,
     ...(launchTimeout !== undefined && { launchTimeoutS: launchTimeout }),

@@ -29,6 +29,11 @@ export interface EngineSettings {
   approvePlan: boolean;
   /** Timed launches per configuration. */
   iterations: number;
+  /**
+   * Run the best configuration of every candidate that would be accepted once under compute-sanitizer before it is
+   * (a hazard rejects it and is told to the model); default on.
+   */
+  sanitize: boolean;
 }
 
 export class EngineContext {

@@ -159,10 +159,11 @@ export interface TuneOptions extends RunOptions, MetricOptions {
    */
   profile?: { timeoutMs: number };
   /**
-   * After the search (and the profile), run the best configuration once under compute-sanitizer within `timeoutMs`, on
-   * the smallest of `tests` (default the tuned test) made small (see sanitize()): TuneResult.sanitizer. Default: not.
+   * After the search (and the profile), run the best configuration once under compute-sanitizer within `timeoutMs`
+   * (default DEFAULT_SANITIZE_TIMEOUT_MS), on the smallest of `tests` (default the tuned test) made small (see
+   * sanitize()): TuneResult.sanitizer. Default: not.
    */
-  sanitize?: { timeoutMs: number; tests?: readonly KernelTest[] };
+  sanitize?: { timeoutMs?: number; tests?: readonly KernelTest[] };
   onResult?: (result: ConfigResult, progress: SearchProgress) => void;
 }
 
@@ -383,7 +384,7 @@ export class TunableKernel {
       const profiled = options.profile && result.best ? await profileOf(evaluator, result.best.config, options.profile.timeoutMs, options.signal) : {};
       const sanitized =
         options.sanitize && result.best
-          ? { sanitizer: await this.sanitize(options.sanitize.tests ?? [test], result.best.config, { ...options, backend: backends[0]!, timeoutMs: options.sanitize.timeoutMs }) }
+          ? { sanitizer: await this.sanitize(options.sanitize.tests ?? [test], result.best.config, { ...options, backend: backends[0]!, ...(options.sanitize.timeoutMs !== undefined && { timeoutMs: options.sanitize.timeoutMs }) }) }
           : {};
       return {
         ...result,

@@ -7,7 +7,7 @@
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
 import { SearchSpaceError } from '../../tuner/space/search-space';
-import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
+import { FailedTestsError, KernelTest, TunableKernel, type RunOptions, type TuneOptions } from '../../tuner/tunable-kernel';
 import type { ConfigProfile } from '../../tuner/run/profile';
 import { objectiveValue, outcomeOf, searchSummaryOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
@@ -153,6 +153,19 @@ async function runOriginal(state: TuningStateValue, test: KernelTest, config: La
   throw failure;
 }
 
+/** How a candidate runs: the session's compiler options and limits, the original kernel as the oracle, the candidate's geometry. */
+export function candidateRunOptions(candidate: CandidateKernel, state: TuningStateValue, ctx: EngineContext, config: LangGraphRunnableConfig): RunOptions {
+  return {
+    ...commonOptions(ctx, config),
+    // The original kernel launches with the default geometry, whatever grid divisors the candidate declares.
+    oracle: { code: state.originalCode, ...(state.filePath && { filePath: state.filePath }), config: state.baselineParams, kernelName: state.kernelName, launch: sharedMemOf(state.analysis?.sharedMemBytes) },
+    ...sharedMemOf(candidate.sharedMemBytes),
+    ...(candidate.gridDivisors.x !== undefined && { gridDivX: candidate.gridDivisors.x }),
+    ...(candidate.gridDivisors.y !== undefined && { gridDivY: candidate.gridDivisors.y }),
+    ...(candidate.gridDivisors.z !== undefined && { gridDivZ: candidate.gridDivisors.z }),
+  };
+}
+
 /** Tunes a candidate on the first test and checks its best configuration on the others. */
 export async function runCandidate(
   candidate: CandidateKernel,
@@ -164,15 +177,7 @@ export async function runCandidate(
   const kernel = await TunableKernel.create(candidate.code, fileInfo(state));
   const [first, ...others] = state.tests.map((ref) => kernelTestOf(ref, ctx));
   if (!first) throw new RangeError('the session has no tests');
-  const options: TuneOptions = {
-    ...commonOptions(ctx, config),
-    // The original kernel launches with the default geometry, whatever grid divisors the candidate declares.
-    oracle: { code: state.originalCode, ...(state.filePath && { filePath: state.filePath }), config: state.baselineParams, kernelName: state.kernelName, launch: sharedMemOf(state.analysis?.sharedMemBytes) },
-    ...sharedMemOf(candidate.sharedMemBytes),
-    ...(candidate.gridDivisors.x !== undefined && { gridDivX: candidate.gridDivisors.x }),
-    ...(candidate.gridDivisors.y !== undefined && { gridDivY: candidate.gridDivisors.y }),
-    ...(candidate.gridDivisors.z !== undefined && { gridDivZ: candidate.gridDivisors.z }),
-  };
+  const options: TuneOptions = candidateRunOptions(candidate, state, ctx, config);
   let done = 0;
   let failures = 0;
   return ctx.exclusive(async () => {

@@ -74,6 +74,7 @@ export function transformerOptionsFrom(settings: SessionSettings, parts: Session
       ...(settings.objective && { objective: settings.objective.name, objectiveHigherIsBetter: settings.objective.higherIsBetter }),
       ...(settings.metrics && { metrics: settings.metrics }),
       ...(settings.energy !== undefined && { energy: settings.energy }),
+      ...(settings.sanitize !== undefined && { sanitize: settings.sanitize }),
       approvePlan: settings.approvePlan,
       checkpointer: parts.checkpointer,
       threadId: parts.threadId,

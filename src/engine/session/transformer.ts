@@ -95,6 +95,11 @@ export interface LLMKernelTransformerOptions {
   metrics?: Record<string, string>;
   /** Measure energy and power with NVML (read only) in every tuning run; implied by an objective that needs them. */
   energy?: boolean;
+  /**
+   * Run the best configuration of every candidate that would be accepted once under compute-sanitizer (racecheck,
+   * memcheck, synccheck, initcheck) before it is; a hazard rejects the candidate and is told to the model. Default true.
+   */
+  sanitize?: boolean;
   /** Which events makeKernelTunable logs. Default 'info'. */
   verbosity?: Verbosity;
   /** Where makeKernelTunable's log lines go; default stderr. */
@@ -214,6 +219,7 @@ export class LLMKernelTransformer {
         energy: o.energy ?? false,
         approvePlan: o.approvePlan ?? false,
         iterations: o.iterations ?? 32,
+        sanitize: o.sanitize ?? true,
       });
       const graph = (this.graph ??= this.createGraph());
       const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };

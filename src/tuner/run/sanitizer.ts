@@ -87,19 +87,30 @@ export function describeReduction(launch: SanitizedLaunch): string {
   return `grid (${launch.grid.join(', ')}), block (${launch.block.join(', ')})${reduced.length > 0 ? `, ${reduced.join(', ')}` : ''}`;
 }
 
-/** The verdict in one line, for a log, the command line and the panel's heading. */
-export function describeVerdict(v: SanitizerVerdict): string {
-  const seconds = `${(v.elapsedMs / 1000).toFixed(1)} s`;
+/** The verdict in one line, without the findings themselves (the panel and the report list them below it). */
+export function verdictSummary(v: SanitizerVerdict): string {
+  if (v.status === 'unavailable') return `not checked with compute-sanitizer: ${v.message}`;
+  const tool = `compute-sanitizer${v.sanitizer.version ? ` ${v.sanitizer.version}` : ''}`;
+  const ran = `${describeReduction(v.launch)}; ${(v.elapsedMs / 1000).toFixed(1)} s`;
+  const note = v.note ? `; ${v.note}` : '';
   switch (v.status) {
     case 'clean':
-      return `compute-sanitizer${v.sanitizer.version ? ` ${v.sanitizer.version}` : ''}: clean under ${v.tools.join(', ')} (${describeReduction(v.launch)}; ${seconds})${v.note ? `; ${v.note}` : ''}`;
+      return `${tool}: clean under ${v.tools.join(', ')} (${ran})${note}`;
     case 'hazards':
-      return `compute-sanitizer${v.sanitizer.version ? ` ${v.sanitizer.version}` : ''}: ${v.findings.length} finding${v.findings.length === 1 ? '' : 's'} (${describeReduction(v.launch)}; ${seconds}); first: ${describeFinding(v.findings[0]!)}`;
-    case 'unavailable':
-      return `not checked with compute-sanitizer: ${v.message}`;
+      return `${tool}: ${v.findings.length} finding${v.findings.length === 1 ? '' : 's'} (${ran})${note}`;
     case 'timed_out':
-      return `compute-sanitizer's ${v.tool} ran out of time (${(v.limitMs / 1000).toFixed(0)} s for the whole check${v.clean.length > 0 ? `; clean under ${v.clean.join(', ')} before it` : ''}): not fully checked${v.unconfirmed ? `; a reduced problem reported ${v.unconfirmed.length} finding(s), not confirmed on the test's own problem` : ''}`;
+      return `${tool}: ${v.tool} ran out of time (${(v.limitMs / 1000).toFixed(0)} s for the whole check${v.clean.length > 0 ? `; clean under ${v.clean.join(', ')} before it` : ''}), so it is not fully checked${v.unconfirmed ? `; a reduced problem reported ${v.unconfirmed.length} finding(s), not confirmed on the test's own problem` : ''}`;
   }
+}
+
+/** The verdict in one line, the first finding included: for a log and the command line. */
+export function describeVerdict(v: SanitizerVerdict): string {
+  return v.status === 'hazards' ? `${verdictSummary(v)}; first: ${describeFinding(v.findings[0]!)}` : verdictSummary(v);
+}
+
+/** The findings a verdict shows: those that stand, or those a confirmation ran out of time on. */
+export function shownFindings(v: SanitizerVerdict): readonly LocatedFinding[] {
+  return v.status === 'hazards' ? v.findings : v.status === 'timed_out' ? (v.unconfirmed ?? []) : [];
 }
 
 /**
