@@ -78,8 +78,8 @@ export function requiresApiKey(provider: 'ollama' | 'openai', baseUrl: string): 
 }
 
 /**
- * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. All that a session of the tuner alone ("Tune
- * parameters") reads of the settings: its spec says the rest, and it asks no model.
+ * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. With kernelTuner.sanitize, all that a session
+ * of the tuner alone ("Tune parameters") reads of the settings: its spec says the rest, and it asks no model.
  */
 export function readGpuSettings(get: SettingGetter): { device: number; gpus: GpuSelection; problems: SettingProblem[] } {
   const problems: SettingProblem[] = [];

@@ -490,7 +490,7 @@ export class TunableKernel {
     const cleanups: (() => Promise<unknown> | void)[] = [];
     try {
       const backend = (await backendsFor(options, cleanups))[0]!;
-      if (!canSanitize(backend)) return { status: 'unavailable', config, reason: 'no-backend', message: 'this backend runs no kernel (results replayed from a cache): nothing ran under compute-sanitizer', elapsedMs: elapsedMs() };
+      if (!canSanitize(backend)) return { status: 'unavailable', config, reason: 'no-backend', message: 'this backend runs no kernel under compute-sanitizer (it replays recorded results, or stands in for a GPU): nothing was checked', elapsedMs: elapsedMs() };
       const device = await backend.describe();
       const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
       const own = await this.sanitizeSubject(config, options, device, toolkit);
