@@ -6,15 +6,9 @@
 //  2. The expert session of matmul_naive replayed twice through the whole graph, with and without the check: each
 //     step's verdict and check time, and the graph's wall time either way (the check's share of a session).
 //   node dist/bench/sanitizer.js        (JSON also to $OUT/bench-sanitizer.json when OUT is set)
-import { readFileSync } from 'node:fs';
 import * as path from 'node:path';
-import { MemorySaver } from '@langchain/langgraph';
 import { EXAMPLE_NAMES, loadExample } from '../examples/load';
-import type { EventOf, TuningEvent } from '../src/engine/progress/events';
-import { ReplayChatModel } from '../src/engine/llm/replay';
-import { transformerOptionsFrom } from '../src/engine/session/session-options';
-import { LLMKernelTransformer } from '../src/engine/session/transformer';
-import { HistoryEntrySchema } from '../src/engine/store/history-store';
+import type { EventOf } from '../src/engine/progress/events';
 import { median } from '../src/gpu/stats';
 import { findComputeSanitizer, sanitizerVersion } from '../src/gpu/sanitizer/find';
 import { SANITIZER_TOOLS, type SanitizerTool } from '../src/gpu/sanitizer/report';
@@ -23,6 +17,7 @@ import { describeReduction, describeVerdict, type SanitizerVerdict } from '../sr
 import type { Config } from '../src/tuner/types';
 import { gpuSkipReason } from '../test/support/gpu-available';
 import { writeBenchJson } from './support/output';
+import { replayExpertSession } from '../test/support/expert-session';
 
 // The bundle runs from dist/bench/ (or dist-gpu/bench/); the source from bench/.
 const root = path.basename(path.dirname(__dirname)).startsWith('dist') ? path.resolve(__dirname, '..', '..') : path.resolve(__dirname, '..');
@@ -73,16 +68,10 @@ async function exampleCost(backend: GpuBackend, name: string): Promise<ExampleCo
 }
 
 async function replayCost(backend: GpuBackend, sanitize: boolean): Promise<ReplayCost> {
-  const entry = HistoryEntrySchema.parse(JSON.parse(readFileSync(path.join(root, 'examples', 'matmul_naive', 'expert-session.json'), 'utf8')));
-  const replay = new ReplayChatModel(entry.llmExchanges!);
-  const { options } = transformerOptionsFrom(entry.run!, { llm: replay, backend, checkpointer: new MemorySaver(), threadId: `sanitizer-${sanitize}` });
-  const events: TuningEvent[] = [];
   const started = performance.now();
-  const stream = new LLMKernelTransformer(entry.originalCode, { ...options, sanitize }).stream();
-  let next = await stream.next();
-  for (; !next.done; next = await stream.next()) events.push(next.value);
+  const { events, end } = await replayExpertSession(root, backend, `sanitizer-${sanitize}`, { sanitize });
   const graphMs = performance.now() - started;
-  if (next.value.status !== 'finished') throw new Error(`the replay ended ${next.value.status}: ${events.find((e) => e.type === 'session.failed') ? JSON.stringify(events.at(-1)) : ''}`);
+  if (end.status !== 'finished') throw new Error(`the replay did not finish: ${end.status === 'failed' ? end.error.message : end.status}`);
   const sanitized = events.filter((e): e is EventOf<'sanitized'> => e.type === 'sanitized');
   return {
     sanitize,

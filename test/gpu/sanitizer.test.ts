@@ -13,21 +13,17 @@
 // Skipped, with the reason, without a driver or device; where compute-sanitizer is not installed the tests fail and say
 // so (it ships with the CUDA toolkit). With OUT set, every verdict goes to $OUT/sanitizer.json.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { MemorySaver } from '@langchain/langgraph';
 import { EXAMPLE_NAMES, REAL_EXAMPLE_SPECS, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
-import { ReplayChatModel } from '../../src/engine/llm/replay';
-import type { EventOf, TuningEvent } from '../../src/engine/progress/events';
-import { transformerOptionsFrom } from '../../src/engine/session/session-options';
-import { LLMKernelTransformer } from '../../src/engine/session/transformer';
-import { HistoryEntrySchema } from '../../src/engine/store/history-store';
+import type { EventOf } from '../../src/engine/progress/events';
 import { findComputeSanitizer } from '../../src/gpu/sanitizer/find';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { describeFinding, describeVerdict, type LocatedFinding, type SanitizerVerdict } from '../../src/tuner/run/sanitizer';
 import { KernelTest, TunableKernel, type SanitizeOptions } from '../../src/tuner/tunable-kernel';
 import type { Config } from '../../src/tuner/types';
+import { replayExpertSession } from '../support/expert-session';
 import { gpuSkipReason } from '../support/gpu-available';
 
 const skip = gpuSkipReason();
@@ -175,15 +171,9 @@ describe('compute-sanitizer on the device', () => {
   });
 
   test('the expert session of matmul_naive: each step is checked before it is accepted, and all four pass', async () => {
-    const entry = HistoryEntrySchema.parse(JSON.parse(readFileSync(path.join(root, 'examples', 'matmul_naive', 'expert-session.json'), 'utf8')));
-    const replay = new ReplayChatModel(entry.llmExchanges!);
-    const { options } = transformerOptionsFrom(entry.run!, { llm: replay, backend, checkpointer: new MemorySaver(), threadId: 'sanitizer' });
-    const events: TuningEvent[] = [];
-    const stream = new LLMKernelTransformer(entry.originalCode, { ...options, iterations: 8 }).stream();
-    let next = await stream.next();
-    for (; !next.done; next = await stream.next()) events.push(next.value);
+    const { events, end } = await replayExpertSession(root, backend, 'sanitizer', { iterations: 8 });
     const failed = events.find((e): e is EventOf<'session.failed'> => e.type === 'session.failed');
-    assert.deepEqual(next.value, { status: 'finished' }, failed?.error.message);
+    assert.deepEqual(end, { status: 'finished' }, failed?.error.message);
     const sanitized = events.filter((e): e is EventOf<'sanitized'> => e.type === 'sanitized');
     for (const e of sanitized) {
       verdicts[`expert step ${e.stepId}`] = e.verdict;

@@ -3,32 +3,19 @@
 // double test/support/fake-compute-sanitizer.mjs, which runs the real worker bundle's --profile entry on the fake addon
 // and reports what the launched kernel's source marks.
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { int32, type CompiledProgram } from '../../src/gpu';
 import type { LaunchTarget } from '../../src/gpu/ncu/launch-request';
 import { findComputeSanitizer, sanitizerVersion, type ComputeSanitizer } from '../../src/gpu/sanitizer/find';
 import { parseFrame, parseSanitizerOutput } from '../../src/gpu/sanitizer/report';
 import { sanitizeKernel } from '../../src/gpu/sanitizer/sanitize';
+import { executable, tempDirs } from '../support/temp-dirs';
 
 const FAKE_ADDON = path.resolve(__dirname, '../support/fake-addon.cjs');
 const FAKE_SANITIZER: ComputeSanitizer = { path: path.resolve(__dirname, '../support/fake-compute-sanitizer.mjs'), foundBy: 'test double' };
 
-const temps: string[] = [];
-afterEach(() => {
-  for (const d of temps.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lkt-sanitizer-test-'));
-  temps.push(d);
-  return d;
-}
-function executable(file: string): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, '#!/bin/sh\n');
-  fs.chmodSync(file, 0o755);
-}
+const tempDir = tempDirs('lkt-sanitizer-test-');
 
 describe('parseSanitizerOutput', () => {
   it('reads memcheck: one finding per place however many threads, the frames of inlined calls, the address lines', () => {
