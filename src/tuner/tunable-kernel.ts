@@ -3,7 +3,7 @@
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
 import { readFileSync } from 'node:fs';
-import { basename, resolve as resolvePath } from 'node:path';
+import { basename, isAbsolute, resolve as resolvePath } from 'node:path';
 import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS } from '../gpu/energy';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { median } from '../gpu/stats';
@@ -532,7 +532,6 @@ export class TunableKernel {
     const sources = await this.compileSources(Object.keys(config), toolkit);
     // The name every program of the file gives it in its `#line 1`, which compute-sanitizer's frames repeat.
     const main = this.info.filePath !== undefined ? resolvePath(this.info.filePath) : (this.info.fileName ?? `${this.name}.cu`);
-    const headers = new Set(sources.localHeaders);
     const read = this.info.readFile ?? readFromDisk;
     return {
       nameExpression: this.nameExpression,
@@ -540,7 +539,11 @@ export class TunableKernel {
       config,
       launchOptions,
       compilerOptions: [...(launchOptions.compilerOptions ?? []), '-lineinfo'],
-      textOf: (file) => (file === main ? this.code : headers.has(file) ? read(file) : undefined),
+      textOf: (file) => {
+        if (sameFile(file, main)) return this.code;
+        const header = sources.localHeaders.find((h) => sameFile(file, h));
+        return header === undefined ? undefined : read(header);
+      },
     };
   }
 
@@ -627,6 +630,14 @@ function readFromDisk(file: string): string | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * Whether a file a report names is one the tuner compiled under `name` (its `#line`): as named, or as the tool wrote it
+ * relative to a directory of its own (a name without a directory, under the directory it ran in).
+ */
+function sameFile(reported: string, name: string): boolean {
+  return reported === name || resolvePath(reported) === resolvePath(name) || (!isAbsolute(name) && reported.endsWith(`/${name}`));
 }
 
 /** Bytes of a test's buffers: how its size is compared with other tests'. */

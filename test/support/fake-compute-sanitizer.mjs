@@ -10,7 +10,8 @@
 // Like the real tool: `--version` says its version; --strip-paths (default yes) prints file names without their
 // directories; without --check-exit-code no, an application that exits with an error is an error of its own.
 // Env: FAKE_SANITIZER_SLEEP_MS=N hangs N ms first; FAKE_SANITIZER_NO_TARGET=1 answers as a tool that could not
-// instrument the application (it never runs it).
+// instrument the application (it never runs it); FAKE_SANITIZER_IN_DIR=DIR names a file given without a directory under
+// DIR, as a tool that adds the directory it ran in.
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
@@ -46,6 +47,7 @@ const cubin = JSON.parse(readFileSync(request.cubinFile, 'utf8'));
 const lineInfo = cubin.options.includes('-lineinfo');
 const sourceLines = cubin.source.split('\n');
 const blocks = request.grid[0] * request.grid[1] * request.grid[2];
+const shown = (file) => (process.env.FAKE_SANITIZER_IN_DIR && !file.startsWith('/') ? `${process.env.FAKE_SANITIZER_IN_DIR}/${file}` : file);
 /** Where each label is marked: the file of the `#line 1 "FILE"` above it and the line counted from there. */
 const marks = new Map();
 let file;
@@ -54,7 +56,7 @@ sourceLines.forEach((text, index) => {
   const directive = /^#line 1 (".*")$/.exec(text);
   if (directive) [file, lineOfDirective] = [JSON.parse(directive[1]), index];
   const mark = /fake-sanitizer: ([\w-]+)(?: when blocks < (\d+))?/.exec(text);
-  if (mark && file && !(mark[2] !== undefined && blocks >= Number(mark[2]))) marks.set(mark[1], { file: options['strip-paths'] === 'no' ? file : basename(file), line: index - lineOfDirective });
+  if (mark && file && !(mark[2] !== undefined && blocks >= Number(mark[2]))) marks.set(mark[1], { file: options['strip-paths'] === 'no' ? shown(file) : basename(file), line: index - lineOfDirective });
 });
 
 const printed = [];

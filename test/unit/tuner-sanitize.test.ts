@@ -137,6 +137,20 @@ describe('TunableKernel.sanitize (GpuBackend over the fake addon, compute-saniti
     expect(v.launch.reduced).toEqual({});
   });
 
+  it('finds the lines of a file given without a path, which the tool names under the directory it ran in', async () => {
+    const code = kernel('    if (i < n) c[i] = a[i] + b[i];  // fake-sanitizer: uninitialized-read');
+    const k = await TunableKernel.create(code, { fileName: 'unsaved.cu' });
+    await withGpu(
+      async (gpu) => {
+        const v = await k.sanitize(KernelTest.fromSpec(spec(4096)), { block_size_x: 256 }, { backend: gpu, tools: ['initcheck'] });
+        if (v.status !== 'hazards') throw new Error(describeVerdict(v));
+        expect(v.findings[0]!.frames[0]!.file).toBe('/tmp/run-dir/unsaved.cu');
+        expect(v.findings[0]!.at).toEqual({ file: '/tmp/run-dir/unsaved.cu', line: 4, text: '    if (i < n) c[i] = a[i] + b[i];  // fake-sanitizer: uninitialized-read' });
+      },
+      { FAKE_SANITIZER_IN_DIR: '/tmp/run-dir' },
+    );
+  });
+
   it('sets aside what only the reduced problem reports', async () => {
     const code = kernel('    if (i < n) c[i] = a[i] + b[i];  // fake-sanitizer: uninitialized-read when blocks < 100');
     const v = await sanitized(code, 'small-only.cu');
