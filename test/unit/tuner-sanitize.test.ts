@@ -161,7 +161,9 @@ describe('TunableKernel.sanitize (GpuBackend over the fake addon, compute-saniti
   it('says when it could not check: not installed, not able to run the launch, out of time, a backend that runs no kernel', async () => {
     process.env.PATH = originalPath;
     try {
-      expect(await sanitized(kernel(), 'none.cu')).toMatchObject({ status: 'unavailable', reason: 'not-found', message: expect.stringMatching(/^compute-sanitizer is not installed/) });
+      const v = await sanitized(kernel(), 'none.cu');
+      expect(v).toMatchObject({ status: 'unavailable', reason: 'not-found' });
+      expect(describeVerdict(v)).toMatch(/^not checked with compute-sanitizer: compute-sanitizer is not installed: looked on PATH and the CUDA toolkit/);
     } finally {
       process.env.PATH = `${toolDir}${path.delimiter}${originalPath}`;
     }
@@ -171,7 +173,9 @@ describe('TunableKernel.sanitize (GpuBackend over the fake addon, compute-saniti
       expect(await k.sanitize(test, { block_size_x: 256 }, { backend: gpu })).toMatchObject({ status: 'unavailable', reason: 'failed', message: expect.stringMatching(/Target application terminated before first instrumented API call/) });
     }, { FAKE_SANITIZER_NO_TARGET: '1' });
     await withGpu(async (gpu) => {
-      expect(await k.sanitize(test, { block_size_x: 256 }, { backend: gpu, timeoutMs: 1500 })).toMatchObject({ status: 'timed_out', tool: 'memcheck', limitMs: 1500, clean: [] });
+      const v = await k.sanitize(test, { block_size_x: 256 }, { backend: gpu, timeoutMs: 1500 });
+      expect(v).toMatchObject({ status: 'timed_out', tool: 'memcheck', limitMs: 1500, clean: [] });
+      expect(describeVerdict(v)).toBe('compute-sanitizer 2025.3.1: memcheck ran out of time (1.5 s for the whole check), so it is not fully checked');
     }, { FAKE_SANITIZER_SLEEP_MS: '10000' });
     expect(await k.sanitize(test, { block_size_x: 256 }, { backend: new FakeBackend({ model: { timeMs: () => 1 } }) })).toMatchObject({ status: 'unavailable', reason: 'no-backend' });
   });

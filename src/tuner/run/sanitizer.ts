@@ -99,7 +99,7 @@ export function verdictSummary(v: SanitizerVerdict): string {
     case 'hazards':
       return `${tool}: ${v.findings.length} finding${v.findings.length === 1 ? '' : 's'} (${ran})${note}`;
     case 'timed_out':
-      return `${tool}: ${v.tool} ran out of time (${(v.limitMs / 1000).toFixed(0)} s for the whole check${v.clean.length > 0 ? `; clean under ${v.clean.join(', ')} before it` : ''}), so it is not fully checked${v.unconfirmed ? `; a reduced problem reported ${v.unconfirmed.length} finding(s), not confirmed on the test's own problem` : ''}`;
+      return `${tool}: ${v.tool} ran out of time (${Number((v.limitMs / 1000).toFixed(1))} s for the whole check${v.clean.length > 0 ? `; clean under ${v.clean.join(', ')} before it` : ''}), so it is not fully checked${v.unconfirmed ? `; a reduced problem reported ${v.unconfirmed.length} finding(s), not confirmed on the test's own problem` : ''}`;
   }
 }
 
