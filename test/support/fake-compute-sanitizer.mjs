@@ -9,7 +9,7 @@
 // than N blocks (a hazard that only a small problem has). The summary line counts what was printed.
 // Like the real tool: `--version` says its version; --strip-paths (default yes) prints file names without their
 // directories; without --check-exit-code no, an application that exits with an error is an error of its own.
-// Env: FAKE_SANITIZER_SLEEP_MS=N hangs N ms first; FAKE_SANITIZER_NO_TARGET=1 answers as a tool that could not
+// Env: FAKE_SANITIZER_SLEEP_MS=N hangs N ms first (FAKE_SANITIZER_SLEEP_TOOL=T: only as tool T); FAKE_SANITIZER_NO_TARGET=1 answers as a tool that could not
 // instrument the application (it never runs it); FAKE_SANITIZER_IN_DIR=DIR names a file given without a directory under
 // DIR, as a tool that adds the directory it ran in.
 import { spawnSync } from 'node:child_process';
@@ -34,7 +34,8 @@ while (at < args.length && args[at].startsWith('--')) {
 }
 const app = args.slice(at);
 const tool = options.tool ?? 'memcheck';
-if (process.env.FAKE_SANITIZER_SLEEP_MS) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(process.env.FAKE_SANITIZER_SLEEP_MS));
+const sleeps = process.env.FAKE_SANITIZER_SLEEP_MS && [undefined, tool].includes(process.env.FAKE_SANITIZER_SLEEP_TOOL);
+if (sleeps) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, Number(process.env.FAKE_SANITIZER_SLEEP_MS));
 say('COMPUTE-SANITIZER');
 if (process.env.FAKE_SANITIZER_NO_TARGET) {
   say('Error: Target application terminated before first instrumented API call');

@@ -227,9 +227,14 @@ describe('sanitizeKernel (fake compute-sanitizer, fake addon, the real worker bu
     expect(await sanitizeKernel(faulting, options())).toMatchObject({ status: 'unavailable', reason: 'launch-failed', message: expect.stringMatching(/^the launch failed under compute-sanitizer's memcheck: .*CUDA_ERROR_ILLEGAL_ADDRESS/) });
   });
 
-  it('says which tool ran out of the time left, and which finished before it', async () => {
+  it('says which tool ran out of its share of the time; the others still run', async () => {
     const run = await sanitizeKernel(target([]), { ...options({ FAKE_SANITIZER_SLEEP_MS: '5000' }), timeoutMs: 400 });
     expect(run).toMatchObject({ status: 'timed_out', tool: 'memcheck', limitMs: 400, clean: [] });
+    // Hanging under memcheck alone, with a quarter of 8 s: the other three check the launch in the time left.
+    const hangs = options({ FAKE_SANITIZER_SLEEP_MS: '60000', FAKE_SANITIZER_SLEEP_TOOL: 'memcheck' });
+    expect(await sanitizeKernel(target([]), { ...hangs, timeoutMs: 8_000 })).toMatchObject({ status: 'timed_out', tool: 'memcheck', clean: ['racecheck', 'synccheck', 'initcheck'] });
+    const found = await sanitizeKernel(target(['  __syncthreads(); // fake-sanitizer: divergent-barrier']), { ...hangs, timeoutMs: 8_000 });
+    expect(found).toMatchObject({ status: 'hazards', tools: ['racecheck', 'synccheck', 'initcheck'], findings: [{ tool: 'synccheck', kind: 'barrier' }] });
   });
 
   it('refuses arguments that do not fit before anything runs', async () => {

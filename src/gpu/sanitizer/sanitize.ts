@@ -3,8 +3,8 @@
 // thread reaches) and initcheck (reads of global memory never written). Each run is
 // `compute-sanitizer --tool T ... node gpu-worker.js --profile=REQUEST.json`: the worker's launch-once process
 // (../ncu/launch-once.ts), the arguments made as the tuner makes them but with pure outputs never written, so that a
-// kernel that reads one is caught. The whole run has one time limit; what it found, why it could not run, or which tool
-// ran out of time comes back typed, never as a silent pass.
+// kernel that reads one is caught. The whole run has one time limit, shared by the tools; what they found, why they
+// could not run, or which tool ran out of time comes back typed, never as a silent pass.
 
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -50,7 +50,7 @@ export type SanitizerRun =
   | ({ status: 'hazards'; findings: SanitizerFinding[]; tools: SanitizerTool[] } & RunFacts)
   /** compute-sanitizer is not installed, did not run the launch, or the launch failed under it without a finding. */
   | { status: 'unavailable'; reason: 'not-found' | 'failed' | 'launch-failed'; message: string }
-  /** `tool` ran out of the time left; the tools in `clean` finished without a finding. */
+  /** `tool` was the first to run out of its share of the time; the tools in `clean` finished without a finding. */
   | ({ status: 'timed_out'; tool: SanitizerTool; limitMs: number; clean: SanitizerTool[] } & RunFacts);
 
 const DEFAULT_TIMEOUT_MS = 120_000;
@@ -105,18 +105,26 @@ export async function sanitizeKernel(target: LaunchTarget, options: SanitizeOpti
     const facts: RunFacts = { sanitizer: { path: found.path, ...(version && { version }) }, toolMs: {} };
     const findings: SanitizerFinding[] = [];
     const finished: SanitizerTool[] = [];
-    const outcome = (): SanitizerRun => (findings.length > 0 ? { status: 'hazards', findings, tools: finished, ...facts } : { status: 'clean', tools: finished, ...facts });
-    for (const tool of tools) {
-      const remainingMs = Math.floor(limitMs - (performance.now() - started));
-      const timedOut = (): SanitizerRun => (findings.length > 0 ? outcome() : { status: 'timed_out', tool, limitMs, clean: finished, ...facts });
-      if (remainingMs <= 0) return timedOut();
+    /** The first tool that ran out of its time: a kernel that hangs under one tool leaves the others their share. */
+    let timedOut: SanitizerTool | undefined;
+    const outcome = (): SanitizerRun => {
+      if (findings.length > 0) return { status: 'hazards', findings, tools: finished, ...facts };
+      return timedOut ? { status: 'timed_out', tool: timedOut, limitMs, clean: finished, ...facts } : { status: 'clean', tools: finished, ...facts };
+    };
+    for (const [index, tool] of tools.entries()) {
+      // Each tool gets an even share of the time left, so what one tool leaves unused goes to the ones after it.
+      const shareMs = Math.floor((limitMs - (performance.now() - started)) / (tools.length - index));
+      if (shareMs <= 0) {
+        timedOut ??= tool;
+        continue;
+      }
       await rm(resultFile, { force: true });
       const toolStarted = performance.now();
       let run;
       try {
         run = await runTool(found.path, sanitizerArgs(tool, workerPath, requestFile), {
           cwd: dir,
-          timeoutMs: remainingMs,
+          timeoutMs: shareMs,
           ...(options.signal && { signal: options.signal }),
           env: launchProcessEnv(options.env),
           tool: 'compute-sanitizer',
@@ -124,8 +132,9 @@ export async function sanitizeKernel(target: LaunchTarget, options: SanitizeOpti
           timeoutAdvice: 'compute-sanitizer slows a launch down many times; a smaller problem or a longer time limit lets it finish.',
         });
       } catch (e) {
-        if (e instanceof KernelTimeoutError) return timedOut();
-        throw e;
+        if (!(e instanceof KernelTimeoutError)) throw e;
+        timedOut ??= tool;
+        continue;
       }
       facts.toolMs[tool] = Math.round(performance.now() - toolStarted);
       const report = parseSanitizerOutput(tool, run.output);
