@@ -16,6 +16,7 @@ import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessag
 import { reduceAll, speedup, usageText, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
 import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
+import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../src/tuner/run/sanitizer';
 import { describeSearch } from '../src/tuner/types';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';
@@ -420,6 +421,18 @@ function renderProfile(profile: ConfigProfile, title: string, id?: string): HTML
   );
 }
 
+/** compute-sanitizer's verdict on a best configuration: clean, its findings at the file's lines, or why it did not check. */
+function renderSanitizer(verdict: SanitizerVerdict): HTMLElement {
+  const findings = shownFindings(verdict);
+  return h(
+    'div',
+    { class: `sanitizer sanitizer-${verdict.status}` },
+    h('h4', {}, 'compute-sanitizer at ', h('code', {}, formatParams(verdict.config))),
+    h('p', { class: verdict.status === 'clean' ? 'muted' : 'sanitizer-verdict' }, verdictSummary(verdict)),
+    findings.length > 0 && h('ul', { class: 'sanitizer-findings' }, ...findingLines(findings).map((line) => h('li', {}, line))),
+  );
+}
+
 /** `changes`: whether the candidate rewrote the kernel (the tuner alone changes only the parameters' values). */
 function renderCandidate(step: StepView, candidate: CandidateView, objective: Objective, changes: boolean): HTMLElement {
   const bestKey = bestOf(candidate.configs, objective)?.key;
@@ -448,6 +461,7 @@ function renderCandidate(step: StepView, candidate: CandidateView, objective: Ob
     candidate.configs.length > 0 ? renderConfigs(candidate, bestKey) : h('p', { class: 'muted' }, 'none evaluated yet'),
     noEnergy && h('p', { class: 'muted energy-note' }, noEnergy),
     candidate.profile && renderProfile(candidate.profile, 'Profile of the best configuration'),
+    candidate.sanitizer && renderSanitizer(candidate.sanitizer),
   );
 }
 

@@ -67,6 +67,9 @@ options:
   --max-time SECONDS       budget: the session's wall time
   --price-in USD           the model's price per million input tokens (the cost of each call and of the session)
   --price-out USD          the model's price per million output tokens
+  --no-sanitize            accept candidates without running them under compute-sanitizer first (by default the best
+                           configuration of a candidate that would be accepted runs once under racecheck, memcheck,
+                           synccheck and initcheck; a hazard rejects it and is told to the model)
   --device N               CUDA device (default 0)
   --gpus all|0,2|N         tune every candidate on several GPUs of one model at once, one worker each: all of them,
                            these ordinals, or the first N (default: one GPU, --device)
@@ -122,7 +125,7 @@ type AutoOptions =
 const SESSION_OBJECTIVES = ['time', 'energy', 'edp'];
 
 /** Flags that only a new session takes (a stored session brings its own settings). */
-const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries', 'seed', 'window', 'max-children'] as const;
+const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries', 'no-sanitize', 'seed', 'window', 'max-children'] as const;
 /** What a session may spend, and at what speed it asks: given anew when a session is resumed. */
 const SPENDING_FLAGS = ['llm-concurrency', 'max-calls', 'max-tokens', 'max-cost', 'max-time', 'price-in', 'price-out'] as const;
 const MODEL_FLAGS = ['provider', 'model', 'base-url', 'api-key-env'] as const;
@@ -183,6 +186,7 @@ function parse(args: string[]): AutoOptions | 'help' {
       threshold: { type: 'string' },
       objective: { type: 'string' },
       energy: { type: 'boolean' },
+      'no-sanitize': { type: 'boolean' },
       iterations: { type: 'string' },
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
@@ -283,6 +287,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     performanceThreshold: threshold,
     ...(objective !== 'time' && { objective: { name: objective, higherIsBetter: false } }),
     ...(values.energy && { energy: true }),
+    ...(values['no-sanitize'] && { sanitize: false }),
     iterations,
     timePerTestS: 15,
     ...(launchTimeout !== undefined && { launchTimeoutS: launchTimeout }),

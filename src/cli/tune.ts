@@ -25,6 +25,7 @@ import { GpuBackend } from '../tuner/run/gpu-backend';
 import { markPhase } from '../phases';
 import { t4Results, writeT4, type T4Environment } from '../tuner/cache/t4';
 import { describeVerification } from '../tuner/run/measurement';
+import { findingLines, shownFindings, verdictSummary } from '../tuner/run/sanitizer';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune PROBLEM.json [options]     a T1 tuning-problem description (the benchmark hub's kernels/*.json)
@@ -49,6 +50,9 @@ options:
   --iterations N           timed launches per configuration (default 32)
   --energy                 also measure energy and power with NVML (read only) after each configuration's timed
                            launches: the kernel runs back to back for a second while NVML is read
+  --sanitize               run the best configuration once under compute-sanitizer (racecheck, memcheck, synccheck,
+                           initcheck) on a small problem, compiled with line information; a finding rejects it
+                           (exit status 1) and is named at the file's lines
   --objective NAME         what to optimise: time (default), energy, edp (energy x time), or a metric of the spec
   --higher-is-better       the objective is better when larger (a metric such as GFLOP/s)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
@@ -100,6 +104,7 @@ export async function run(args: string[]): Promise<number> {
       seed: { type: 'string' },
       iterations: { type: 'string' },
       energy: { type: 'boolean' },
+      sanitize: { type: 'boolean' },
       objective: { type: 'string' },
       'higher-is-better': { type: 'boolean' },
       include: { type: 'string', short: 'I', multiple: true },
@@ -135,6 +140,7 @@ export async function run(args: string[]): Promise<number> {
   if (!values.slurm && (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined)) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
   const shard = values.shard === undefined || values.slurm ? undefined : parseShard(values.shard);
   if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
+  if (values.sanitize && (values.shard !== undefined || values.slurm)) throw new TuningSpecError("--sanitize checks the best configuration of a whole search, not a shard's: run it without --shard and --slurm");
   const selection = values.gpus !== undefined ? parseGpuSelection(values.gpus) : singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
   // A run on the GPU starts its GPUs (workers, CUDA contexts, NVRTC) while the spec and the kernel's file are read and
   // parsed; their failure is reported where the run needs them, after the spec's own errors.
@@ -183,6 +189,9 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
       result = replayed.result;
       device = { name: replayed.deviceName };
       t4Environment = { device: { name: replayed.deviceName, replayed_from: resolve(replayFile) }, requirements: [] };
+      if (values.sanitize) {
+        result.sanitizer = { status: 'unavailable', config: result.best?.config ?? {}, reason: 'no-backend', message: `the results were replayed from ${replayFile} without a GPU: nothing ran under compute-sanitizer`, elapsedMs: 0 };
+      }
       limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
     } else {
       mode = 'measured on the GPU';
@@ -194,6 +203,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
           ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
           ...(values.cache !== undefined && { cache: values.cache }),
           ...(shard && { shard }),
+          ...(values.sanitize && { sanitize: {} }),
           backend: backends,
           onResult,
         };
@@ -269,7 +279,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
     if (htmlReport) process.stdout.write(`\nHTML report: ${htmlReport}\n`);
     if (t4) process.stdout.write(`T4 results: ${t4.results} (metadata: ${t4.metadata})\n`);
   }
-  return result.best ? 0 : 1;
+  return result.best && result.sanitizer?.status !== 'hazards' ? 0 : 1;
 }
 
 /**
@@ -433,6 +443,11 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     if (best.geometry) text += `  (grid ${best.geometry.grid.join('x')}, block ${best.geometry.block.join('x')})`;
     text += '\n';
     if (best.verified) text += `verified: ${describeVerification(best.verified)}\n`;
+    const sanitizer = result.sanitizer;
+    if (sanitizer) {
+      text += `${sanitizer.status === 'hazards' ? 'REJECTED by ' : ''}${verdictSummary(sanitizer)}\n`;
+      for (const line of findingLines(shownFindings(sanitizer))) text += `  ${line}\n`;
+    }
   } else {
     text += 'no configuration succeeded\n';
   }

@@ -39,6 +39,11 @@ export interface EngineSettings {
   prices?: Prices;
   /** What the session spent before this run, when it is resumed (so that its budgets hold across runs). */
   spent?: { usage: ModelUsage; wallS: number };
+  /**
+   * Run the best configuration of every candidate that would be accepted once under compute-sanitizer before it is
+   * (a hazard rejects it and is told to the model); default on.
+   */
+  sanitize: boolean;
 }
 
 export class EngineContext {

@@ -31,6 +31,8 @@ export interface EngineConfig {
   objective: 'time' | 'energy' | 'edp';
   /** Measure energy and power with NVML, read only (kernelTuner.energy). */
   energy: boolean;
+  /** Run what would be accepted under compute-sanitizer first (kernelTuner.sanitize). */
+  sanitize: boolean;
   candidatesPerStep: number;
   approvePlan: boolean;
   /** Corrections the model may make to a failing answer before it is given up. */
@@ -76,8 +78,8 @@ export function requiresApiKey(provider: 'ollama' | 'openai', baseUrl: string): 
 }
 
 /**
- * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. All that a session of the tuner alone ("Tune
- * parameters") reads of the settings: its spec says the rest, and it asks no model.
+ * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. With kernelTuner.sanitize, all that a session
+ * of the tuner alone ("Tune parameters") reads of the settings: its spec says the rest, and it asks no model.
  */
 export function readGpuSettings(get: SettingGetter): { device: number; gpus: GpuSelection; problems: SettingProblem[] } {
   const problems: SettingProblem[] = [];
@@ -98,6 +100,16 @@ export function readGpuSettings(get: SettingGetter): { device: number; gpus: Gpu
     problems.push({ setting: key('gpus'), message: (e as Error).message.replace(`${key('gpus')} `, '') });
     return { device, gpus: singleGpu(device), problems };
   }
+}
+
+/**
+ * kernelTuner.sanitize: run the configuration about to be accepted once under compute-sanitizer first (an LLM
+ * session's candidates, the best of "Tune parameters"); read by both kinds of session.
+ */
+export function readSanitizeSetting(get: SettingGetter): { sanitize: boolean; problems: SettingProblem[] } {
+  const value = get('sanitize') ?? true;
+  if (typeof value === 'boolean') return { sanitize: value, problems: [] };
+  return { sanitize: true, problems: [{ setting: `${SECTION}.sanitize`, message: `must be true or false (is ${JSON.stringify(value)})` }] };
 }
 
 export function readEngineConfig(get: SettingGetter, apiKey: string | undefined): ConfigResult {
@@ -187,6 +199,12 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     gpus = read.gpus;
     return read.device;
   };
+  /** kernelTuner.sanitize, read in its place among the settings. */
+  const sanitize = (): boolean => {
+    const read = readSanitizeSetting(get);
+    problems.push(...read.problems);
+    return read.sanitize;
+  };
   const settings: Omit<EngineConfig, 'gpus'> = {
     llm:
       provider === 'openai'
@@ -198,6 +216,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     performanceThreshold: number('performanceThreshold', 1.0, 0, 100, false),
     objective: oneOf('objective', ['time', 'energy', 'edp'] as const, 'time'),
     energy: bool('energy', false),
+    sanitize: sanitize(),
     candidatesPerStep: number('candidatesPerStep', 1, 1, 8, true),
     approvePlan: bool('approvePlan', false),
     retries: number('retries', 3, 0, 10, true),
@@ -253,6 +272,7 @@ export function sessionSettings(config: EngineConfig, file: SessionFile): Sessio
     performanceThreshold: config.performanceThreshold,
     ...(config.objective !== 'time' && { objective: { name: config.objective, higherIsBetter: false } }),
     ...(config.energy && { energy: true }),
+    ...(!config.sanitize && { sanitize: false }),
     iterations: config.iterations,
     timePerTestS: config.timePerTestS,
     ...(config.launchTimeoutS > 0 && { launchTimeoutS: config.launchTimeoutS }),

@@ -8,6 +8,7 @@ import type { ConfigSummary, EventOf, TuningEvent } from '../engine/progress/eve
 import { acceptedTimeline, decidedCandidate, focusStep, reduceAll, warningsOf, type SessionHeader } from '../engine/session/session-view';
 import type { DeviceDescription } from '../tuner/run/backend';
 import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
+import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../tuner/run/sanitizer';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
 import { bestOf, describeSearch, searchSummaryOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
@@ -39,6 +40,20 @@ export interface ReportStep {
   best?: { key: string; timeMs: number };
   /** Its best configuration's profile. */
   profile?: ReportProfile;
+  /** What compute-sanitizer said of its best configuration. */
+  sanitizer?: ReportSanitizer;
+}
+
+/** compute-sanitizer's verdict as the report shows it: the configuration, the verdict in a line, the findings. */
+export interface ReportSanitizer {
+  config: Config;
+  status: SanitizerVerdict['status'];
+  summary: string;
+  findings: string[];
+}
+
+function reportSanitizer(verdict: SanitizerVerdict): ReportSanitizer {
+  return { config: verdict.config, status: verdict.status, summary: verdictSummary(verdict), findings: findingLines(shownFindings(verdict)) };
 }
 
 /** A profile as the report shows it: the configuration, where the lines come from (and why not Nsight Compute), the lines. */
@@ -176,6 +191,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     restrictions: input.restrictions,
     configs: withSpeedOfLight(configs, input.work, input.limits),
     ...stepBest(configs, objective),
+    ...(result.sanitizer && { sanitizer: reportSanitizer(result.sanitizer) }),
   };
   return {
     format: REPORT_DATA_FORMAT,
@@ -238,6 +254,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       configs: withSpeedOfLight(configs, work, limits),
       ...stepBest(configs, view.objective),
       ...(candidate?.profile && { profile: reportProfile(candidate.profile) }),
+      ...(candidate?.sanitizer && { sanitizer: reportSanitizer(candidate.sanitizer) }),
     };
   });
   const tracker = view.final?.tracker;

@@ -5,6 +5,7 @@ import type { TimingStats } from '../gpu/stats';
 import type { Dim3 } from '../gpu/types';
 import type { ConfigProfile } from './run/profile';
 import type { Verification } from './run/measurement';
+import type { SanitizerVerdict } from './run/sanitizer';
 
 /** A tunable parameter's value. Numbers mostly; strings and booleans are allowed as Kernel Tuner allows them. */
 export type ParamValue = number | string | boolean;
@@ -232,6 +233,8 @@ export interface TuneResult {
   profile?: ConfigProfile;
   /** Why profiling the best configuration failed, when it did. */
   profileError?: string;
+  /** What compute-sanitizer said of the best configuration, when it was asked for (TuneOptions.sanitize). */
+  sanitizer?: SanitizerVerdict;
 }
 
 /**

@@ -21,6 +21,10 @@
  *   expected outputs) every launch works and takes `model.timeMs(variant)`.
  * - `profile()` answers with the occupancy calculator's metrics for the fake's 32 registers per thread, and with
  *   `model.profile(variant)` as Nsight Compute's answer (default: not installed, as on a machine without it).
+ * - With `sanitize: true`, `sanitize()` runs the real GPU layer's sanitizeKernel with compute-sanitizer's test double
+ *   (test/support/fake-compute-sanitizer.mjs) over the fake addon: the real worker's launch-once process, the real
+ *   report reading; the tool reports the hazards the variant's source marks (`fake-sanitizer: LABEL`) at the lines
+ *   the compiler numbered. Without it the fake device has no sanitize(), as a backend that runs no kernel.
  * - `energy()` reads the model's power for the variant as NVML would (`model.powerW`, the energy of a launch its power
  *   times the configuration's time); without `powerW` the fake device has no NVML and says so.
  * - `timeDelayMs` makes each `timedLaunches()` take that long (for cancelling mid-step); aborting its signal ends it at
@@ -28,7 +32,11 @@
  *   `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
  *   `timedLaunches()` calls that were ever in flight at once on this backend (its GPU runs one at a time).
  */
+import { join } from 'node:path';
 import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
+import type { ComputeSanitizer } from '../../src/gpu/sanitizer/find';
+import { sanitizeKernel, type SanitizerRun } from '../../src/gpu/sanitizer/sanitize';
+import { launchInputs } from '../../src/tuner/run/test-data';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { calculatedKernelMetrics } from '../../src/gpu/kernel-metrics';
@@ -49,6 +57,7 @@ import {
   type Launch,
   type OutputComparison,
   type PreparedTest,
+  type SanitizeRunOptions,
   type TestData,
   type TimedLaunchOptions,
   type TuningBackend,
@@ -114,7 +123,12 @@ export interface FakeBackendOptions {
   device?: Partial<DeviceDescription>;
   /** The device limits the fake states (as if measured); without them it has none, like a backend that cannot measure. */
   limits?: DeviceSpeedLimits;
+  /** Offer sanitize() through compute-sanitizer's test double (processes: about a second per check). */
+  sanitize?: boolean;
 }
+
+const FAKE_ADDON = join(__dirname, 'fake-addon.cjs');
+const FAKE_COMPUTE_SANITIZER: ComputeSanitizer = { path: join(__dirname, 'fake-compute-sanitizer.mjs'), foundBy: 'test double' };
 
 export const FAKE_DEVICE: DeviceDescription = {
   name: 'Fake GPU (test double)',
@@ -217,10 +231,23 @@ export class FakeBackend implements TuningBackend {
   private timingsInFlight = 0;
 
   readonly speedLimits?: () => Promise<DeviceSpeedLimits>;
+  readonly sanitize?: (kernel: CompiledKernel, launch: Launch, data: TestData, options: SanitizeRunOptions) => Promise<SanitizerRun>;
 
   constructor(private readonly options: FakeBackendOptions) {
     const { limits } = options;
     if (limits) this.speedLimits = async () => limits;
+    if (options.sanitize) this.sanitize = (kernel, launch, data, run) => this.sanitizeWithTestDouble(kernel as FakeCompiled, launch, data, run);
+  }
+
+  /** The variant as the fake addon loads it (its "cubin" carries the source and options the fake tool reads), sanitized. */
+  private sanitizeWithTestDouble(kernel: FakeCompiled, launch: Launch, data: TestData, run: SanitizeRunOptions): Promise<SanitizerRun> {
+    const program = programOf(kernel.request);
+    const name = kernel.request.nameExpression;
+    const cubin = Buffer.from(JSON.stringify({ kernels: [name], options: program.options, source: program.source }));
+    return sanitizeKernel(
+      { compiled: { cubin, log: '', loweredNames: { [name]: name }, backend: 'nvcc', arch: 'sm_90', durationMs: 1 }, nameExpression: name, launch, ...launchInputs(data, 'uninitialized') },
+      { sanitizer: FAKE_COMPUTE_SANITIZER, env: { LKT_GPU_ADDON_MODULE: FAKE_ADDON }, timeoutMs: run.timeoutMs, tools: run.tools, ...(run.signal && { signal: run.signal }) },
+    );
   }
 
   async describe(): Promise<DeviceDescription> {

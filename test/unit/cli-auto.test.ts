@@ -61,6 +61,8 @@ describe('llm-kernel-tuner auto', () => {
     expect(log).toContain('step 1 rejected: wrong result');
     expect(log).toContain('step 2 rejected: 1.049 ms -> 1.043 ms is 0.5%, below the threshold of 1.0%');
     expect(log).toContain('step 3 accepted: 1.049 ms -> 0.6291 ms (40.0%)');
+    // Before it was accepted, its best configuration was to run under compute-sanitizer: this fake GPU cannot, and says so.
+    expect(log).toContain('step 3 candidate 0 with {"block_size_x":512}: not checked with compute-sanitizer: this backend runs no kernel under compute-sanitizer');
     expect(log).not.toMatch(/\d+\/\d+ configurations/); // per-configuration lines only with --verbose
     // Each candidate's search says which strategy ran and why (auto, brute force: the step's time budget covers it).
     expect(log).toMatch(/step 3 candidate 0 searched with brute_force, chosen by auto: the first 3 took [\d.]+ s each, so \d+ s allow about \d+: that covers all 3 configurations, so brute force evaluates every one\. Stopped after 3 evaluations \(completed: every one of the 3 configurations was evaluated\)\./);

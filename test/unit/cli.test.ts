@@ -76,6 +76,17 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toContain(`### (2) tiled matrix multiply, 4096², ${count} configurations`);
   });
 
+  it('--sanitize says that a replay ran nothing under compute-sanitizer (not a silent pass), and refuses a shard', () => {
+    const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate', example('vector_add', 'cache.json'), '--sanitize', '--no-report');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('not checked with compute-sanitizer: the results were replayed from examples/vector_add/cache.json without a GPU: nothing ran under compute-sanitizer\n');
+    const json = JSON.parse(run('tune', example('vector_add', 'tune.yaml'), '--simulate', example('vector_add', 'cache.json'), '--sanitize', '--no-report', '--json').stdout);
+    expect(json.sanitizer).toMatchObject({ status: 'unavailable', reason: 'no-backend' });
+    const shard = run('tune', example('vector_add', 'tune.yaml'), '--sanitize', '--shard', '0/2', '--cache', join(scratch, 'shard.json'));
+    expect(shard.code).toBe(1);
+    expect(shard.stderr).toContain("--sanitize checks the best configuration of a whole search, not a shard's");
+  });
+
   it('--quiet leaves the progress out and the results as they are; --json keeps stdout JSON with progress on stderr', () => {
     const args = ['tune', example('matmul_tiled', 'tune.yaml'), '--simulate', example('matmul_tiled', 'cache.json')];
     const plain = run(...args);

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { readEngineConfig, readGpuSettings, redactConfig, requiresApiKey, sessionSettings } from '../../src/extension/config';
+import { readEngineConfig, readGpuSettings, readSanitizeSetting, redactConfig, requiresApiKey, sessionSettings } from '../../src/extension/config';
 
 const settings = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -16,6 +16,7 @@ describe('settings → engine config', () => {
       performanceThreshold: 1,
       objective: 'time',
       energy: false,
+      sanitize: true,
       candidatesPerStep: 1,
       approvePlan: false,
       retries: 3,
@@ -101,6 +102,19 @@ describe('settings → engine config', () => {
     const bad = readEngineConfig(settings({ 'llm.model': 'm', strategy: 'explicit', 'explicit.steps': ['warp_magic'] }), undefined);
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.problems[0]).toMatchObject({ setting: 'kernelTuner.explicit.steps', message: expect.stringContaining('warp_magic') });
+  });
+});
+
+describe('kernelTuner.sanitize', () => {
+  it('is on unless turned off, for both kinds of session; a session stored without it runs with the default', () => {
+    expect(readSanitizeSetting(settings({}))).toEqual({ sanitize: true, problems: [] });
+    expect(readSanitizeSetting(settings({ sanitize: false }))).toEqual({ sanitize: false, problems: [] });
+    expect(readSanitizeSetting(settings({ sanitize: 'yes' })).problems).toEqual([{ setting: 'kernelTuner.sanitize', message: 'must be true or false (is "yes")' }]);
+    const file = { kernelName: 'k', fileName: 'k.cu', includePaths: [], buildOptions: [] };
+    const off = readEngineConfig(settings({ 'llm.model': 'm', sanitize: false }), undefined);
+    expect(off.ok && sessionSettings(off.config, file)).toMatchObject({ sanitize: false });
+    const on = readEngineConfig(settings({ 'llm.model': 'm' }), undefined);
+    expect(on.ok && sessionSettings(on.config, file)).not.toHaveProperty('sanitize');
   });
 });
 

@@ -4,7 +4,7 @@
  * The chart and the CUDA highlighting are the panel's, so the report and the panel look and read alike. Tables sort by
  * any column, in place.
  */
-import type { ReportConfig, ReportData, ReportProfile, ReportStep } from '../../src/report/model';
+import type { ReportConfig, ReportData, ReportProfile, ReportSanitizer, ReportStep } from '../../src/report/model';
 import { mountPerformanceChart } from '../chart';
 import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
@@ -186,6 +186,16 @@ function profile(title: string, p: ReportProfile, id?: string): HTMLElement {
   return h('div', { class: 'profile', id }, h('h3', {}, `${title} at `, h('code', {}, formatParams(p.config))), h('p', { class: 'muted' }, p.source), h('ul', {}, ...p.summary.map((l) => h('li', {}, l))));
 }
 
+function sanitizer(s: ReportSanitizer): HTMLElement {
+  return h(
+    'div',
+    { class: `sanitizer sanitizer-${s.status}` },
+    h('h3', {}, 'compute-sanitizer at ', h('code', {}, formatParams(s.config))),
+    h('p', { class: s.status === 'clean' ? 'muted' : 'sanitizer-verdict' }, s.summary),
+    s.findings.length > 0 && h('ul', { class: 'mono' }, ...s.findings.map((l) => h('li', {}, l))),
+  );
+}
+
 function steps(data: ReportData): HTMLElement {
   const section = h('section', { id: 'steps' }, h('h2', {}, data.kind === 'tune' ? 'Configurations' : 'Steps'));
   if (data.baselineProfile) section.append(profile('Profile of the original kernel', data.baselineProfile, 'baseline-profile'));
@@ -206,6 +216,7 @@ function steps(data: ReportData): HTMLElement {
     const noEnergy = energyNote(step.configs);
     if (noEnergy) body.push(h('p', { class: 'muted energy-note' }, noEnergy));
     if (step.profile) body.push(profile('Profile of the best configuration', step.profile));
+    if (step.sanitizer) body.push(sanitizer(step.sanitizer));
     const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
     const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status)), ...body);
     details.open = step.status === 'accepted' || step.status === 'search' || data.steps.length === 1;

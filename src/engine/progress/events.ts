@@ -11,6 +11,7 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { ConfigProfile } from '../../tuner/run/profile';
 import { profileSourceText } from '../../tuner/run/profile';
 import { describeVerification } from '../../tuner/run/measurement';
+import { describeVerdict, type SanitizerVerdict } from '../../tuner/run/sanitizer';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
 import { describeSearch, type Config, type ConfigResult, type ConfigStatus, type Dim3, type DriverMetrics, type EnergyReadings, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
@@ -65,6 +66,8 @@ export type RejectionReason =
   | { kind: 'wrong_result'; summary: string }
   | { kind: 'insufficient_gain'; oldTimeMs: number; newTimeMs: number; improvementPct: number; thresholdPct: number; objective?: ObjectiveChange }
   | { kind: 'compile_error'; message: string; log: string; attempts: number }
+  /** compute-sanitizer found hazards in the last attempt's best configuration: its first findings, one line each. */
+  | { kind: 'hazard'; findings: string[]; attempts: number }
   | { kind: 'failed'; error: string; message: string; attempts: number };
 
 export interface LaunchGeometryView {
@@ -212,6 +215,11 @@ export type TuningEventBody =
    * step's candidate's. Nsight Compute's lines, or the driver's metrics with why there is no Nsight Compute profile.
    */
   | { type: 'profile'; stepId?: string; candidate?: number; profile: ConfigProfile }
+  /**
+   * compute-sanitizer's verdict on the best configuration of a candidate that would be accepted (a step's), or of the
+   * search of the tuner alone: clean, hazards (the candidate is rejected and the model told), or why it did not check.
+   */
+  | { type: 'sanitized'; stepId: string; candidate: number; verdict: SanitizerVerdict }
   | { type: 'plan'; reason: 'initial' | 'validated' | 'broken_down' | 'approved' | 'replanned'; steps: PlanStepView[] }
   | { type: 'plan.awaiting_approval'; steps: PlanStepView[] }
   | { type: 'step.started'; stepId: string; title: string }
@@ -341,6 +349,8 @@ export function describeRejection(reason: RejectionReason): string {
       return `${describeChange(reason)} is ${pct(reason.improvementPct)}, below the threshold of ${pct(reason.thresholdPct)}`;
     case 'compile_error':
       return `did not compile after ${reason.attempts} attempt(s): ${reason.message.split('\n', 1)[0]}`;
+    case 'hazard':
+      return `compute-sanitizer found hazards after ${reason.attempts} attempt(s): ${reason.findings[0] ?? 'no finding named'}`;
     case 'failed':
       return `failed after ${reason.attempts} attempt(s) (${reason.error}): ${reason.message.split('\n', 1)[0]}`;
   }
@@ -369,6 +379,11 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`baseline: ${ms(event.timeMs)} with ${JSON.stringify(event.params)}`);
     case 'profile':
       return info(`profile of ${event.stepId === undefined ? 'the original kernel' : `step ${event.stepId}`} with ${JSON.stringify(event.profile.config)} (${profileSourceText(event.profile)}): ${event.profile.summary.join('; ')}`);
+    case 'sanitized': {
+      const text = `step ${event.stepId} candidate ${event.candidate} with ${JSON.stringify(event.verdict.config)}: ${describeVerdict(event.verdict)}`;
+      // Not checked (no tool, out of time) is worth a warning; hazards are told by the retry or the rejection that follows.
+      return event.verdict.status === 'unavailable' || event.verdict.status === 'timed_out' ? { level: 'warning', text } : info(text);
+    }
     case 'plan':
       return info(`plan (${event.reason}): ${event.steps.map((s, i) => `${i + 1}. ${s.title} [${s.status}]`).join(' ')}`);
     case 'plan.awaiting_approval':

@@ -52,6 +52,8 @@ export const SessionSettingsSchema = z.object({
   metrics: z.record(z.string().min(1), z.string().min(1)).optional(),
   /** Energy and power measured with NVML (read only) in every tuning run. */
   energy: z.boolean().optional(),
+  /** Candidates that would be accepted run under compute-sanitizer first (LLMKernelTransformerOptions.sanitize); absent: on. */
+  sanitize: z.boolean().optional(),
   iterations: z.number().int().min(1),
   timePerTestS: z.number().positive(),
   launchTimeoutS: z.number().positive().optional(),

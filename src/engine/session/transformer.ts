@@ -108,6 +108,11 @@ export interface LLMKernelTransformerOptions {
   budget?: SessionBudget;
   /** The model's prices, USD per million input and output tokens: the cost of every call and of the session. */
   prices?: Prices;
+  /**
+   * Run the best configuration of every candidate that would be accepted once under compute-sanitizer (racecheck,
+   * memcheck, synccheck, initcheck) before it is; a hazard rejects the candidate and is told to the model. Default true.
+   */
+  sanitize?: boolean;
   /** Which events makeKernelTunable logs. Default 'info'. */
   verbosity?: Verbosity;
   /** Where makeKernelTunable's log lines go; default stderr. */
@@ -232,6 +237,7 @@ export class LLMKernelTransformer {
         llmConcurrency: o.llmConcurrency ?? 4,
         ...(o.budget && { budget: o.budget }),
         ...(o.prices && { prices: o.prices }),
+        sanitize: o.sanitize ?? true,
       });
       const graph = (this.graph ??= this.createGraph());
       const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };

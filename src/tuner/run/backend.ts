@@ -13,6 +13,8 @@ import type { ResolvedTest } from '../spec/input-spec';
 import type { DriverMetrics } from '../types';
 import type { DeviceSpeedLimits } from './speed-of-light';
 import type { ProfiledLaunch } from './profile';
+import type { SanitizerTool } from '../../gpu/sanitizer/report';
+import type { SanitizerRun } from '../../gpu/sanitizer/sanitize';
 
 export interface DeviceDescription extends DeviceLimits {
   name: string;
@@ -199,6 +201,11 @@ export interface DeviceRunOptions {
   signal?: AbortSignal;
 }
 
+export interface SanitizeRunOptions extends DeviceRunOptions {
+  /** The tools to run, in order. */
+  tools: readonly SanitizerTool[];
+}
+
 export interface EnergyOptions extends DeviceRunOptions {
   /** How long the kernel runs back to back while NVML is read (ms). */
   windowMs: number;
@@ -258,6 +265,12 @@ export interface TuningBackend {
    * not). Within `timeoutMs`; absent where nothing can be profiled.
    */
   profile?(kernel: CompiledKernel, launch: Launch, test: PreparedTest, options: DeviceRunOptions): Promise<ProfiledLaunch>;
+  /**
+   * Runs one launch of a compiled kernel under compute-sanitizer's tools, in a process of its own, on inputs made as the
+   * test's are but with pure outputs never written (gpu/sanitizer/sanitize.ts). Within `timeoutMs` for all the tools;
+   * absent where no kernel runs (a replay).
+   */
+  sanitize?(kernel: CompiledKernel, launch: Launch, data: TestData, options: SanitizeRunOptions): Promise<SanitizerRun>;
   dispose(): Promise<void>;
 }
 

@@ -35,6 +35,7 @@ import {
 import { measureBandwidth } from '../../gpu/bandwidth';
 import { markPhase } from '../../phases';
 import { profileKernel } from '../../gpu/ncu/profile';
+import { sanitizeKernel, type SanitizerRun } from '../../gpu/sanitizer/sanitize';
 import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
 import { driverMetrics, type ProfiledLaunch } from './profile';
 import {
@@ -50,6 +51,7 @@ import {
   type OutputComparison,
   type OutputMismatch,
   type PreparedTest,
+  type SanitizeRunOptions,
   type TestData,
   type TimedLaunchOptions,
   type Tolerance,
@@ -76,7 +78,7 @@ import {
   SMALLEST_SUBNORMAL,
   initOf,
   mixSeed,
-  profileArgs,
+  launchInputs,
   summarizeMismatch,
   type BufferSlot,
   type InputSet,
@@ -390,10 +392,19 @@ export class GpuBackend implements TuningBackend {
       await built.release();
     }
     const ncu = await profileKernel(
-      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, args: profileArgs(test.data), device: this.gpu.device.ordinal },
-      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(options.signal && { signal: options.signal }) },
+      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, ...launchInputs(test.data, 'zeroed'), device: this.gpu.device.ordinal },
+      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(this.gpu.worker.env && { env: this.gpu.worker.env }), ...(options.signal && { signal: options.signal }) },
     );
     return { driver, ncu };
+  }
+
+  /** One launch under compute-sanitizer's tools in a process of its own, on this GPU, with the worker's environment. */
+  async sanitize(kernel: CompiledKernel, launch: Launch, data: TestData, options: SanitizeRunOptions): Promise<SanitizerRun> {
+    if (!(kernel instanceof GpuCompiledKernel)) throw new TypeError('a kernel compiled by another kind of backend was passed to GpuBackend');
+    return sanitizeKernel(
+      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, ...launchInputs(data, 'uninitialized'), device: this.gpu.device.ordinal },
+      { timeoutMs: options.timeoutMs, tools: options.tools, workerPath: this.gpu.worker.workerPath, ...(this.gpu.worker.env && { env: this.gpu.worker.env }), ...(options.signal && { signal: options.signal }) },
+    );
   }
 
   async dispose(): Promise<void> {

@@ -32,7 +32,7 @@ import { engineContext } from '../../context';
 import { askStructured, askText } from '../../llm/llm-call';
 import { RetriesExhaustedError } from '../../llm/retry';
 import { isAbortError } from '../../llm/errors';
-import { LlmError } from '../../errors';
+import { LlmError, SanitizerHazardError } from '../../errors';
 import { withTransportRetry } from '../../llm/transport';
 import { emit, type RejectionReason, type VariantView } from '../../progress/events';
 import { SYSTEM_PROMPT, type Measured } from '../../prompts';
@@ -381,6 +381,11 @@ export class EvolutionRun {
         });
         try {
           const run = await runCandidate(kernel, state, this.config, { stepId, candidate: 0 }, this.gpuShare);
+          // Any variant may be proposed in the editor, so every child that would enter is checked, not only the fastest.
+          if (engineContext(this.config).settings.sanitize) {
+            const verdict = await this.strategy.sanitize(kernel, run.bestParams, state, this.config, { stepId, candidate: 0 }, this.gpuShare);
+            if (verdict.status === 'hazards') throw new SanitizerHazardError(verdict);
+          }
           const { idea } = draft.ready!;
           const outcome: ChildOutcome = { kind: 'entered', kernel, idea, timeMs: run.timeMs, objectiveValue: run.objectiveValue, bestParams: run.bestParams, profile: run.profile ?? null };
           return { kind: 'finished', plan, outcome, instruction: instruction() };
