@@ -71,6 +71,8 @@ const divisor = z.union([z.number().positive(), z.string().min(1), z.array(z.uni
 const StepAnswerJson = z.object({
   /** The idea the rewrite applied, in a line (the evolutionary strategy asks for it). */
   idea: z.string().optional(),
+  /** Its restrictions, where the request asked for them with the code (saves a request of their own). */
+  restrictions: z.array(z.string()).optional(),
   tunableParameters: z.record(z.string(), z.unknown()).default({}),
   gridDivisors: z.object({ x: divisor.optional(), y: divisor.optional(), z: divisor.optional() }).strict().default({}),
   /** Dynamic shared memory per block of a kernel with `extern __shared__`: bytes, or an expression over its parameters. */
@@ -127,6 +129,21 @@ export abstract class BaseTuningStrategy {
     });
   }
 
+  /**
+   * A candidate's restrictions: those its answer's json block lists (checked against its parameter names), else asked
+   * of the model when it has more than one configuration, else none.
+   */
+  async restrictionsFor(llm: BaseChatModel, answer: string, kernel: CandidateKernel, state: TuningStateValue, config: LangGraphRunnableConfig): Promise<string[]> {
+    const given = parseStepJson(answer).restrictions;
+    if (given) {
+      const restrictions = given.map((r) => r.trim()).filter((r) => r !== '');
+      compileRestrictions(restrictions, Object.keys(kernel.tuneParams));
+      return restrictions;
+    }
+    if (countConfigurations(kernel.tuneParams) <= 1) return [];
+    return this.askRestrictions(llm, await kernelView(state, kernel.code), kernel.tuneParams, state.restrictions, config);
+  }
+
   /** Tunes the candidate on the first test, checks the best configuration on the others (typed errors on failure). */
   runTests(candidate: CandidateKernel, state: TuningStateValue, config: LangGraphRunnableConfig, progress: { stepId: string; candidate: number }): Promise<CandidateRun> {
     return runCandidate(candidate, state, config, progress);
@@ -157,9 +174,7 @@ export abstract class BaseTuningStrategy {
         const answer = await askText(llm, conversation(SYSTEM_PROMPT, request.prompt, feedback), config, purpose);
         try {
           const kernel = await this.candidateFrom(answer, request, state);
-          if (countConfigurations(kernel.tuneParams) > 1) {
-            kernel.restrictions = await this.askRestrictions(llm, await kernelView(state, kernel.code), kernel.tuneParams, state.restrictions, config);
-          }
+          kernel.restrictions = await this.restrictionsFor(llm, answer, kernel, state, config);
           emit(config, {
             type: 'candidate',
             stepId,

@@ -22,7 +22,7 @@ import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { Random } from '../../../tuner/space/random';
-import { countConfigurations, type TuneParamLists } from '../../candidate/code';
+import type { TuneParamLists } from '../../candidate/code';
 import { unifiedDiff } from '../../candidate/diff';
 import { conversation, withAnswer, type Attempt } from '../../candidate/feedback';
 import { kernelView } from '../../candidate/kernel-view';
@@ -358,10 +358,7 @@ export class EvolutionRun {
           const answer = await this.transient(() => askText(this.llm, messages, this.config, `step ${stepId}`));
           try {
             const kernel = await this.strategy.candidateFrom(answer, {}, state);
-            if (countConfigurations(kernel.tuneParams) > 1) {
-              const view = await kernelView(state, kernel.code);
-              kernel.restrictions = await this.transient(() => this.strategy.askRestrictions(this.llm, view, kernel.tuneParams, state.restrictions, this.config));
-            }
+            kernel.restrictions = await this.transient(() => this.strategy.restrictionsFor(this.llm, answer, kernel, state, this.config));
             draft = { ...draft, ready: { answer, kernel, idea: ideaOf(answer) } };
           } catch (error) {
             draft = await this.corrected(draft, withAnswer(error, answer), errors, stepId);
@@ -369,6 +366,11 @@ export class EvolutionRun {
           }
         }
         const { answer, kernel } = draft.ready!;
+        const twin = this.twinOf(kernel.code, plan);
+        if (twin) {
+          // Evaluating it again would measure what is known: it fails at once, and the prompts name it.
+          return { kind: 'finished', plan, outcome: { kind: 'rejected', reason: { kind: 'failed', error: 'DuplicateVariant', message: `the rewrite is ${twin}'s code again`, attempts: draft.failures.length + 1 } }, instruction: instruction() };
+        }
         emit(this.config, {
           type: 'candidate',
           stepId,
@@ -405,6 +407,13 @@ export class EvolutionRun {
    */
   private transient<T>(request: () => Promise<T>): Promise<T> {
     return withTransportRetry(request, { ...(this.config.signal && { signal: this.config.signal }) });
+  }
+
+  /** The variant known when the child was decided whose code this is, but for whitespace (only those: see ChildPlan.known). */
+  private twinOf(code: string, plan: ChildPlan): string | undefined {
+    const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim();
+    const mine = squeezed(code);
+    return this.known(plan).variants.find((v) => squeezed(v.code) === mine)?.id;
   }
 
   /** The draft with the failure's correction for the next attempt (see retryOrThrow). */
