@@ -72,10 +72,10 @@ function withOldTiming(backend: GpuBackend, oldFirst: boolean, record: (oldSampl
   // With a launch time limit given, the reference kernel is not timed: every request is the configuration's series.
   const timedLaunches: TuningBackend['timedLaunches'] = async (kernel, launch, prepared, inputSet, options) => {
     if (oldFirst && done === 0) await old(kernel, launch, prepared, options);
-    const samples = await backend.timedLaunches(kernel, launch, prepared, inputSet, options);
-    done += samples.length;
+    const timed = await backend.timedLaunches(kernel, launch, prepared, inputSet, options);
+    done += timed.samplesMs.length;
     if (!oldFirst && done === ITERATIONS) await old(kernel, launch, prepared, options);
-    return samples;
+    return timed;
   };
   return new Proxy(backend, {
     get(target, property, receiver) {

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
 import { PROBE_LAUNCHES } from '../../src/tuner/run/measurement';
 import { gpuSkipReason } from '../support/gpu-available';
-import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunchOptions, Tolerance, TuningBackend } from '../../src/tuner/run/backend';
+import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunches, TimedLaunchOptions, Tolerance, TuningBackend } from '../../src/tuner/run/backend';
 import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
@@ -38,7 +38,7 @@ function summary(result: TuneResult): string {
 
 /** Forwards to another backend and counts the calls that do GPU work, to show what a tuning run really did. */
 class CountingBackend implements TuningBackend {
-  readonly calls = { compile: 0, load: 0, prepare: 0, launch: 0, timedLaunches: 0 };
+  readonly calls = { compile: 0, load: 0, prepare: 0, check: 0, timedLaunches: 0 };
   constructor(private readonly inner: TuningBackend) {}
   describe(): Promise<DeviceDescription> {
     return this.inner.describe();
@@ -58,11 +58,11 @@ class CountingBackend implements TuningBackend {
   resetOutputs(prepared: PreparedTest, inputSet: number): Promise<void> {
     return this.inner.resetOutputs(prepared, inputSet);
   }
-  launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
-    this.calls.launch++;
-    return this.inner.launch(kernel, launch, prepared, inputSet, options);
+  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }> {
+    this.calls.check++;
+    return this.inner.check(kernel, launch, prepared, inputSet, options);
   }
-  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches> {
     this.calls.timedLaunches++;
     return this.inner.timedLaunches(kernel, launch, prepared, inputSet, options);
   }
@@ -239,7 +239,7 @@ describe('tuner on the device', () => {
       const second = await tune(ex, { iterations: 7, cache, backend: counting, onResult: (r) => replayed.push(r) });
       // The oracle is compiled and the test data prepared (the run could need them), but no configuration is compiled,
       // checked or timed again.
-      assert.deepEqual(counting.calls, { compile: 1, load: 1, prepare: 1, launch: 0, timedLaunches: 0 });
+      assert.deepEqual(counting.calls, { compile: 1, load: 1, prepare: 1, check: 0, timedLaunches: 0 });
       assert.equal(replayed.length, 5);
       const project = (r: ConfigResult) => ({ key: r.key, status: r.status, timeMs: r.timeMs, samples: r.stats?.samplesMs, timestamp: r.timestamp });
       assert.deepEqual(replayed.map(project), first.results.map(project));
