@@ -529,7 +529,7 @@ describe('the settings of the number of timed launches', () => {
     expect(messages({ minIterations: 3 })).toEqual(['minIterations must be an integer from 6 to 1000 (is 3): the 95 % interval of a median needs at least 6 launches']);
     expect(messages({ minIterations: 40 })).toEqual([]); // the maximum follows a larger minimum
     expect(messages({ minIterations: 40, maxIterations: 20 })).toEqual(['maxIterations must be at least minIterations, 40 (is 20)']);
-    expect(messages({ iterations: 32, precision: 0.02 })).toEqual(['iterations fixes the number of timed launches, while minIterations, maxIterations and precision make it adapt to the kernel: give one or the other']);
+    expect(messages({ iterations: 32, precision: 0.02 })).toEqual(['iterations fixes the number of timed launches, while a minimum, a maximum or a precision makes it adapt to the kernel: give one or the other']);
     expect(messages({ iterations: 0 })).toEqual(['iterations must be an integer from 1 to 1000 (is 0)']);
   });
 

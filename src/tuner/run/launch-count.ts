@@ -48,7 +48,7 @@ export function launchCountProblems(s: { [F in LaunchCountField]?: unknown }): L
   const adaptive = s.minIterations !== undefined || s.maxIterations !== undefined || s.precision !== undefined;
   if (s.iterations !== undefined) {
     if (!isInteger(s.iterations) || s.iterations < 1 || s.iterations > MAX_LAUNCHES) problems.push({ field: 'iterations', message: `must be an integer from 1 to ${MAX_LAUNCHES} (is ${shown(s.iterations)})` });
-    if (adaptive) problems.push({ field: 'iterations', message: 'fixes the number of timed launches, while minIterations, maxIterations and precision make it adapt to the kernel: give one or the other' });
+    if (adaptive) problems.push({ field: 'iterations', message: 'fixes the number of timed launches, while a minimum, a maximum or a precision makes it adapt to the kernel: give one or the other' });
     return problems;
   }
   const min = s.minIterations ?? DEFAULT_LAUNCHES.min;
