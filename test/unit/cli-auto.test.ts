@@ -104,7 +104,7 @@ describe('llm-kernel-tuner auto', () => {
     expect(best).toMatchObject({ config: { block_size_x: 512 }, timeMs: 0.6291456 });
     // Which launches had their outputs verified: both input sets, the last timed launch and others at random. The
     // candidate's tuning ran the adaptive series: the fake GPU's steady times stop it at the first checkpoint from 7 on.
-    const [, last] = /^input sets 1–2, timed launch(?:es)? [\d, –]+ and the last of (\d+)$/.exec(best.verified) ?? [];
+    const [, last] = /^input sets 1–2, timed launch(?:es)? [\d, –]+ and the last of (\d+)$/.exec(best.verified ?? '') ?? [];
     expect(Number(last)).toBeGreaterThanOrEqual(DEFAULT_LAUNCHES.min);
     expect(Number(last)).toBeLessThanOrEqual(DEFAULT_LAUNCHES.min + MAX_CHECKPOINT_GAP - 1);
     expect(best.GBps).toBeCloseTo((3 * 1048576 * 4) / 0.6291456e-3 / 1e9, 9);
