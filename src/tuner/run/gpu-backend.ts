@@ -355,9 +355,7 @@ export class GpuBackend implements TuningBackend {
   async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches> {
     const test = await this.current(prepared);
     const set = test.sets[inputSet]!;
-    const resetBeforeEach = options.resetBeforeEach
-      ? set.buffers.flatMap((slot): BufferReset[] => (!slot.output ? [] : slot.initial ? [{ buffer: slot.buffer, copyFrom: slot.initial }] : [{ buffer: slot.buffer, fill: POISON[slot.dtype] }]))
-      : [];
+    const resetBeforeEach = options.resetBeforeEach ? outputResets(set) : [];
     // The series gets its constant memory as every checked launch does (a kernel cannot change it in between).
     await this.fillConstants(this.own(kernel), set);
     const checks = options.compare ? await this.comparisonChecks(set) : undefined;
@@ -683,6 +681,11 @@ export class GpuBackend implements TuningBackend {
     this.helpers = { module, kernels, dtypes: all };
     await previous?.module.unload();
   }
+}
+
+/** What resets an input set's outputs before a timed launch: pure outputs poisoned, in/out outputs restored. */
+export function outputResets(set: InputSet): BufferReset[] {
+  return set.buffers.flatMap((slot): BufferReset[] => (!slot.output ? [] : slot.initial ? [{ buffer: slot.buffer, copyFrom: slot.initial }] : [{ buffer: slot.buffer, fill: POISON[slot.dtype] }]));
 }
 
 /** A compile pool's processes start as the GPU worker does (same bundle, environment and time limits). */
