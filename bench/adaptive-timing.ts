@@ -41,9 +41,10 @@ const TOP = 10;
 interface SpaceRun {
   label: string;
   wallMs: number;
-  /** Summed over the configurations: timed series (and their loads) and checks. */
+  /** Summed over the configurations: timed series, checks, and compiles (which run ahead, side by side). */
   benchmarkMs: number;
   verifyMs: number;
+  compileMs: number;
   statuses: Record<string, number>;
   /** Timed launches of the configurations that had a series; those stopped at their checks had none. */
   launches: { mean: number; max: number; series: number; stoppedAtChecks: number };
@@ -61,6 +62,7 @@ function summarize(label: string, wallMs: number, results: readonly ConfigResult
     wallMs,
     benchmarkMs: results.reduce((s, r) => s + (r.timings?.benchmarkMs ?? 0), 0),
     verifyMs: results.reduce((s, r) => s + (r.timings?.verifyMs ?? 0), 0),
+    compileMs: results.reduce((s, r) => s + (r.timings?.compileMs ?? 0), 0),
     statuses,
     launches: {
       mean: series.reduce((a, b) => a + b, 0) / Math.max(1, series.length),
@@ -232,11 +234,11 @@ async function main(): Promise<void> {
     };
 
     console.log(`\n== the tiled matmul space on ${device}: examples/matmul_tiled, adaptive series (7 to 32 launches, ±1 %) against 32 launches`);
-    console.log('run                                      wall s  benchmark s  verify s  launches mean/max  series  at checks  best');
+    console.log('run                                      wall s  benchmark s  verify s  compile s  launches mean/max  series  at checks  best');
     for (const r of [cold, first, warm, fixed]) {
       const best = r.best ? `${Object.values(r.best.config).join(',')} ${r.best.timeMs.toFixed(4)} ms` : 'none';
       console.log(
-        `${r.label.padEnd(40)} ${s(r.wallMs).padStart(6)}  ${s(r.benchmarkMs).padStart(11)}  ${s(r.verifyMs).padStart(8)}  ${`${r.launches.mean.toFixed(1)}/${r.launches.max}`.padStart(17)}  ${String(r.launches.series).padStart(6)}  ${String(r.launches.stoppedAtChecks).padStart(9)}  ${best}`,
+        `${r.label.padEnd(40)} ${s(r.wallMs).padStart(6)}  ${s(r.benchmarkMs).padStart(11)}  ${s(r.verifyMs).padStart(8)}  ${s(r.compileMs).padStart(9)}  ${`${r.launches.mean.toFixed(1)}/${r.launches.max}`.padStart(17)}  ${String(r.launches.series).padStart(6)}  ${String(r.launches.stoppedAtChecks).padStart(9)}  ${best}`,
       );
     }
     console.log(`statuses (warm): ${Object.entries(warm.statuses).map(([k, v]) => `${k} ${v}`).join(', ')}`);
