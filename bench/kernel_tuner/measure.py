@@ -317,9 +317,9 @@ def main():
             sys.exit(f"{name} failed:\n{child.stderr}")
         figures[name] = {**json.loads(child.stdout.strip().splitlines()[-1]), "process_wall_s": time.perf_counter() - started}
         print(f"{name}: {json.dumps(figures[name])}", flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(figures, f, indent=2)
+        if args.out:  # after every case: a later case that fails leaves the earlier ones' figures
+            with open(args.out, "w") as f:
+                json.dump(figures, f, indent=2)
 
 
 if __name__ == "__main__":
