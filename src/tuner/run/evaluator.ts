@@ -1,5 +1,7 @@
-// Evaluating one configuration: geometry → compile → load → check every input set → the timed series, verified, on a
-// module loaded afresh (the protocol: measurement.ts) → energy, when asked for, on another fresh module → result.
+// Evaluating one configuration: geometry → compile → load → check every input set (timed: a configuration whose checks
+// are both clearly slower than the best so far stops there) → the timed series, verified, on a module loaded afresh,
+// as long as its launch count says (the protocol: measurement.ts) → energy, when asked for, on another fresh module →
+// result.
 // Every failure becomes a result with its kind (compile error, launch error, fault, timeout, wrong result,
 // inconsistent timing) and the search goes on. Compiles of configurations announced through prefetch() run ahead, up
 // to compileConcurrency at once (NVRTC in the compile pool's processes, or nvcc's), while the GPUs time the current
