@@ -17,7 +17,7 @@ import { reduceAll, speedup, usageText, type CandidateView, type SessionHeader, 
 import { startedStepsOf } from '../src/engine/session/session-log';
 import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
 import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../src/tuner/run/sanitizer';
-import { describeSearch } from '../src/tuner/types';
+import { describeSearch, formatMedianInterval } from '../src/tuner/types';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
@@ -378,6 +378,8 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
   const metrics = metricColumns(candidate.configs);
   // Which launches had their outputs verified; sessions recorded before that was recorded have none.
   const verified = candidate.configs.some((c) => c.verified);
+  // How many launches each was timed with and how well its median is known; older recordings have neither.
+  const launches = candidate.configs.some((c) => c.launches !== undefined);
   const sorted = sortConfigs(candidate.configs, state.ui.sort);
   const header = (label: string, column: string, title = 'Sort') => {
     const active = state.ui.sort.column === column;
@@ -396,6 +398,8 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
       { class: c.key === bestKey ? 'best' : c.status === 'ok' ? '' : 'failed' },
       ...names.map((n) => h('td', { class: 'num' }, c.config[n] === undefined ? '' : String(c.config[n]))),
       h('td', { class: 'num' }, c.timeMs === undefined ? '' : formatTime(c.timeMs)),
+      launches && h('td', { class: 'num' }, c.launches === undefined ? '' : String(c.launches)),
+      launches && h('td', { class: 'num' }, c.medianIntervalMs && c.timeMs !== undefined ? formatMedianInterval(c.timeMs, c.medianIntervalMs) : ''),
       ...metrics.map((m) => h('td', { class: 'num' }, m.text(c))),
       h('td', {}, c.key === bestKey ? 'best' : c.status === 'ok' ? 'ok' : c.status.replace(/_/g, ' '), c.error ? h('span', { class: 'muted', title: c.error }, ` – ${c.error}`) : ''),
       verified && h('td', { class: 'muted' }, c.verified ?? ''),
@@ -404,7 +408,7 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
   return h(
     'table',
     { class: 'grid configs' },
-    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
+    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), launches && h('th', { title: 'timed launches' }, 'Launches'), launches && h('th', { title: 'the wider side of the 95 % interval of the median' }, 'Median ±'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
     h('tbody', {}, ...rows),
   );
 }

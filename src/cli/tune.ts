@@ -12,8 +12,10 @@ import { SearchSpace } from '../tuner/space/search-space';
 import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type LoadedTuningSpec, type TuningSpec } from '../tuner/spec/tuning-spec';
+import { describeLaunchCount, launchCountOf, type LaunchCountField } from '../tuner/run/launch-count';
+import { LAUNCH_COUNT_FLAGS, LAUNCH_COUNT_HELP, LAUNCH_COUNT_OPTIONS, launchCountFromFlags } from './launch-count-flags';
 import type { SearchProgress } from '../tuner/strategies';
-import { formatMeasured, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
+import { formatMeasured, formatMedianInterval, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
 import { describeError } from './errors';
 import { ms, table } from './format';
 import { TuningProgress } from './progress';
@@ -24,7 +26,7 @@ import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import { GpuBackend } from '../tuner/run/gpu-backend';
 import { markPhase } from '../phases';
 import { t4Results, writeT4, type T4Environment } from '../tuner/cache/t4';
-import { describeVerification } from '../tuner/run/measurement';
+import { describeVerification, KERNEL_TUNER_TIMING_UNCHECKED, TIMING_MODES, type TimingMode } from '../tuner/run/measurement';
 import { findingLines, shownFindings, verdictSummary } from '../tuner/run/sanitizer';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
@@ -47,7 +49,10 @@ options:
   --max-fevals N           evaluate at most N configurations (Kernel Tuner's max_fevals)
   --time-limit SECONDS     start no new evaluation after this long (time_limit; in a replay, of recorded time)
   --seed N                 seed of the strategy's random choices
-  --iterations N           timed launches per configuration (default 32)
+${LAUNCH_COUNT_HELP}  --timing verified|kernel_tuner
+                           verified (default): every timed launch starts from reset outputs, the outputs are compared
+                           along the series; kernel_tuner: timed as Kernel Tuner times (each launch from an idle GPU,
+                           outputs checked after the series only), for comparisons with its figures
   --energy                 also measure energy and power with NVML (read only) after each configuration's timed
                            launches: the kernel runs back to back for a second while NVML is read
   --sanitize               run the best configuration once under compute-sanitizer (racecheck, memcheck, synccheck,
@@ -102,7 +107,8 @@ export async function run(args: string[]): Promise<number> {
       'max-fevals': { type: 'string' },
       'time-limit': { type: 'string' },
       seed: { type: 'string' },
-      iterations: { type: 'string' },
+      ...LAUNCH_COUNT_OPTIONS,
+      timing: { type: 'string' },
       energy: { type: 'boolean' },
       sanitize: { type: 'boolean' },
       objective: { type: 'string' },
@@ -242,7 +248,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
     const timing =
       replayFile !== undefined
         ? `those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}`
-        : `each the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}, every configuration checked against the reference on two input sets first`;
+        : `each ${describeLaunchCount(launchCountOf(spec))} between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}${spec.timing === 'kernel_tuner' ? `, ${KERNEL_TUNER_TIMING_UNCHECKED}` : ''}, every configuration checked against the reference on two input sets first`;
     writeReport(
       htmlReport,
       reportFromTune({
@@ -344,7 +350,7 @@ function parseShard(text: string): Shard {
 /** The flags of this command line that every Slurm task repeats (paths made absolute; not the GPU, cache or output flags). */
 function taskFlags(v: Record<string, unknown>): string[] {
   const out: string[] = [];
-  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout', 'objective'] as const) {
+  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', ...Object.values(LAUNCH_COUNT_FLAGS), 'timing', 'launch-timeout', 'objective']) {
     if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
   }
   for (const flag of ['energy', 'higher-is-better'] as const) if (v[flag] === true) out.push(`--${flag}`);
@@ -415,6 +421,8 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     { header: 'median ms', cell: (r) => ms(r.stats?.medianMs ?? r.timeMs) },
     { header: 'min ms', cell: (r) => ms(r.stats?.minMs) },
     { header: 'max ms', cell: (r) => ms(r.stats?.maxMs) },
+    { header: 'launches', cell: (r) => (r.stats ? String(r.stats.samplesMs.length) : '') },
+    { header: 'median ±', cell: (r) => (r.stats?.medianIntervalMs ? formatMedianInterval(r.stats.medianMs, r.stats.medianIntervalMs) : '') },
     { header: 'regs', cell: (r) => String(r.driver?.num_regs ?? '') },
     { header: 'occupancy', cell: (r) => (r.driver?.occupancy === undefined ? '' : `${Math.round(100 * r.driver.occupancy)}%`) },
   ];
@@ -474,7 +482,16 @@ function applyFlags(spec: LoadedTuningSpec, v: Record<string, unknown>): LoadedT
   if (flags.length > 0) out.strategyOptions = { ...out.strategyOptions, ...strategyOptionsFromFlags(flags) };
   if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
   if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
-  if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);
+  const launches = launchCountFromFlags(v, spec);
+  if (launches) {
+    if (launches.problems.length > 0) throw new TuningSpecError(`the command line:\n${launches.problems.join('\n')}`);
+    for (const field of Object.keys(LAUNCH_COUNT_FLAGS) as LaunchCountField[]) delete out[field];
+    Object.assign(out, launches.settings);
+  }
+  if (typeof v.timing === 'string') {
+    if (!(TIMING_MODES as readonly string[]).includes(v.timing)) throw new TuningSpecError(`--timing expects one of ${TIMING_MODES.join(', ')}, received '${v.timing}'`);
+    out.timing = v.timing as TimingMode;
+  }
   if (v.energy === true) out.energy = out.energy === false ? true : out.energy;
   if (typeof v.objective === 'string') out.objective = v.objective;
   if (v['higher-is-better'] === true) out.objectiveHigherIsBetter = true;

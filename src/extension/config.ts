@@ -9,6 +9,7 @@ import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
 import { STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session/session-settings';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gpu-selection';
+import { DEFAULT_LAUNCHES, launchCountOf, launchCountProblems, type LaunchCount, type LaunchCountSettings } from '../tuner/run/launch-count';
 import { ALLOWED_NAMES, refusedCompilerOptions } from './compiler-options';
 
 export const SECTION = 'kernelTuner';
@@ -40,8 +41,8 @@ export interface EngineConfig {
   device: number;
   /** The GPUs every candidate is tuned on (kernelTuner.gpus; empty: `device` alone). */
   gpus: GpuSelection;
-  /** Timed runs per configuration. */
-  iterations: number;
+  /** Timed launches per configuration: a fixed count, or an adaptive series (launch-count.ts). */
+  iterations: LaunchCount;
   /** Seconds for one configuration. */
   timePerTestS: number;
   /** Seconds one launch may take; 0: scaled to the original kernel's time (at least 1 s). */
@@ -191,6 +192,18 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     strategy = { kind, steps: known };
   }
 
+  /**
+   * kernelTuner.iterations (0: adapt), .minIterations, .maxIterations and .precision: the number of timed launches,
+   * each problem under its setting.
+   */
+  const launchCount = (): LaunchCount => {
+    const fixed = get('iterations') ?? 0;
+    const settings = fixed === 0 ? { minIterations: get('minIterations') ?? DEFAULT_LAUNCHES.min, maxIterations: get('maxIterations') ?? DEFAULT_LAUNCHES.max, precision: get('precision') ?? DEFAULT_LAUNCHES.precision } : { iterations: fixed };
+    const found = launchCountProblems(settings);
+    for (const p of found) problem(p.field, p.field === 'iterations' ? `${p.message}, or 0 to adapt the count to the kernel` : p.message.replace(/\b(minIterations)\b/g, `${SECTION}.$1`));
+    return found.length > 0 ? DEFAULT_LAUNCHES : launchCountOf(settings as LaunchCountSettings);
+  };
+
   let gpus: GpuSelection = singleGpu(0);
   /** kernelTuner.device and .gpus, read in their place among the settings (so are their problems). */
   const device = (): number => {
@@ -221,7 +234,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     approvePlan: bool('approvePlan', false),
     retries: number('retries', 3, 0, 10, true),
     device: device(),
-    iterations: number('iterations', 32, 1, 1000, true),
+    iterations: launchCount(),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
     launchTimeoutS: number('launchTimeout', 0, 0, 3600, false),
     compilerOptions: compilerOptions(),

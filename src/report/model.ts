@@ -11,6 +11,7 @@ import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../tuner/run/sanitizer';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
+import { describeLaunchCount, type LaunchCount } from '../tuner/run/launch-count';
 import { bestOf, describeSearch, searchSummaryOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
@@ -227,7 +228,7 @@ export interface SessionReportInput {
   /** Compiler options of the session, when known (the events do not carry them). */
   compilerOptions?: string[];
   /** Timed launches per configuration, when known (from the session's settings). */
-  iterations?: number;
+  iterations?: LaunchCount;
   reproduce: ReportData['reproduce'];
   generatedAt?: string;
 }
@@ -269,7 +270,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     kernel: input.header.kernelName,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
     mode: `${input.header.strategy === 'tuner' ? `${input.header.model}` : `LLM session (${input.header.model}, ${input.header.strategy} strategy)`}, ${view.status}; every configuration measured on the GPU`,
-    ...(input.iterations !== undefined && { timing: `each the median of ${input.iterations} timed launches after a warm-up launch, every configuration checked against the original kernel first` }),
+    ...(input.iterations !== undefined && { timing: `each ${describeLaunchCount(input.iterations)} after a warm-up launch, every configuration checked against the original kernel first` }),
     device: view.device ? { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } : null,
     limits,
     ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),

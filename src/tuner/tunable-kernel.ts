@@ -12,6 +12,8 @@ import { compileExplained, type BuiltKernel, type CompiledKernel, type DeviceDes
 import { CacheFile, throughCache } from './cache/cache-file';
 import { ResultMetrics, type MetricOptions } from './run/metrics';
 import { describeCheckFailure, Evaluator } from './run/evaluator';
+import { resolveLaunchCount, type AdaptiveLaunches } from './run/launch-count';
+import { TIMING_MODES, type TimingMode } from './run/measurement';
 import { compileLookahead, defaultCompileConcurrency } from './run/compile-concurrency';
 import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
@@ -125,8 +127,18 @@ export interface TuneOptions extends RunOptions, MetricOptions {
   maxFevals?: number;
   timeLimitMs?: number;
   seed?: number;
-  /** Timed launches per configuration; default 32. */
-  iterations?: number;
+  /**
+   * Timed launches per configuration: a fixed count (Kernel Tuner's iterations), or an adaptive series that stops once
+   * the 95 % interval of its median lies within ±precision of it, after `min` and at most `max` launches (each field
+   * defaulted); default the adaptive DEFAULT_LAUNCHES (7 to 32, ±1 %).
+   */
+  iterations?: number | Partial<AdaptiveLaunches>;
+  /**
+   * How the timed launches run: 'verified' (default: every launch on reset outputs, the outputs compared along the
+   * series) or 'kernel_tuner' (as Kernel Tuner times, for comparisons with its figures; what it leaves unchecked is
+   * named in every result: KERNEL_TUNER_TIMING_UNCHECKED).
+   */
+  timing?: TimingMode;
   /** Untimed launches before them; default 1 (the two checked runs before timing have warmed the kernel up already). */
   warmup?: number;
   /** Overwrite L2 before every timed launch; default false. */
@@ -276,6 +288,8 @@ export class TunableKernel {
     // Checked before any GPU work: a metric or an objective with a typo fails here.
     const metrics = ResultMetrics.create(options, Object.keys(tuneParams));
     const { objective } = metrics;
+    const launches = resolveLaunchCount(options.iterations);
+    if (options.timing !== undefined && !TIMING_MODES.includes(options.timing)) throw new RangeError(`timing must be one of ${TIMING_MODES.join(', ')}, got ${JSON.stringify(options.timing)}`);
     const energy = options.energy || metrics.usesEnergy ? energyWindow(options.energy) : undefined;
     const cleanups: (() => Promise<unknown> | void)[] = [];
     let setupRunning: Promise<unknown> | undefined;
@@ -331,8 +345,9 @@ export class TunableKernel {
         compilerOptions,
         geometry,
         paramNames,
-        iterations: options.iterations ?? 32,
+        launches,
         warmup: options.warmup ?? 1,
+        timing: options.timing ?? 'verified',
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false || objective.name !== 'time' ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
@@ -571,7 +586,8 @@ export class TunableKernel {
 
   /** The reference kernel's median time on the test (a few launches) on one GPU: what the launch time limit scales with. */
   private async timeReference(on: { backend: TuningBackend; test: PreparedTest; oracle: BuiltKernel }, launch: Launch, timeoutMs: number): Promise<number> {
-    return median(await on.backend.timedLaunches(on.oracle, launch, on.test, 0, { warmup: 1, count: REFERENCE_LAUNCHES, flushL2: false, timeoutMs }));
+    const { samplesMs } = await on.backend.timedLaunches(on.oracle, launch, on.test, 0, { warmup: 1, count: REFERENCE_LAUNCHES, flushL2: false, resetBeforeEach: true, idleBeforeEach: false, compare: false, timeoutMs });
+    return median(samplesMs);
   }
 }
 

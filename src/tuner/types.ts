@@ -196,6 +196,12 @@ export function searchSummaryOf(result: TuneResult): SearchSummary {
   };
 }
 
+/** How well a median is known: "±0.31 %", the wider side of its 95 % interval against it. */
+export function formatMedianInterval(medianMs: number, interval: readonly [number, number]): string {
+  const spread = Math.max(medianMs - interval[0], interval[1] - medianMs) / medianMs;
+  return `±${Number((100 * spread).toPrecision(2))} %`;
+}
+
 /** "genetic_algorithm, chosen by auto: <why>. Stopped after 100 evaluations: 100 evaluations, its max_fevals." */
 export function describeSearch(s: SearchSummary): string {
   const how = s.reason ? `${s.strategy}, chosen by auto: ${s.reason}` : s.strategy;

@@ -12,9 +12,10 @@
  *   GPUs of one model share compiled kernels).
  * - Every `load()` is a module of its own, with a memory that starts empty (its `__device__` variables) and a count of
  *   its launches. Outputs hold, per input set, what the last launch left: a reset (resetOutputs, and before every timed
- *   launch) poisons them; a launch that does its work writes the result of its input set, right unless
+ *   launch that asks for one) poisons them; a launch that does its work writes the result of its input set, right unless
  *   `model.correct(variant)` gives a reason (then wrong with that reason, as a wrong output the real backend reports);
- *   a launch that skips its work leaves them as they were. `compareOutputs()` reports what is not the right result.
+ *   a launch that skips its work leaves them as they were. `compareOutputs()` (and `timedLaunches()` asked to
+ *   compare) reports what is not the right result. Starting a launch from an idle GPU changes nothing here.
  * - What a launch does is the variant's behaviour, `model.behaviour?.(variant)`: given the launch (its number in its
  *   module, the module's memory, the input set's address and checksum, what the outputs hold before it), whether it
  *   works and how long it takes. Without one (and always for the oracle, which is never judged: it defines the
@@ -28,8 +29,8 @@
  * - `energy()` reads the model's power for the variant as NVML would (`model.powerW`, the energy of a launch its power
  *   times the configuration's time); without `powerW` the fake device has no NVML and says so.
  * - `timeDelayMs` makes each `timedLaunches()` take that long (for cancelling mid-step); aborting its signal ends it at
- *   once with the GPU layer's AbortError, as a killed worker does. `log` records every compile and every
- *   `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
+ *   once with the GPU layer's AbortError, as a killed worker does. `log` records every compile, every `check()` and
+ *   every `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
  *   `timedLaunches()` calls that were ever in flight at once on this backend (its GPU runs one at a time).
  */
 import { join } from 'node:path';
@@ -52,6 +53,7 @@ import {
   type BuildRequest,
   type BuiltKernel,
   type CompiledKernel,
+  type DeviceRunOptions,
   type DeviceDescription,
   type EnergyOptions,
   type Launch,
@@ -59,6 +61,7 @@ import {
   type PreparedTest,
   type SanitizeRunOptions,
   type TestData,
+  type TimedLaunches,
   type TimedLaunchOptions,
   type TuningBackend,
 } from '../../src/tuner/run/backend';
@@ -208,13 +211,13 @@ class FakePrepared implements PreparedTest {
 }
 
 export interface FakeLogEntry {
-  kind: 'compile' | 'time' | 'profile' | 'energy';
+  kind: 'compile' | 'check' | 'time' | 'profile' | 'energy';
   source: string;
   compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
   /**
-   * timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch,
-   * the module; energy(): the configuration's time, the window and the limit of one launch, the module.
+   * check(): the limit of its launch and the module; timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch,
+   * the module, how it ran them; energy(): the configuration's time, the window and the limit of one launch, the module.
    */
   timeMs?: number;
   windowMs?: number;
@@ -222,6 +225,10 @@ export interface FakeLogEntry {
   warmup?: number;
   timeoutMs?: number;
   module?: number;
+  /** timedLaunches(): whether it reset the outputs before each launch, started each from an idle GPU, compared after. */
+  resetBeforeEach?: boolean;
+  idleBeforeEach?: boolean;
+  compared?: boolean;
 }
 
 export class FakeBackend implements TuningBackend {
@@ -293,11 +300,16 @@ export class FakeBackend implements TuningBackend {
     (test as FakePrepared).outputs[inputSet] = { kind: 'reset' };
   }
 
-  async launch(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number): Promise<void> {
-    this.run(kernel as FakeKernel, launch, test as FakePrepared, inputSet);
+  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }> {
+    const k = kernel as FakeKernel;
+    const test = prepared as FakePrepared;
+    this.log.push({ kind: 'check', source: k.request.source, defines: k.request.defines, timeoutMs: options.timeoutMs, module: k.module });
+    test.outputs[inputSet] = { kind: 'reset' };
+    const timeMs = this.run(k, launch, test, inputSet);
+    return { timeMs, comparison: await this.compareOutputs(test, inputSet) };
   }
 
-  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches> {
     const k = kernel as FakeKernel;
     const test = prepared as FakePrepared;
     this.maxConcurrentTimings = Math.max(this.maxConcurrentTimings, ++this.timingsInFlight);
@@ -307,12 +319,13 @@ export class FakeBackend implements TuningBackend {
       this.timingsInFlight--;
     }
     const timeMs = this.options.model.timeMs(this.variant(k, launch, test));
-    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.count, warmup: options.warmup, timeoutMs: options.timeoutMs, module: k.module });
+    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.count, warmup: options.warmup, timeoutMs: options.timeoutMs, module: k.module, resetBeforeEach: options.resetBeforeEach, idleBeforeEach: options.idleBeforeEach, compared: options.compare });
     for (let i = 0; i < options.warmup; i++) this.run(k, launch, test, inputSet);
-    return Array.from({ length: options.count }, () => {
-      test.outputs[inputSet] = { kind: 'reset' };
+    const samplesMs = Array.from({ length: options.count }, () => {
+      if (options.resetBeforeEach) test.outputs[inputSet] = { kind: 'reset' };
       return this.run(k, launch, test, inputSet);
     });
+    return { samplesMs, ...(options.compare && { comparison: await this.compareOutputs(test, inputSet) }) };
   }
 
   async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, _inputSet: number, options: EnergyOptions): Promise<EnergyResult> {

@@ -11,6 +11,8 @@ import { reportDataOf } from '../../src/report/html';
 import { loadNativeAddon } from '../../src/gpu/native';
 import { SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { sink } from '../support/streams';
+import { DEFAULT_LAUNCHES } from '../../src/tuner/run/launch-count';
+import { MAX_CHECKPOINT_GAP } from '../../src/tuner/run/measurement';
 import { FakeBackend } from '../support/fake-backend';
 import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
@@ -102,8 +104,11 @@ describe('llm-kernel-tuner auto', () => {
     expect(accepted.diff).toContain('+');
     const best = accepted.configs.find((c) => c.key === accepted.best!.key)!;
     expect(best).toMatchObject({ config: { block_size_x: 512 }, timeMs: 0.6291456 });
-    // Which launches had their outputs verified: both input sets, the last timed launch and random others.
-    expect(best.verified).toMatch(/^input sets 1–2, timed launches (\d+, )*\d+ and the last of 32$/);
+    // Which launches had their outputs verified: both input sets, the last timed launch and others at random. The
+    // candidate's tuning ran the adaptive series: the fake GPU's steady times stop it at the first checkpoint from 7 on.
+    const [, last] = /^input sets 1–2, timed launch(?:es)? [\d, –]+ and the last of (\d+)$/.exec(best.verified ?? '') ?? [];
+    expect(Number(last)).toBeGreaterThanOrEqual(DEFAULT_LAUNCHES.min);
+    expect(Number(last)).toBeLessThanOrEqual(DEFAULT_LAUNCHES.min + MAX_CHECKPOINT_GAP - 1);
     expect(best.GBps).toBeCloseTo((3 * 1048576 * 4) / 0.6291456e-3 / 1e9, 9);
     expect(best.bandwidthPct).toBeCloseTo((100 * best.GBps!) / 4000, 9);
     expect(best.flopsPct).toBeCloseTo((100 * best.GFlops!) / 60_000, 9);
@@ -166,6 +171,12 @@ describe('llm-kernel-tuner auto', () => {
     const both = sink();
     expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', 'all', '--device', '1'], { stderr: both })).toBe(2);
     expect(both.text()).toContain('give --device N (one GPU) or --gpus, not both');
+    const precision = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--precision', '5'], { stderr: precision })).toBe(2);
+    expect(precision.text()).toContain('--precision must be a fraction of the median from 0.001 (0.1 %) to 0.1 (10 %), is 5 (a fraction of the median: 5 % is 0.05)');
+    const mixed = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--iterations', '32', '--max-iterations', '64'], { stderr: mixed })).toBe(2);
+    expect(mixed.text()).toContain('--iterations fixes the number of timed launches, while a minimum, a maximum or a precision makes it adapt');
     const bad = sink();
     expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', '0,0'], { stderr: bad })).toBe(2);
     expect(bad.text()).toContain('--gpus lists GPU 0 twice: one worker per GPU');

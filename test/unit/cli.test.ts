@@ -177,6 +177,24 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 
+  it('refuses a precision out of range, in the spec and on the command line, saying what it takes', () => {
+    const spec = join(scratch, 'imprecise.yaml');
+    const text = readFileSync(join(root, example('vector_add', 'tune.yaml')), 'utf8').replace('file: vector_add.cu', `file: ${join(root, example('vector_add', 'vector_add.cu'))}`);
+    writeFileSync(spec, `${text}precision: 1\n`);
+    const cache = example('vector_add', 'cache.json');
+    const inSpec = run('tune', spec, '--simulate', cache);
+    expect(inSpec.code).toBe(1);
+    expect(inSpec.stderr).toMatch(/^ {2}precision: must be a fraction of the median from 0\.001 \(0\.1 %\) to 0\.1 \(10 %\), is 1 \(a fraction of the median: 1 % is 0\.01\)/m);
+    const flag = run('tune', example('vector_add', 'tune.yaml'), '--simulate', cache, '--precision', '0.0001', '--min-iterations', '3');
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toContain('--min-iterations must be an integer from 6 to 1000 (is 3): the 95 % interval of a median needs at least 6 launches');
+    expect(flag.stderr).toContain('--precision must be a fraction of the median from 0.001 (0.1 %) to 0.1 (10 %), is 0.0001');
+    // A fixed count on the command line replaces the spec's adaptive settings.
+    const adaptive = join(scratch, 'adaptive.yaml');
+    writeFileSync(adaptive, `${text}precision: 0.05\nmaxIterations: 64\n`);
+    expect(run('tune', adaptive, '--simulate', cache, '--iterations', '32', '--no-report').code).toBe(0);
+  });
+
   it('reports inputs that do not fit the kernel before any GPU work', () => {
     const spec = join(scratch, 'misfit.yaml');
     writeFileSync(

@@ -10,6 +10,7 @@ import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
 import { highlightHunk } from '../highlight-dom';
 import { sortConfigs, type SortState } from '../sort';
+import { formatMedianInterval } from '../../src/tuner/types';
 import { energyNote, metricColumns } from '../config-metrics';
 import { formatMeasured, objectiveValue } from '../../src/tuner/types';
 
@@ -134,6 +135,11 @@ function configColumns(step: ReportStep, data: ReportData): Column[] {
     ...names.map((n): Column => ({ label: n, sort: `param:${n}`, numeric: true, cell: (c) => (c.config[n] === undefined ? '' : String(c.config[n])) })),
     { label: 'median time', sort: 'time', numeric: true, cell: (c) => (c.timeMs === undefined ? '' : formatTime(c.timeMs)) },
   ];
+  // How many launches each was timed with and how well its median is known (recordings from before have neither).
+  if (step.configs.some((c) => c.launches !== undefined)) {
+    columns.push({ label: 'launches', sort: 'time', numeric: true, cell: (c) => (c.launches === undefined ? '' : String(c.launches)) });
+    columns.push({ label: 'median ±', sort: 'time', numeric: true, cell: (c) => (c.medianIntervalMs && c.timeMs !== undefined ? formatMedianInterval(c.timeMs, c.medianIntervalMs) : '') });
+  }
   if (data.work) {
     columns.push({ label: 'GB/s', sort: 'time', inverse: true, numeric: true, cell: (c) => num(c.GBps) });
     if (data.limits) columns.push({ label: '% of bandwidth', sort: 'time', inverse: true, numeric: true, cell: (c) => (c.bandwidthPct === undefined ? '' : h('span', {}, bar(c.bandwidthPct, maxPct), pct(c.bandwidthPct))) });

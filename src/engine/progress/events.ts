@@ -43,6 +43,9 @@ export interface ConfigSummary {
   error?: string;
   /** Which launches had their outputs verified: "input sets 1–2, timed launches 7, 19, 28 and the last of 32". */
   verified?: string;
+  /** How many launches were timed, and the 95 % interval of their median (ms; from 6 launches on). */
+  launches?: number;
+  medianIntervalMs?: [number, number];
   driver?: DriverMetrics;
   energy?: EnergyReadings;
   /** Why there is no energy where it was asked for. */
@@ -329,6 +332,8 @@ export function summarizeConfig(result: ConfigResult): ConfigSummary {
     ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
     ...(error !== undefined && { error }),
     ...(result.verified && { verified: describeVerification(result.verified) }),
+    ...(result.stats && { launches: result.stats.samplesMs.length }),
+    ...(result.stats?.medianIntervalMs && { medianIntervalMs: result.stats.medianIntervalMs }),
     ...(result.driver && { driver: result.driver }),
     ...(result.energy && { energy: result.energy }),
     ...(result.energyUnavailable !== undefined && { energyUnavailable: result.energyUnavailable }),

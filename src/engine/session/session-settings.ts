@@ -54,7 +54,8 @@ export const SessionSettingsSchema = z.object({
   energy: z.boolean().optional(),
   /** Candidates that would be accepted run under compute-sanitizer first (LLMKernelTransformerOptions.sanitize); absent: on. */
   sanitize: z.boolean().optional(),
-  iterations: z.number().int().min(1),
+  /** Timed launches per configuration: a fixed count, or an adaptive series (launch-count.ts). */
+  iterations: z.union([z.number().int().min(1), z.object({ min: z.number().int().min(1), max: z.number().int().min(1), precision: z.number().positive() })]),
   timePerTestS: z.number().positive(),
   launchTimeoutS: z.number().positive().optional(),
   structuredOutputType: z.enum(STRUCTURED_OUTPUT_TYPES),

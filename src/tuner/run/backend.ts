@@ -181,8 +181,11 @@ export interface OutputComparison {
 /** Where a configuration's outputs were found wrong: the check of an input set, or a verified timed launch. */
 export interface CheckFailure extends OutputComparison {
   inputSet: number;
-  /** The verified timed launch (1-based) whose outputs were wrong, and how many timed launches the series had. */
-  timedLaunch?: { index: number; of: number };
+  /**
+   * The verified timed launch (1-based) whose outputs were wrong, and how many timed launches the series had (at most,
+   * for an adaptive series).
+   */
+  timedLaunch?: { index: number; of: number; adaptive: boolean };
 }
 
 /** A test's data on the device: input sets, expected outputs, working buffers. */
@@ -220,6 +223,18 @@ export interface TimedLaunchOptions extends DeviceRunOptions {
   count: number;
   /** Overwrite L2 before each timed launch (outside its events). */
   flushL2: boolean;
+  /** Reset the outputs before each timed launch (outside its events), as resetOutputs does. */
+  resetBeforeEach: boolean;
+  /** Start each timed launch from an idle GPU: the host waits for the device before its start event (Kernel Tuner's way). */
+  idleBeforeEach: boolean;
+  /** Compare the outputs after the last launch, as compareOutputs does, in the same request. */
+  compare: boolean;
+}
+
+/** Each timed launch's milliseconds, in order; the comparison after the last when it was asked for. */
+export interface TimedLaunches {
+  samplesMs: number[];
+  comparison?: OutputComparison;
 }
 
 /**
@@ -241,14 +256,17 @@ export interface TuningBackend {
   prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest>;
   /** Resets an input set's outputs: pure outputs poisoned (NaN, 0xA5 bytes), in/out outputs copied from their initial content. */
   resetOutputs(test: PreparedTest, inputSet: number): Promise<void>;
-  /** One launch on an input set, waited for. */
-  launch(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void>;
   /**
-   * `warmup` untimed launches on an input set, then `count` timed ones, each after its outputs were reset as
-   * resetOutputs does, outside its events: what a timed launch leaves in the outputs is its own work. Each timed
-   * launch's milliseconds, in order.
+   * A check of an input set: its outputs reset, one launch between events, the outputs compared (as compareOutputs
+   * does), in one request; the launch's time and the comparison.
    */
-  timedLaunches(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]>;
+  check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }>;
+  /**
+   * `warmup` untimed launches on an input set, then `count` timed ones, each (with resetBeforeEach) after its outputs
+   * were reset as resetOutputs does, outside its events: what a timed launch leaves in the outputs is then its own
+   * work. With `compare`, the outputs compared after the last, as compareOutputs does.
+   */
+  timedLaunches(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches>;
   /** Compares an input set's outputs with the expected ones and its inputs with their fingerprints (restoring any changed). */
   compareOutputs(test: PreparedTest, inputSet: number): Promise<OutputComparison>;
   /**
