@@ -26,6 +26,7 @@ import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../src/engine/session/
 import { LLMKernelTransformer } from '../src/engine/session/transformer';
 import type { TuningBackend } from '../src/tuner/run/backend';
 import { GpuBackend } from '../src/tuner/run/gpu-backend';
+import { DEFAULT_LAUNCHES } from '../src/tuner/run/launch-count';
 import { KernelTest, TunableKernel } from '../src/tuner/tunable-kernel';
 import type { TestSpecInput } from '../src/tuner/spec/input-spec';
 import { gpuSkipReason } from '../test/support/gpu-available';
@@ -89,7 +90,7 @@ function settingsFor(strategy: StrategyName, seed: number, calls: number, llmCon
     strategy: strategy === 'evolutionary' ? { kind: 'evolutionary', seed, window } : DEFAULT_AUTONOMOUS,
     retries: 2,
     performanceThreshold: 1,
-    iterations: 32,
+    iterations: DEFAULT_LAUNCHES,
     timePerTestS: 15,
     structuredOutputType: 'default',
     stripThinking: true,
@@ -212,7 +213,6 @@ async function expertAt(backend: TuningBackend, n: number): Promise<number> {
     oracle,
     ...(gridDivisors.x && { gridDivX: gridDivisors.x }),
     ...(gridDivisors.y && { gridDivY: gridDivisors.y }),
-    iterations: 32,
   });
   if (!result.best?.timeMs) throw new Error(`the expert kernel had no correct configuration at n = ${n}: ${result.results.find((r) => r.error)?.error?.message ?? 'no result'}`);
   return result.best.timeMs;
