@@ -92,6 +92,7 @@ const DIVERGENT_BARRIER = `__global__ void neighbour_sum(float *y, const float *
         __syncthreads();  // in the last block the threads past n never get here
         y[i] = s[threadIdx.x] + s[threadIdx.x == 0 ? 0 : threadIdx.x - 1];
     }
+    __syncthreads();  // ... they wait at this barrier instead: two barriers, one block (an exited thread would not count)
 }
 `;
 

@@ -136,7 +136,12 @@ function raceOf(block: Block): Pick<SanitizerFinding, 'accesses' | 'frames'> | u
   for (let i = 0; i < parts.length; i += 2) {
     const access = i === 0 ? m[1]! : parts[i - 1]!;
     const hazards = HAZARDS.exec(parts[i]!);
-    accesses.push({ access, frame: parseFrame(parts[i]!.replace(HAZARDS, '')), ...(hazards && { hazards: count(hazards[1]!) }) });
+    const side: RaceAccess = { access, frame: parseFrame(parts[i]!.replace(HAZARDS, '')), ...(hazards && { hazards: count(hazards[1]!) }) };
+    // racecheck lists the other side once per instance (a warp, an address): the same access at the same place is one
+    // side, its hazards summed.
+    const same = i === 0 ? undefined : accesses.slice(1).find((a) => a.access === side.access && place(a.frame) === place(side.frame));
+    if (!same) accesses.push(side);
+    else if (side.hazards !== undefined) same.hazards = (same.hazards ?? 0) + side.hazards;
   }
   return { accesses, frames: [accesses[0]!.frame] };
 }
