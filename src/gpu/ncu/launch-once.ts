@@ -13,6 +13,18 @@ import type { Dim3 } from '../types';
 
 export const PROFILE_FLAG = '--profile=';
 
+/**
+ * A request travels as JSON, which has no bigint: the integer bounds of a random spec (int64, uint32 ...) are bigints,
+ * so they are written as {"$bigint": "decimal"} and read back as bigints.
+ */
+export function stringifyWithBigInts(value: unknown): string {
+  return JSON.stringify(value, (_key, v: unknown) => (typeof v === 'bigint' ? { $bigint: v.toString() } : v));
+}
+
+export function reviveBigInts(_key: string, v: unknown): unknown {
+  return typeof v === 'object' && v !== null && typeof (v as { $bigint?: unknown }).$bigint === 'string' && Object.keys(v).length === 1 ? BigInt((v as { $bigint: string }).$bigint) : v;
+}
+
 /** A buffer's contents: a file's bytes, a repeated bit pattern, seeded random numbers, zeros, or never written. */
 export type LaunchOnceContents = { file: string } | { pattern: string } | { random: NormalizedRandomSpec } | { zero: true } | { uninitialized: true };
 
@@ -95,7 +107,7 @@ export function launchOnce(addon: NativeAddon, request: LaunchOnceRequest): void
 export function runLaunchOnceRequest(addon: NativeAddon | Error, requestFile: string): never {
   let request: LaunchOnceRequest;
   try {
-    request = JSON.parse(readFileSync(requestFile, 'utf8')) as LaunchOnceRequest;
+    request = JSON.parse(readFileSync(requestFile, 'utf8'), reviveBigInts) as LaunchOnceRequest;
   } catch (e) {
     console.error(`gpu-worker: cannot read the profile request ${requestFile}: ${e instanceof Error ? e.message : String(e)}`);
     process.exit(2);

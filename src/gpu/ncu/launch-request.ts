@@ -10,7 +10,7 @@ import { argumentError } from '../errors';
 import { LaunchConfig, type LaunchConfigInit } from '../launch-config';
 import { checkRandomSpec, type RandomSpec } from '../random';
 import type { CompiledProgram } from '../types';
-import type { LaunchOnceArg, LaunchOnceConstant, LaunchOnceContents, LaunchOnceRequest } from './launch-once';
+import { stringifyWithBigInts, type LaunchOnceArg, type LaunchOnceConstant, type LaunchOnceContents, type LaunchOnceRequest } from './launch-once';
 
 /**
  * A buffer's contents: data, one repeated value, seeded random numbers, zeros (a length alone), or never written
@@ -86,7 +86,7 @@ export async function writeLaunchRequest(target: LaunchTarget, dir: string): Pro
     resultFile: path.join(dir, 'result.json'),
   };
   const requestFile = path.join(dir, 'request.json');
-  await writeFile(requestFile, JSON.stringify(request));
+  await writeFile(requestFile, stringifyWithBigInts(request));
   return { requestFile, resultFile: request.resultFile, loweredName };
 }
 
