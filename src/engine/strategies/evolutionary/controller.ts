@@ -94,6 +94,8 @@ export function viewOf(v: Variant): VariantView {
     bound: v.bound,
     occupancy: v.occupancy,
     code: v.code,
+    gridDivisors: v.gridDivisors,
+    ...(v.sharedMemBytes !== null && { sharedMemBytes: v.sharedMemBytes }),
     diff: v.diff,
     ...(v.profile && { profile: v.profile }),
   };
