@@ -223,6 +223,8 @@ function renderFinal(v: SessionView): HTMLElement | null {
   return section(
     'Result',
     'result',
+    // The model failed before the strategy was done: this is the best kernel so far, and says why it is not more.
+    v.stoppedEarly && h('p', { class: 'stopped-early', id: 'stopped-early' }, `${v.stoppedEarly[0]!.toUpperCase()}${v.stoppedEarly.slice(1)}.`),
     h(
       'p',
       {},

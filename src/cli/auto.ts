@@ -16,7 +16,7 @@ import { ReplayChatModel } from '../engine/llm/replay';
 import { checkReachable, createChatModel, parseProviderConfig, transportRetryPolicyFor, type ProviderConfig } from '../engine/llm/providers';
 import type { SessionEnd } from '../engine/session/session';
 import { transformerOptionsFrom, type SessionRunParts } from '../engine/session/session-options';
-import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents, type StoredSessionHeader } from '../engine/session/session-log';
+import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents, stoppedEarly, type StoredSessionHeader } from '../engine/session/session-log';
 import { DEFAULT_AUTONOMOUS, DEFAULT_EVOLUTIONARY_SETTINGS, replaySettings, type BranchOptions, type SessionSettings } from '../engine/session/session-settings';
 import type { PlanApproval } from '../engine/strategies/approval';
 import { defaultTuningSteps } from '../engine/strategies/explicit';
@@ -28,7 +28,7 @@ import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gp
 import { TunableKernel } from '../tuner/tunable-kernel';
 import { readUserFile } from '../tuner/spec/user-files';
 import { reportFromSession, type ReportData } from '../report/model';
-import { usageOf, usageText } from '../engine/session/session-view';
+import { usageOf, usageText, warningsOf } from '../engine/session/session-view';
 import { commandLine, reportPath, writeReport } from './report';
 import { findSession, openSessionStore, SessionRecorder, sessionsDir, storedEvents, type SessionStore } from './sessions';
 
@@ -80,9 +80,10 @@ options:
   -v, --verbose            show every configuration and model call
 
 stored sessions (SESSION: a session id, or the path of a session file):
-  --resume SESSION         continue a session that was interrupted, cancelled or failed, with its own settings; the
-                           model is the recorded one unless --provider/--model/--base-url say otherwise; a finished
-                           evolutionary session goes on evolving within the budget given now (--max-calls ...)
+  --resume SESSION         continue a session that was interrupted, cancelled or failed, or whose tuning stopped
+                           early because the model failed (it finished with the best kernel so far), with its own
+                           settings; the model is the recorded one unless --provider/--model/--base-url say otherwise;
+                           a finished evolutionary session goes on evolving within the budget given now (--max-calls ...)
   --from-step STEP         with --resume: a new session, a branch, that starts again where step STEP (its id as the
                            output shows it: "step 3: ...") started, from the kernel as it was then; both keep their
                            results
@@ -394,8 +395,8 @@ async function runStored(options: Extract<AutoOptions, { mode: 'resume' }>, entr
   const run = { ...parts, llm, transportRetryPolicy: transportRetryPolicyFor(provider) };
   const common = { fileName: settings.fileName, model: `${provider.provider}: ${provider.model}`, strategy: settings.strategy.kind };
   if (options.fromStep === undefined) {
-    const evolveFurther = entry.status === 'completed' && settings.strategy.kind === 'evolutionary';
-    if (entry.status === 'completed' && !evolveFurther) throw new Error(`session ${entry.id} is completed: start a branch of it with --from-step STEP`);
+    const evolveFurther = entry.status === 'completed' && settings.strategy.kind === 'evolutionary' && !stoppedEarly(events);
+    if (entry.status === 'completed' && !stoppedEarly(events) && !evolveFurther) throw new Error(`session ${entry.id} is completed: start a branch of it with --from-step STEP`);
     const header = { ...common, sessionId: entry.id, startedAt: entry.createdAt };
     const recorder = new SessionRecorder(store.history, {
       id: entry.id,
@@ -536,6 +537,10 @@ async function session(options: Common, source: string, file: string, settings: 
   const usage = usageOf(log);
   if (usage.calls > 0) io.stderr.write(`model: ${usageText(usage)}\n`);
   io.stderr.write(`results: ${written.join(', ')}\n`);
+  if (stoppedEarly(events) && how.recorder) {
+    const resume = commandLine('auto', ['--resume', how.recorder.id, ...(options.sessions ? ['--sessions', options.sessions] : [])]);
+    io.stderr.write(`tuning stopped early (see the warning above): \`${resume}\` asks the model again from there\n`);
+  }
   return 0;
 }
 
@@ -655,6 +660,8 @@ export function markdownReport(options: Pick<ResultTarget, 'file' | 'provider'>,
     return [];
   });
   if (outcomes.length > 0) lines.push('## Steps', '', ...outcomes, '');
+  const warnings = warningsOf(events);
+  if (warnings.length > 0) lines.push('## Warnings', '', ...warnings.map((w) => `- ${w}`), '');
   lines.push('## Tunable parameters', '', ...Object.entries(finished.tuneParams).map(([k, v]) => `- \`${k}\`: ${v.join(', ')}`), '');
   if (finished.restrictions.length > 0) lines.push('Restrictions:', '', ...finished.restrictions.map((r) => `- \`${r}\``), '');
   return `${lines.join('\n')}\n`;

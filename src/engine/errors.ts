@@ -50,9 +50,21 @@ export class TimeoutError extends Error {
   }
 }
 
-/** The model's answer holds no kernel code. */
+/** The model's answer holds no kernel code; `empty`: it holds nothing at all. */
 export class NoCodeError extends Error {
   override name = 'NoCodeError';
+
+  constructor(
+    message: string,
+    readonly answer: { empty: boolean },
+  ) {
+    super(message);
+  }
+}
+
+/** The model's answer was cut off before its end (its code block never closes): it hit the output token limit. */
+export class TruncatedAnswerError extends Error {
+  override name = 'TruncatedAnswerError';
 }
 
 /** A rewrite changed the kernel's name or parameter list, which the host code depends on. */

@@ -456,7 +456,12 @@ export class SessionManager implements vscode.Disposable {
       await this.showDiff(sessionId, name, view.final.finalCode, session.originalCode, session.documentUri, `${name} tuned (${gain.toFixed(2)}×)`).catch((error: unknown) => {
         this.log.error(`could not show the tuned kernel: ${error instanceof Error ? error.message : String(error)}`);
       });
-      void vscode.window.showInformationMessage(`${name}: ${gain.toFixed(2)}× faster. Review the changes in the editor (Accept / Reject).`, 'Show report').then((choice) => {
+      const review = 'Review the changes in the editor (Accept / Reject).';
+      // A model that failed late: the best kernel so far is proposed all the same, and the message says why it is not more.
+      const shown = view.stoppedEarly
+        ? vscode.window.showWarningMessage(`${name}: ${gain.toFixed(2)}× faster, but ${view.stoppedEarly}. ${review}`, 'Show report')
+        : vscode.window.showInformationMessage(`${name}: ${gain.toFixed(2)}× faster. ${review}`, 'Show report');
+      void shown.then((choice) => {
         if (choice) void vscode.commands.executeCommand('kernelTuner.showPanel', sessionId);
       });
     } else if (view.status === 'failed') {

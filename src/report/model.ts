@@ -5,7 +5,7 @@
  * reproduces the run (command, spec, cache, session). Pure; no vscode, no GPU.
  */
 import type { ConfigSummary, EventOf, TuningEvent } from '../engine/progress/events';
-import { acceptedTimeline, decidedCandidate, focusStep, reduceAll, type SessionHeader } from '../engine/session/session-view';
+import { acceptedTimeline, decidedCandidate, focusStep, reduceAll, warningsOf, type SessionHeader } from '../engine/session/session-view';
 import type { DeviceDescription } from '../tuner/run/backend';
 import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
@@ -85,6 +85,8 @@ export interface ReportData {
   summary: { baselineTimeMs: number | null; bestTimeMs: number | null; speedup: number | null; bestConfig?: Config; /** Configurations in the results, those over the device's limits included (as the CLI counts them). */ evaluations: number };
   /** The original kernel's profile at the baseline configuration (a session's). */
   baselineProfile?: ReportProfile;
+  /** What the run warned of (a session's tuning that stopped early because the model failed, ...); absent in older reports. */
+  warnings?: string[];
   /** The chart's line: baseline (or reference) first, then each improvement (`step`: the plan's number of its step). */
   timeline: { label: string; timeMs: number; step?: number }[];
   steps: ReportStep[];
@@ -265,6 +267,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       evaluations: steps.reduce((n, s) => n + s.configs.length, 0),
     },
     ...(view.baselineProfile && { baselineProfile: reportProfile(view.baselineProfile) }),
+    warnings: warningsOf(input.events),
     timeline,
     steps,
     ...(chartStep && { chartStepId: chartStep.id }),

@@ -2,20 +2,16 @@
  * TEST DOUBLE: a scripted LLM server. Not a model: it replays a script of canned answers, one turn per chat request,
  * so that the real LangChain clients (ChatOpenAI, ChatOllama) run over real HTTP in tests without any LLM.
  *
- * Speaks on 127.0.0.1 (port 0):
- *   - OpenAI chat completions: POST /v1/chat/completions, JSON or SSE (`stream: true`, usage chunk when
- *     `stream_options.include_usage`, closing `data: [DONE]`); tool calls; GET /v1/models.
- *   - Ollama: POST /api/chat, NDJSON stream (`{message, done:false}` lines, then `{done:true, done_reason,
- *     prompt_eval_count, eval_count}`) or one JSON object when `stream: false`; tool calls in Ollama's shape
- *     (arguments as an object); GET /api/tags.
- * Every request is recorded (path and parsed body) so tests can assert what the client sent. A turn whose `match`
- * fails is answered 500 with a diagnostic and recorded in `mismatches`; so is a request after the script ran out.
- * Scripts are JSON under test/fixtures/llm-scripts/.
+ * Speaks OpenAI's and Ollama's chat wire formats on 127.0.0.1 (port 0), streamed or not, tool calls included: the HTTP
+ * layer is ./chat-http.ts. Every request is recorded (path and parsed body) so tests can assert what the client sent.
+ * A turn whose `match` fails is answered 500 with a diagnostic and recorded in `mismatches`; so is a request after the
+ * script ran out. Scripts are JSON under test/fixtures/llm-scripts/.
  */
 import { readFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { messageText, sendAnswer, sendError, splitIntoPieces, startChatServer, type ReceivedRequest, type Wire } from './chat-http';
 
 export type ScriptRole = 'system' | 'user' | 'assistant' | 'tool';
 
@@ -46,11 +42,7 @@ export interface ScriptTurn {
   usage?: { promptTokens: number; completionTokens: number };
 }
 
-export interface RecordedRequest {
-  method: string;
-  path: string;
-  body: any;
-  headers: Record<string, string | string[] | undefined>;
+export interface RecordedRequest extends ReceivedRequest {
   /** The index of the turn that answered it, if a turn did. */
   turn?: number;
 }
@@ -95,16 +87,6 @@ export function loadScript(name: string): ScriptTurn[] {
   return turns;
 }
 
-type Wire = 'openai' | 'ollama';
-
-function messageText(message: any): string {
-  if (typeof message?.content === 'string') return message.content;
-  if (Array.isArray(message?.content)) {
-    return message.content.map((part: any) => (typeof part === 'string' ? part : (part?.text ?? ''))).join('');
-  }
-  return '';
-}
-
 function checkMatch(turn: ScriptTurn, body: any): string | undefined {
   const match = turn.match;
   if (!match) return undefined;
@@ -125,10 +107,6 @@ function requestExcerpt(body: any): string {
   const messages: any[] = Array.isArray(body?.messages) ? body.messages : [];
   const last = [...messages].reverse().find((m) => m?.role === 'user');
   return messageText(last).slice(0, 200);
-}
-
-function splitIntoPieces(content: string): string[] {
-  return content.match(/\s*\S+\s*/g) ?? (content === '' ? [] : [content]);
 }
 
 function toolArguments(call: NonNullable<ScriptTurn['respond']['toolCall']>): { text: string; object: unknown } {
@@ -154,40 +132,9 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
   let counter = 0;
   const used = new Set<number>();
 
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      handle(req, res, Buffer.concat(chunks).toString('utf8')).catch((error: unknown) => {
-        if (!res.headersSent) sendJson(res, 500, { error: `scripted server failed: ${String(error)}` });
-        else res.destroy();
-      });
-    });
-  });
-
-  async function handle(req: IncomingMessage, res: ServerResponse, raw: string): Promise<void> {
-    const path = (req.url ?? '/').split('?')[0]!;
-    let body: any = raw;
-    if (raw !== '') {
-      try {
-        body = JSON.parse(raw);
-      } catch {
-        // Recorded as text: a test may want to see what a client sent that was not JSON.
-      }
-    }
-    const record: RecordedRequest = { method: req.method ?? 'GET', path, body, headers: req.headers };
-    requests.push(record);
-
-    if (req.method === 'GET' && path === '/api/tags') {
-      return sendJson(res, 200, { models: models.map((name) => ({ name, model: name, size: 1, digest: 'scripted' })) });
-    }
-    if (req.method === 'GET' && path === '/v1/models') {
-      return sendJson(res, 200, { object: 'list', data: models.map((id) => ({ id, object: 'model', owned_by: 'scripted' })) });
-    }
-    const wire: Wire | undefined =
-      req.method === 'POST' && path === '/v1/chat/completions' ? 'openai' : req.method === 'POST' && path === '/api/chat' ? 'ollama' : undefined;
-    if (!wire) return sendJson(res, 404, { error: `scripted server: no route for ${req.method} ${path}` });
-
+  async function chat(received: ReceivedRequest, wire: Wire, res: ServerResponse): Promise<void> {
+    const record = received as RecordedRequest;
+    const { path, body } = record;
     if (options.responder) {
       const turn = options.responder(body);
       if (!turn) {
@@ -195,7 +142,7 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
         mismatches.push({ turn: null, path, reason });
         return sendError(res, wire, 500, `scripted server: ${reason}`);
       }
-      return answerWith(req, res, wire, body, turn);
+      return answerWith(res, wire, body, turn);
     }
     if (used.size >= script.length) {
       const reason = `the script has ${script.length} turn(s), all used; this is request ${requests.length}`;
@@ -212,14 +159,14 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
       mismatches.push({ turn: index, path, reason: mismatch });
       return sendError(res, wire, 500, `scripted server: turn ${index}${turn.comment ? ` (${turn.comment})` : ''} does not match: ${mismatch}`);
     }
-    return answerWith(req, res, wire, body, turn);
+    return answerWith(res, wire, body, turn);
   }
 
-  async function answerWith(req: IncomingMessage, res: ServerResponse, wire: Wire, body: any, turn: ScriptTurn): Promise<void> {
+  async function answerWith(res: ServerResponse, wire: Wire, body: any, turn: ScriptTurn): Promise<void> {
     const r = turn.respond;
     if (r.delayMs) await sleep(r.delayMs);
     if (r.dropConnection) {
-      req.socket.destroy();
+      res.socket?.destroy();
       return;
     }
     if (r.body !== undefined) {
@@ -230,130 +177,25 @@ export async function startScriptedLlmServer(script: ScriptTurn[], options: Scri
     if (r.status !== undefined && (r.status < 200 || r.status >= 300)) {
       return sendError(res, wire, r.status, r.error ?? `scripted error ${r.status}`, r.headers);
     }
-    const answer = {
+    const pieces = r.chunks ?? splitIntoPieces(r.content ?? '');
+    sendAnswer(res, wire, body, {
       id: `scripted-${++counter}`,
       model: typeof body?.model === 'string' ? body.model : models[0]!,
-      pieces: r.chunks ?? splitIntoPieces(r.content ?? ''),
+      pieces,
       toolCall: r.toolCall ? { name: r.toolCall.name, ...toolArguments(r.toolCall) } : undefined,
-      usage: turn.usage,
+      usage: turn.usage ?? { promptTokens: 10, completionTokens: Math.max(pieces.length, 1) },
       headers: r.headers ?? {},
-    };
-    if (wire === 'openai') return body?.stream === true ? openAiStream(res, answer, body?.stream_options?.include_usage === true) : openAiJson(res, answer);
-    return body?.stream === false ? ollamaJson(res, answer) : ollamaStream(res, answer);
+    });
   }
 
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const server = await startChatServer({ name: 'scripted server', models, received: (request) => requests.push(request), chat });
   return {
-    url: `http://127.0.0.1:${port}`,
+    url: server.url,
     requests,
     mismatches,
     remaining: () => script.length - used.size,
-    close: () =>
-      new Promise<void>((resolve, reject) => {
-        server.closeAllConnections();
-        server.close((error) => (error ? reject(error) : resolve()));
-      }),
+    close: () => server.close(),
   };
-}
-
-interface Answer {
-  id: string;
-  model: string;
-  pieces: string[];
-  toolCall: { name: string; text: string; object: unknown } | undefined;
-  usage: ScriptTurn['usage'];
-  headers: Record<string, string>;
-}
-
-function usageOf(answer: Answer) {
-  return answer.usage ?? { promptTokens: 10, completionTokens: Math.max(answer.pieces.length, 1) };
-}
-
-function sendJson(res: ServerResponse, status: number, value: unknown, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'content-type': 'application/json', ...headers });
-  res.end(JSON.stringify(value));
-}
-
-function sendError(res: ServerResponse, wire: Wire, status: number, message: string, headers: Record<string, string> = {}): void {
-  const body = wire === 'openai' ? { error: { message, type: status === 429 ? 'rate_limit_exceeded' : 'scripted_error', code: null } } : { error: message };
-  sendJson(res, status, body, headers);
-}
-
-const created = () => Math.floor(Date.now() / 1000);
-
-function openAiJson(res: ServerResponse, a: Answer): void {
-  const usage = usageOf(a);
-  const message: Record<string, unknown> = { role: 'assistant', content: a.toolCall ? null : a.pieces.join('') };
-  if (a.toolCall) {
-    message.tool_calls = [{ id: `call_${a.id}`, type: 'function', function: { name: a.toolCall.name, arguments: a.toolCall.text } }];
-  }
-  sendJson(
-    res,
-    200,
-    {
-      id: a.id,
-      object: 'chat.completion',
-      created: created(),
-      model: a.model,
-      choices: [{ index: 0, message, logprobs: null, finish_reason: a.toolCall ? 'tool_calls' : 'stop' }],
-      usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens },
-    },
-    a.headers,
-  );
-}
-
-function openAiStream(res: ServerResponse, a: Answer, includeUsage: boolean): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', ...a.headers });
-  const base = { id: a.id, object: 'chat.completion.chunk', created: created(), model: a.model };
-  const send = (value: unknown) => res.write(`data: ${JSON.stringify(value)}\n\n`);
-  const delta = (d: Record<string, unknown>, finish: string | null = null) =>
-    send({ ...base, choices: [{ index: 0, delta: d, logprobs: null, finish_reason: finish }] });
-  delta({ role: 'assistant', content: '' });
-  for (const piece of a.pieces) delta({ content: piece });
-  if (a.toolCall) {
-    delta({ tool_calls: [{ index: 0, id: `call_${a.id}`, type: 'function', function: { name: a.toolCall.name, arguments: '' } }] });
-    delta({ tool_calls: [{ index: 0, function: { arguments: a.toolCall.text } }] });
-  }
-  delta({}, a.toolCall ? 'tool_calls' : 'stop');
-  if (includeUsage) {
-    const usage = usageOf(a);
-    send({ ...base, choices: [], usage: { prompt_tokens: usage.promptTokens, completion_tokens: usage.completionTokens, total_tokens: usage.promptTokens + usage.completionTokens } });
-  }
-  res.end('data: [DONE]\n\n');
-}
-
-function ollamaFinal(a: Answer) {
-  const usage = usageOf(a);
-  return {
-    model: a.model,
-    created_at: new Date().toISOString(),
-    done: true,
-    done_reason: 'stop',
-    total_duration: 1_000_000,
-    load_duration: 1000,
-    prompt_eval_count: usage.promptTokens,
-    prompt_eval_duration: 1000,
-    eval_count: usage.completionTokens,
-    eval_duration: 1000,
-  };
-}
-
-function ollamaToolCalls(a: Answer) {
-  return a.toolCall ? [{ function: { name: a.toolCall.name, arguments: a.toolCall.object } }] : undefined;
-}
-
-function ollamaJson(res: ServerResponse, a: Answer): void {
-  sendJson(res, 200, { ...ollamaFinal(a), message: { role: 'assistant', content: a.pieces.join(''), tool_calls: ollamaToolCalls(a) } }, a.headers);
-}
-
-function ollamaStream(res: ServerResponse, a: Answer): void {
-  res.writeHead(200, { 'content-type': 'application/x-ndjson', ...a.headers });
-  const line = (value: unknown) => res.write(`${JSON.stringify(value)}\n`);
-  const at = () => new Date().toISOString();
-  for (const piece of a.pieces) line({ model: a.model, created_at: at(), message: { role: 'assistant', content: piece }, done: false });
-  if (a.toolCall) line({ model: a.model, created_at: at(), message: { role: 'assistant', content: '', tool_calls: ollamaToolCalls(a) }, done: false });
-  res.end(`${JSON.stringify({ ...ollamaFinal(a), message: { role: 'assistant', content: '' } })}\n`);
 }
 
 /** A URL where nothing listens: a port the OS gave us, closed again. */

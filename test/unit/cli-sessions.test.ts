@@ -216,16 +216,17 @@ describe('stored sessions of auto', () => {
   });
 
   it('resumes a session that failed, in its own thread and history entry', async () => {
-    // The model goes away after step 2: the session fails there.
-    const cut = FULL.findIndex((t) => t.comment?.startsWith('step 3'));
-    const s = await server(FULL.slice(0, cut));
+    // The model's problem sizes stay unusable: the session fails before its baseline, with nothing won.
+    const unusable: ScriptTurn = { comment: 'unusable problem size', respond: { content: '{"problemSize": n}' } };
+    const s = await server([FULL[0]!, unusable, unusable]);
     const file = kernelFile('resume');
     const failed = await auto([file, '--provider', 'openai', '--model', 'scripted-model', '--base-url', `${s.url}/v1`, '--retries', '1']);
     expect(failed.code).toBe(1);
+    expect(existsSync(`${file}.tuned`)).toBe(false);
     const id = sessionIdIn(failed.stderr);
     expect((await history.get(id))!.status).toBe('failed');
 
-    const rest = await server(from('step 3'));
+    const rest = await server(from('problem size'));
     // Another process runs it (this test process stands in for it, alive): the resume is refused and names it.
     const lockFile = join(sessions, 'locks', `${id}.lock`);
     mkdirSync(join(sessions, 'locks'), { recursive: true });
@@ -233,7 +234,7 @@ describe('stored sessions of auto', () => {
     await expect(auto(['--resume', id, '--base-url', `${rest.url}/v1`])).rejects.toThrow(
       `session ${id} is already running: process ${process.pid} on ${hostname()} (llm-kernel-tuner auto --resume) since 2026-11-26T10:00:00.000Z`,
     );
-    expect(rest.remaining()).toBe(from('step 3').length);
+    expect(rest.remaining()).toBe(from('problem size').length);
     rmSync(lockFile);
     const resumed = await auto(['--resume', id, '--base-url', `${rest.url}/v1`]);
     expect(existsSync(lockFile)).toBe(false);
@@ -246,6 +247,45 @@ describe('stored sessions of auto', () => {
     expect(entry.steps.map((st) => st.status)).toEqual(['rejected', 'rejected', 'accepted']);
     // The exchanges of both runs, the failed requests included.
     expect(entry.llmExchanges!.length).toBe(chats(s) + chats(rest));
+  });
+
+  it('a model that fails late: the session finishes with what it won, writes it, says why, and --resume goes on', async () => {
+    // Step 3 is accepted, then the replans stay unusable (the case of issue 25: a late failure threw the result away).
+    const unusable: ScriptTurn = { comment: 'unusable replan', respond: { content: '{"done": "no idea"}' } };
+    const s = await server([...FULL.slice(0, FULL.findIndex((t) => t.comment?.startsWith('replan'))), unusable, unusable]);
+    const file = kernelFile('late');
+    const ran = await auto([file, '--provider', 'openai', '--model', 'scripted-model', '--base-url', `${s.url}/v1`, '--retries', '1']);
+    expect(s.remaining()).toBe(0);
+    expect(ran.code).toBe(0);
+    expect(ran.stderr).not.toMatch(/^error/m);
+    const id = sessionIdIn(ran.stderr);
+    const stop = 'tuning stopped early at "replan": gave up after 2 attempts (the last: StructuredOutputError: the answer does not match the expected JSON: field `done`: expected boolean, received string; field `steps`: expected array, received undefined); the session ends with the best kernel so far (1 accepted step)';
+    expect(ran.stderr).toContain(`warning: ${stop}\n`);
+    expect(ran.stderr).toContain(`tuning stopped early (see the warning above): \`llm-kernel-tuner auto --resume ${id} --sessions ${sessions}\` asks the model again from there`);
+    // The results of a finished session: the tuned file with step 3's kernel, the diff, the reports naming the stop.
+    const out = `${file}.tuned`;
+    expect(readFileSync(join(out, 'saxpy.cu'), 'utf8')).toMatch(/#define block_size_x 512[\s\S]*FAKE_BLOCK_AWARE/);
+    expect(readFileSync(join(out, 'saxpy.diff'), 'utf8')).toContain('+// FAKE_BLOCK_AWARE');
+    // The final kernel's own warning follows (saxpy.cu has no host code to rewrite).
+    const noLaunch = 'no launch of saxpy was found in this file: launch it with block (512, 1, 1), grid ((n + 511) / 512, 1, 1)';
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain(`## Warnings\n\n- ${stop}\n- ${noLaunch}\n`);
+    expect(reportDataOf(readFileSync(join(out, 'report.html'), 'utf8')).warnings).toEqual([stop, noLaunch]);
+    expect(await history.get(id)).toMatchObject({ status: 'completed', speedup: expect.closeTo(1 / 0.6, 5) });
+
+    // Resumed: the replan is asked again, and this time the session ends by itself.
+    const rest = await server(from('replan'));
+    const resumed = await auto(['--resume', id, '--base-url', `${rest.url}/v1`]);
+    expect(rest.mismatches).toEqual([]);
+    expect(rest.remaining()).toBe(0);
+    expect(resumed.code).toBe(0);
+    expect(resumed.stderr).not.toContain('tuning stopped early');
+    expect(readFileSync(join(out, 'report.md'), 'utf8')).toContain(`## Warnings\n\n- ${noLaunch}\n`);
+    expect(reportDataOf(readFileSync(join(out, 'report.html'), 'utf8')).warnings).toEqual([noLaunch]);
+    const entry = (await history.get(id))!;
+    expect(entry.status).toBe('completed');
+    expect(entry.steps.map((st) => st.status)).toEqual(['rejected', 'rejected', 'accepted']);
+    // Now it is done: a resume is refused, a branch is the way to go on.
+    await expect(auto(['--resume', id, '--base-url', `${rest.url}/v1`])).rejects.toThrow(`session ${id} is completed: start a branch of it with --from-step STEP`);
   });
 
   it('explains what it cannot do', async () => {

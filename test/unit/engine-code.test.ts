@@ -2,7 +2,7 @@
 // the merge of tunable parameters.
 import { describe, expect, it } from 'vitest';
 import { checkInterface, extractAnswerJson, extractKernelCode, mergeTuneParams, removeParameterDefines } from '../../src/engine/candidate/code';
-import { InvalidTuneParamsError, SignatureChangedError } from '../../src/engine/errors';
+import { InvalidTuneParamsError, NoCodeError, SignatureChangedError, TruncatedAnswerError } from '../../src/engine/errors';
 import { parseKernels } from '../../src/tuner/source/kernel-parser';
 import { findKernel } from '../../src/tuner/source/kernel-signature';
 
@@ -23,16 +23,37 @@ describe('extractKernelCode', () => {
   });
 
   it('ignores fences of other languages', () => {
-    expect(extractKernelCode('```json\n{"tunableParameters": {}}\n```\n```python\nprint(1)\n```')).toBeNull();
+    expect(() => extractKernelCode('```json\n{"tunableParameters": {}}\n```\n```python\nprint(1)\n```')).toThrow(new NoCodeError('the answer contains no kernel code', { empty: false }));
   });
 
   it('finds bare code between prose', () => {
     expect(extractKernelCode(`Sure! Here it is:\n${KERNEL}\nThis uses block_size_x.`)).toBe(`${KERNEL}\n`);
   });
 
-  it('returns null when there is no code', () => {
-    expect(extractKernelCode('I would tile the loop and unroll it.')).toBeNull();
-    expect(extractKernelCode('```cuda\n\n```')).toBeNull();
+  it('throws NoCodeError when there is no code, saying whether the answer was empty', () => {
+    const noCode = (answer: string) => {
+      try {
+        extractKernelCode(answer);
+      } catch (error) {
+        return error instanceof NoCodeError ? { message: error.message, empty: error.answer.empty } : error;
+      }
+      return 'no error';
+    };
+    expect(noCode('I would tile the loop and unroll it.')).toEqual({ message: 'the answer contains no kernel code', empty: false });
+    expect(noCode('```cuda\n\n```')).toEqual({ message: 'the answer contains no kernel code', empty: false });
+    expect(noCode(' \n')).toEqual({ message: 'the answer is empty', empty: true });
+  });
+
+  it('says when the answer was cut off in its code or its thoughts', () => {
+    expect(() => extractKernelCode(`Here:\n\`\`\`cuda\n${KERNEL.slice(0, 60)}`)).toThrow(new TruncatedAnswerError('the answer ends inside its ```cuda block, which is never closed'));
+    expect(() => extractKernelCode(`Here:\n${KERNEL.slice(0, 60)}`)).toThrow(new TruncatedAnswerError('the code ends before the braces it opened are closed'));
+    expect(() => extractKernelCode('<think>\nFirst a draft:\n```cuda\n__global__ void scale(')).toThrow(new TruncatedAnswerError('the answer ends inside its <think> block, before any code'));
+  });
+
+  it('takes the last block defining the kernel, never one in the thoughts', () => {
+    const draft = KERNEL.replace('2.0f', '3.0f');
+    expect(extractKernelCode(`The original:\n\`\`\`cuda\n${draft}\n\`\`\`\nOptimized:\n\`\`\`cuda\n${KERNEL}\n\`\`\``, { kernelName: 'scale' })).toBe(`${KERNEL}\n`);
+    expect(extractKernelCode(`<think>\n\`\`\`cuda\n${KERNEL}\n\`\`\`\n</think>\n\`\`\`cuda\n${draft}\n\`\`\``, { kernelName: 'scale' })).toBe(`${draft}\n`);
   });
 
   it('removes #defines of tunable parameters, with their guards and continuation lines', () => {
@@ -49,9 +70,25 @@ describe('extractKernelCode', () => {
 });
 
 describe('extractAnswerJson', () => {
-  it('reads the last json block', () => {
+  it('reads the last json block, or an unlabelled block holding an object', () => {
     expect(extractAnswerJson('```cuda\nint x;\n```\n```json\n{"a": 1}\n```\n```json\n{"tunableParameters": {"t": [1, 2],}}\n```')).toEqual({ tunableParameters: { t: [1, 2] } });
+    expect(extractAnswerJson('```cuda\nint x;\n```\n```\n{"tunableParameters": {"t": [4]}}\n```')).toEqual({ tunableParameters: { t: [4] } });
     expect(extractAnswerJson('no json')).toBeUndefined();
+  });
+
+  it('says why a json block is not usable instead of dropping the parameters it names', () => {
+    const problem = (answer: string) => {
+      try {
+        extractAnswerJson(answer);
+      } catch (error) {
+        return error instanceof InvalidTuneParamsError ? error.problems : error;
+      }
+      return 'no error';
+    };
+    expect(problem("```json\n{'tunableParameters': {'t': [1, 2]}}\n```")).toEqual(['the ```json block is not usable: the JSON is malformed: names and strings take double quotes in JSON ("name"), not single quotes']);
+    expect(problem('```cuda\nint x;\n```\n```json\n{"tunableParameters": {"t": [1,')).toEqual([
+      'the ```json block is not usable: it is never closed: the answer was cut off, probably at the output token limit: answer again, shorter',
+    ]);
   });
 });
 

@@ -148,12 +148,12 @@ describe('answers that are not what the schema asks', () => {
     expect(e.feedback).toContain('- field `steps[1].title`: expected string, received number');
   });
 
-  it('malformed tool-call arguments → StructuredOutputError with the parse error', async () => {
+  it('tool-call arguments cut off → StructuredOutputError saying the answer was cut off', async () => {
     const error = await run('openai', [{ respond: { toolCall: { name: 'plan', arguments: '{"steps": [{"title": "x", "gain": 1}' } } }], {
       type: 'functionCalling',
     }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StructuredOutputError);
-    expect((error as Error).message).toMatch(/^the answer is not usable JSON: the JSON is malformed: /);
+    expect((error as Error).message).toBe('the answer is not usable JSON: the JSON ends before its closing bracket: the answer was cut off, probably at the output token limit: answer again, shorter');
     expect((error as StructuredOutputError).rawText).toBe('{"steps": [{"title": "x", "gain": 1}');
   });
 
@@ -223,13 +223,22 @@ describe('extractJson', () => {
     expect(extractJson('{"s": "a } in a string, and a \\" quote"}')).toEqual({ ok: true, value: { s: 'a } in a string, and a " quote' } });
   });
 
-  it('repairs trailing commas and nothing looser', () => {
+  it('repairs trailing commas and comments, and nothing looser', () => {
     expect(extractJson('{"a": [1, 2,], "b": {"c": 1,},}')).toEqual({ ok: true, value: { a: [1, 2], b: { c: 1 } } });
     expect(extractJson('{"a": "x,]"}')).toEqual({ ok: true, value: { a: 'x,]' } });
-    const single = extractJson("{'a': 1}");
-    expect(single.ok).toBe(false);
-    expect(single).toMatchObject({ reason: 'invalid-json' });
-    expect(extractJson('{"a": 1, "b": ')).toMatchObject({ ok: false, reason: 'invalid-json' });
+    expect(extractJson('{\n  "a": 1, // the first\n  /* the rest */ "b": "http://x/*y*/",\n}')).toEqual({ ok: true, value: { a: 1, b: 'http://x/*y*/' } });
+    expect(extractJson("{'a': 1}")).toEqual({ ok: false, reason: 'invalid-json', detail: 'the JSON is malformed: names and strings take double quotes in JSON ("name"), not single quotes' });
+    expect(extractJson('{"a": True, "b": "it\'s None"}')).toEqual({ ok: false, reason: 'invalid-json', detail: "the JSON is malformed: JSON spells true, false and null in lower case (True is Python's)" });
+    expect(extractJson('{"a": 1, "b": ')).toEqual({ ok: false, reason: 'invalid-json', detail: 'the JSON ends before its closing bracket: the answer was cut off, probably at the output token limit: answer again, shorter' });
+  });
+
+  it('never reads the thoughts of a <think> block as the answer', () => {
+    expect(extractJson('<think>first {"steps": ["draft"]}</think>\n{"steps": []}')).toEqual({ ok: true, value: { steps: [] } });
+    expect(extractJson('<think>let me plan {"steps": [')).toEqual({
+      ok: false,
+      reason: 'no-json',
+      detail: 'the answer ends inside its <think> block, before any JSON: the answer was cut off, probably at the output token limit: answer again, shorter (think more briefly)',
+    });
   });
 
   it('says when there is no JSON at all', () => {

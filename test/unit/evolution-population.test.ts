@@ -28,7 +28,7 @@ function variant(id: string, timeMs: number, bound: Variant['bound'] = 'dram', p
   };
 }
 
-const driver = { num_regs: 32, local_mem_bytes: 0, static_shared_mem_bytes: 0, occupancy: 0.3 };
+const driver = { num_regs: 32, local_mem_bytes: 0, static_shared_mem_bytes: 0, dynamic_shared_mem_bytes: 0, active_blocks_per_sm: 2, active_warps_per_sm: 19, occupancy: 0.3, occupancy_source: 'driver' as const };
 function profile(numbers: Partial<NonNullable<ConfigProfile['ncu']>['numbers']> | undefined): ConfigProfile {
   return { config: {}, source: numbers ? 'ncu' : 'driver', summary: [], driver, ...(numbers && { ncu: { numbers: { topStalls: [], ...numbers } } }) };
 }

@@ -110,6 +110,39 @@ describe('session view reducer', () => {
     expect(reduceAll({ ...header, statusOverride: 'interrupted' }, [ev({ type: 'session.cancelled' })]).status).toBe('cancelled');
   });
 
+  it('a session whose tuning stopped early: completed with the best kernel so far, the stop in its notices and reports, until a resumed run goes on', () => {
+    const finished = (speedupAt: number) =>
+      ev({
+        type: 'session.finished',
+        finalCode: 'final',
+        tunableCode: 'tuned code',
+        bestParams: { block_size_x: 128 },
+        tuneParams: { block_size_x: [128, 512] },
+        restrictions: [],
+        tracker: { baselineTimeMs: 2, finalTimeMs: 2 / speedupAt, speedup: speedupAt, improvementPct: 25, steps: [] },
+        launch: { block: [128, 1, 1], grid: ['(n + 127) / 128', '1', '1'], problemSize: ['n'] },
+        launchSites: [],
+      });
+    const stop = 'tuning stopped early at "replan": gave up after 4 attempts (the last: InvalidAnswerError: "9" is not the id of a step to judge); the session ends with the best kernel so far (1 accepted step)';
+    const events = [
+      ...session(),
+      ev({ type: 'replanning', round: 1, maxRounds: 3 }),
+      ev({ type: 'tuning.stopped', during: 'replan', reason: 'gave up after 4 attempts (the last: InvalidAnswerError: "9" is not the id of a step to judge)', error: { name: 'RetriesExhaustedError', message: 'gave up after 4 attempts' }, acceptedSteps: 1 }),
+      ev({ type: 'warning', message: 'no launch of saxpy was found in this file' }),
+      finished(4 / 3),
+    ];
+    const view = reduceAll(header, events);
+    expect(view).toMatchObject({ status: 'completed', stoppedEarly: stop, final: { finalCode: 'final' } });
+    expect(view.notices.map((n) => n.text)).toEqual([stop, 'no launch of saxpy was found in this file']);
+    expect(historyFields(view)).toMatchObject({ status: 'completed', finalCode: 'final' });
+    expect(reportFromSession({ header, events, reproduce: { command: 'c', notes: [] } }).warnings).toEqual([stop, 'no launch of saxpy was found in this file']);
+
+    // Resumed: the new run goes on, and its own end is the session's.
+    const resumed = [...events, ev({ type: 'session.started', threadId: 's1', resumed: true, kernel: { name: 'saxpy', signature: '__global__ void saxpy(float *y)' }, device: { name: 'GPU', arch: 'sm_90', computeCapability: [9, 0] } }), finished(2)];
+    expect(reduceAll(header, resumed).stoppedEarly).toBeUndefined();
+    expect(reportFromSession({ header, events: resumed, reproduce: { command: 'c', notes: [] } }).warnings).toEqual([]);
+  });
+
   it('puts the user\'s edit of a branch before the step it starts, so the steps and the chart read in order', () => {
     const inherited = session().slice(0, 8);
     const branch = [

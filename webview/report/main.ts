@@ -62,6 +62,7 @@ function summary(data: ReportData): HTMLElement {
       card('configurations', String(s.evaluations)),
     ),
     s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, formatParams(s.bestConfig))),
+    (data.warnings ?? []).length > 0 && h('ul', { class: 'warnings', id: 'warnings' }, ...data.warnings!.map((w) => h('li', {}, w))),
   );
 }
 

@@ -7,40 +7,77 @@ import { compileRestriction } from '../../tuner/space/restrictions';
 import { parseKernels } from '../../tuner/source/kernel-parser';
 import { findKernel, sameSignature, type KernelSignature } from '../../tuner/source/kernel-signature';
 import type { ParamValue } from '../../tuner/types';
-import { InvalidTuneParamsError, SignatureChangedError } from '../errors';
-import { extractJson } from '../llm/json';
+import { InvalidTuneParamsError, NoCodeError, SignatureChangedError, TruncatedAnswerError } from '../errors';
+import { CUT_OFF_ADVICE, extractJson } from '../llm/json';
+import { answerOutsideThinking } from '../llm/thinking';
 
 export type TuneParamLists = Record<string, ParamValue[]>;
 
 const BLOCK_SIZE_NAMES = ['block_size_x', 'block_size_y', 'block_size_z'] as const;
 
 const FENCE = /```[ \t]*([\w+#.-]*)[^\n]*\n([\s\S]*?)```/g;
+/** A line that opens or closes a fenced block, and the language it names. */
+const FENCE_LINE = /^[ \t]*```[ \t]*([\w+#.-]*)/;
 const CODE_LANGUAGES = new Set(['', 'cuda', 'cu', 'cuh', 'cpp', 'c++', 'cxx', 'cc', 'c', 'h', 'hpp']);
 /** A line that starts CUDA source rather than prose. */
 const CODE_START = /^\s*(#\s*\w+|template\s*<|extern\b|__global__|__device__|__host__|static\b|typedef\b|struct\b|namespace\b|using\b|const\b|constexpr\b|\/\/|\/\*)/;
 
+interface Fence {
+  language: string;
+  body: string;
+}
+
+/** The fenced blocks of a text, in order. */
+function fencesOf(text: string): Fence[] {
+  return [...text.matchAll(FENCE)].map((m) => ({ language: (m[1] ?? '').toLowerCase(), body: m[2] ?? '' }));
+}
+
+/** Whether a block holds a JSON object (an unlabelled ```json block) rather than code. */
+const holdsObject = (fence: Fence) => fence.body.trimStart().startsWith('{');
+
+/** The language of the block the text ends inside of (an opening fence never closed), or undefined. */
+function unclosedFence(text: string): string | undefined {
+  const fences = text.split('\n').flatMap((line) => {
+    const m = FENCE_LINE.exec(line);
+    return m ? [(m[1] ?? '').toLowerCase()] : [];
+  });
+  return fences.length % 2 === 1 ? fences.at(-1) : undefined;
+}
+
+const count = (text: string, ch: string) => text.split(ch).length - 1;
+
 /**
- * The kernel source in an answer: among fenced code blocks the one that defines the kernel (else the longest that
- * defines any kernel, else the longest code block); without fences, the code between the prose around it. `#define`s of
- * tunable parameters are removed. Null when there is no code.
+ * The kernel source in an answer, its `<think>` blocks aside: among fenced code blocks the last that defines the kernel
+ * (an answer that quotes the original or a draft first ends with its final version; a host example after it defines no
+ * kernel), else the longest that defines any kernel, else the longest code block; without fences, the code between
+ * the prose around it. `#define`s of tunable parameters are removed. Throws NoCodeError when there is no code,
+ * TruncatedAnswerError when the answer was cut off before its code ended.
  */
-export function extractKernelCode(answer: string, options: { kernelName?: string; tunableNames?: Iterable<string> } = {}): string | null {
-  const fences = [...answer.matchAll(FENCE)].filter((m) => CODE_LANGUAGES.has((m[1] ?? '').toLowerCase())).map((m) => m[2] ?? '');
+export function extractKernelCode(answer: string, options: { kernelName?: string; tunableNames?: Iterable<string> } = {}): string {
+  const visible = answerOutsideThinking(answer);
+  if (visible.cutOffWhileThinking) throw new TruncatedAnswerError('the answer ends inside its <think> block, before any code');
+  const text = visible.text;
+  if (text.trim() === '') throw new NoCodeError('the answer is empty', { empty: true });
+  const open = unclosedFence(text);
+  if (open !== undefined && CODE_LANGUAGES.has(open)) throw new TruncatedAnswerError(`the answer ends inside its \`\`\`${open} block, which is never closed`);
+  const fences = fencesOf(text).filter((f) => CODE_LANGUAGES.has(f.language) && !holdsObject(f)).map((f) => f.body);
   const defining = (name: string) => new RegExp(`__global__[\\s\\S]*?\\b${name}\\s*[(<]`);
   const longest = (blocks: string[]) => blocks.reduce<string | undefined>((a, b) => (a === undefined || b.length > a.length ? b : a), undefined);
   let code: string | undefined;
   if (fences.length > 0) {
     const kernels = fences.filter((f) => f.includes('__global__'));
-    code = (options.kernelName ? kernels.find((f) => defining(options.kernelName!).test(f)) : undefined) ?? longest(kernels) ?? longest(fences);
-  } else if (answer.includes('__global__')) {
-    const lines = answer.split('\n');
+    code = (options.kernelName ? kernels.findLast((f) => defining(options.kernelName!).test(f)) : undefined) ?? longest(kernels) ?? longest(fences);
+  } else if (text.includes('__global__')) {
+    const lines = text.split('\n');
     const first = lines.findIndex((l) => CODE_START.test(l));
+    const rest = first >= 0 ? lines.slice(first).join('\n') : '';
+    if (count(rest, '{') > count(rest, '}')) throw new TruncatedAnswerError('the code ends before the braces it opened are closed');
     const last = lines.findLastIndex((l) => l.includes('}'));
     if (first >= 0 && last >= first) code = lines.slice(first, last + 1).join('\n');
   }
-  if (code === undefined || code.trim() === '') return null;
-  const cleaned = removeParameterDefines(code, options.tunableNames ?? []).trim();
-  return cleaned === '' ? null : `${cleaned}\n`;
+  const cleaned = code === undefined ? '' : removeParameterDefines(code, options.tunableNames ?? []).trim();
+  if (cleaned === '') throw new NoCodeError('the answer contains no kernel code', { empty: false });
+  return `${cleaned}\n`;
 }
 
 /**
@@ -90,14 +127,22 @@ export async function checkInterface(code: string, original: KernelSignature, fi
   return found;
 }
 
-/** The JSON object an answer carries next to its code (a ```json block), or undefined. */
+/**
+ * The JSON object an answer carries next to its code: its last ```json block, or unlabelled block that holds an object
+ * (`<think>` blocks aside); undefined when it has none. InvalidTuneParamsError when that block is no usable JSON: the
+ * parameters it names would otherwise be lost without a word.
+ */
 export function extractAnswerJson(answer: string): unknown {
-  const blocks = [...answer.matchAll(FENCE)].filter((m) => (m[1] ?? '').toLowerCase() === 'json').map((m) => m[2] ?? '');
-  for (const block of blocks.reverse()) {
-    const found = extractJson(block);
-    if (found.ok) return found.value;
-  }
-  return undefined;
+  const text = answerOutsideThinking(answer).text;
+  const unusable = (detail: string): never => {
+    const problem = `the \`\`\`json block is not usable: ${detail}`;
+    throw new InvalidTuneParamsError(problem, [problem]);
+  };
+  if (unclosedFence(text) === 'json') unusable(`it is never closed: ${CUT_OFF_ADVICE}`);
+  const block = fencesOf(text).findLast((f) => f.language === 'json' || (f.language === '' && holdsObject(f)));
+  if (!block) return undefined;
+  const found = extractJson(block.body);
+  return found.ok ? found.value : unusable(found.detail);
 }
 
 const IDENTIFIER = /^[A-Za-z_]\w*$/;

@@ -10,6 +10,7 @@ import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from 
 import { GeometryError } from '../../tuner/space/geometry';
 import { InvalidTestDataError } from '../../tuner/run/test-data';
 import { InvalidTestSpecError } from '../../tuner/spec/input-spec';
+import { SpliceError } from '../../tuner/source/device-unit';
 import { ParseError } from '../../tuner/source/kernel-signature';
 import { RestrictionCheckError } from '../../tuner/space/restrictions';
 import { SearchSpaceError } from '../../tuner/space/search-space';
@@ -23,8 +24,10 @@ import {
   StructuredOutputError,
   TestSizeError,
   TimeoutError,
+  TruncatedAnswerError,
 } from '../errors';
 import { emit } from '../progress/events';
+import { failedCall } from '../llm/errors';
 import { createRetryWrapper, RetryPolicy, type ErrorClass, type RetryHandler } from '../llm/retry';
 
 /** One failed answer and what the model is told about it. */
@@ -64,8 +67,12 @@ const bullets = (lines: readonly string[]) => lines.map((l) => `- ${l}`).join('\
 export function correctionFor(error: Error): string {
   if (error instanceof StructuredOutputError) return error.feedback;
   if (error instanceof NoCodeError) {
-    return 'Your answer contains no CUDA kernel code. Answer with the complete kernel source in one ```cuda fenced block.';
+    return `Your answer ${error.answer.empty ? 'is empty' : 'contains no CUDA kernel code'}. Answer with the complete kernel source in one \`\`\`cuda fenced block.`;
   }
+  if (error instanceof TruncatedAnswerError) {
+    return `Your answer was cut off before its end (${error.message}), probably at the output token limit. Answer again with the complete kernel in one \`\`\`cuda block (and the \`\`\`json block the request asks for), without explanations, so that it fits.`;
+  }
+  if (error instanceof SpliceError) return `Your answer cannot be used: ${error.message}.\nAnswer again with the kernel and the device code it uses only.`;
   if (error instanceof SignatureChangedError) {
     return [
       "The kernel's interface changed:",
@@ -123,7 +130,9 @@ export const appendCorrection: RetryHandler<Attempt> = (state, error) => {
 export const CORRECTABLE_ERRORS: readonly ErrorClass[] = [
   StructuredOutputError,
   NoCodeError,
+  TruncatedAnswerError,
   SignatureChangedError,
+  SpliceError,
   ParseError,
   CompileError,
   FailedTestsError,
@@ -151,7 +160,8 @@ type Outcome<R> = { value: R } | { passThrough: unknown };
 /**
  * Runs `attempt` under the policy: each failure the policy handles becomes a correction for the next attempt (and an
  * `llm.retry` event); transport failures and errors it does not handle leave at once, unchanged; when every attempt
- * failed, a RetriesExhaustedError carries each attempt's error.
+ * failed, a RetriesExhaustedError carries each attempt's error. What leaves is marked as the failure of `purpose`
+ * (failedCall), unless a call inside it was marked first.
  */
 export async function withRetries<R>(
   policy: RetryPolicy<Attempt>,
@@ -175,8 +185,13 @@ export async function withRetries<R>(
       return policy.handlerFor(error)!(state, error);
     },
   });
-  const outcome = await createRetryWrapper<Attempt, Outcome<R>>(guarded, announcing)({ feedback: [] }, config);
-  if ('passThrough' in outcome) throw outcome.passThrough;
+  let outcome: Outcome<R>;
+  try {
+    outcome = await createRetryWrapper<Attempt, Outcome<R>>(guarded, announcing)({ feedback: [] }, config);
+  } catch (error) {
+    throw failedCall(error, purpose);
+  }
+  if ('passThrough' in outcome) throw failedCall(outcome.passThrough, purpose);
   return outcome.value;
 }
 

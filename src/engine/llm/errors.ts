@@ -121,3 +121,19 @@ export function isAbortError(error: unknown, signal?: AbortSignal): boolean {
   if (!(error instanceof Error)) return false;
   return error.name === 'AbortError' || error.name === 'ModelAbortError' || error.message === 'AbortError';
 }
+
+const FAILED_CALL = Symbol('failed model call');
+
+/**
+ * Marks an error as the failure of the model call for `purpose` ("replan", "step 3"), unless a call inside it already
+ * did ("restrictions" while asking for step 3): what a session that stops early names as what failed.
+ */
+export function failedCall<E>(error: E, purpose: string): E {
+  if (error instanceof Error && !(FAILED_CALL in error)) Object.defineProperty(error, FAILED_CALL, { value: purpose, enumerable: false });
+  return error;
+}
+
+/** The purpose of the model call an error is the failure of (see failedCall), where one was marked. */
+export function failedCallOf(error: unknown): string | undefined {
+  return error instanceof Error ? (error as { [FAILED_CALL]?: string })[FAILED_CALL] : undefined;
+}

@@ -9,7 +9,7 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { z } from 'zod';
 import { engineContext } from '../context';
 import { emit } from '../progress/events';
-import { isAbortError } from './errors';
+import { failedCall, isAbortError } from './errors';
 import { endpointOf, secretsOf } from './providers';
 import { ExchangeRecorder } from './recording';
 import { invokeStructured } from './structured';
@@ -30,7 +30,7 @@ function recorder(llm: BaseChatModel, config: LangGraphRunnableConfig, purpose: 
   return new ExchangeRecorder(purpose, (exchange) => emit(config, { type: 'llm.exchange', exchange }), secretsOf(llm));
 }
 
-/** The model's answer as text. */
+/** The model's answer as text. A failure is marked as this call's (failedCall). */
 export async function askText(llm: BaseChatModel, messages: BaseMessage[], config: LangGraphRunnableConfig, purpose: string): Promise<string> {
   const signal = config.signal;
   const endpoint = endpointOf(llm);
@@ -40,7 +40,7 @@ export async function askText(llm: BaseChatModel, messages: BaseMessage[], confi
     const answer = await withTransportRetry(
       () =>
         llm.invoke(messages, { signal, callbacks: [recorder(llm, config, purpose)] }).catch((error: unknown) => {
-          throw isAbortError(error, signal) ? error : describeLlmError(error, endpoint);
+          throw failedCall(isAbortError(error, signal) ? error : describeLlmError(error, endpoint), purpose);
         }),
       { maxAttempts: 1, signal, endpoint },
     );
@@ -49,8 +49,8 @@ export async function askText(llm: BaseChatModel, messages: BaseMessage[], confi
   });
 }
 
-/** An object matching `schema`; a StructuredOutputError names every problem for the retry's correction. */
-export function askStructured<S extends z.ZodType>(
+/** An object matching `schema`; a StructuredOutputError names every problem for the retry's correction. A failure is marked as this call's. */
+export async function askStructured<S extends z.ZodType>(
   llm: BaseChatModel,
   messages: BaseMessage[],
   schema: S,
@@ -58,13 +58,17 @@ export function askStructured<S extends z.ZodType>(
   purpose: string,
 ): Promise<z.output<S>> {
   const ctx = engineContext(config);
-  return ctx.modelCalls.run((count) =>
-    invokeStructured(llm, messages, schema, {
-      type: ctx.settings.structuredOutputType,
-      name: purpose.replace(/[^A-Za-z0-9_]/g, '_'),
-      ...(config.signal && { signal: config.signal }),
-      onResponse: (message) => reportUsage(llm, message, config, purpose, count),
-      callbacks: [recorder(llm, config, purpose)],
-    }),
-  );
+  return ctx.modelCalls.run(async (count) => {
+    try {
+      return await invokeStructured(llm, messages, schema, {
+        type: ctx.settings.structuredOutputType,
+        name: purpose.replace(/[^A-Za-z0-9_]/g, '_'),
+        ...(config.signal && { signal: config.signal }),
+        onResponse: (message) => reportUsage(llm, message, config, purpose, count),
+        callbacks: [recorder(llm, config, purpose)],
+      });
+    } catch (error) {
+      throw failedCall(error, purpose);
+    }
+  });
 }

@@ -92,6 +92,16 @@ export function stripThinking(text: string, pattern: RegExp = DEFAULT_THINKING_P
 }
 
 /**
+ * What the parsers read of an answer: its `<think>` blocks are never the answer, whatever the session's thinking
+ * settings (a draft kernel or JSON in the thoughts would otherwise be taken for it). `cutOffWhileThinking`: the answer
+ * ends inside a block it opened, so the model hit its output limit before it answered.
+ */
+export function answerOutsideThinking(text: string): { text: string; cutOffWhileThinking: boolean } {
+  const stripped = stripThinking(text);
+  return { text: stripped, cutOffWhileThinking: stripped === '' && text.replace(DEFAULT_THINKING_PATTERN, '').trimStart().startsWith('<think>') };
+}
+
+/**
  * Incremental `stripThinking`: `push` each received piece and emit what it returns, then emit what `finish` returns.
  * The concatenation of everything emitted equals `stripThinking(whole text)`. Text after an opening tag waits until
  * the block closes; a tail that may be the start of an opening tag waits for the next piece. A pattern without

@@ -16,6 +16,7 @@ import { describeSearch, type Config, type ConfigResult, type ConfigStatus, type
 import type { LlmExchange } from '../llm/exchange';
 import type { GridDivisors } from '../candidate/finalize';
 import { describeChange } from './describe-change';
+import { describeStop } from './describe-stop';
 
 export const EVENTS_VERSION = 1;
 
@@ -272,6 +273,12 @@ export type TuningEventBody =
   | { type: 'llm.exchange'; exchange: LlmExchange }
   | { type: 'llm.retry'; purpose: string; attempt: number; error: string; message: string }
   | { type: 'warning'; message: string }
+  /**
+   * The model failed once tuning had begun (its answers stayed unusable after the retries, or it could not be asked):
+   * the tuning strategy stopped at the call `during`, and the session finishes with the best kernel so far
+   * (`acceptedSteps` accepted steps; none: the original kernel). Resuming the session asks the model again from there.
+   */
+  | { type: 'tuning.stopped'; during: string; reason: string; error: { name: string; message: string }; acceptedSteps: number }
   | {
       type: 'session.finished';
       /** The kernel with the chosen values defined: compiles as it is. */
@@ -410,6 +417,8 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return { level: 'warning', text: `${event.purpose}: attempt ${event.attempt} failed (${event.error}), asking again: ${event.message.split('\n', 1)[0]}` };
     case 'warning':
       return { level: 'warning', text: event.message };
+    case 'tuning.stopped':
+      return { level: 'warning', text: describeStop(event) };
     case 'session.finished':
       return info(
         `finished: ${ms(event.tracker.baselineTimeMs)} -> ${ms(event.tracker.finalTimeMs)} (${event.tracker.speedup.toFixed(2)}x) with ${JSON.stringify(event.bestParams)}; launch block (${event.launch.block.join(', ')}), grid (${event.launch.grid.join(', ')})`,

@@ -3,7 +3,7 @@
  * steps started and from which kernel, and the report both the CLI and the extension store it in. Pure functions over
  * plain data (the webview uses them too).
  */
-import type { TuningEvent } from '../progress/events';
+import type { EventOf, TuningEvent } from '../progress/events';
 import type { LlmExchange } from '../llm/exchange';
 import type { HistoryEntry } from '../store/history-store';
 import type { PlanApproval } from '../strategies/approval';
@@ -110,4 +110,17 @@ export function startedStepsOf(events: readonly TuningEvent[]): { stepId: string
 export function branchOptionsOf(entry: HistoryEntry): BranchOptions | undefined {
   const parent = entry.parent;
   return parent && { parentThreadId: parent.threadId, fromStepId: parent.stepId, ...(parent.editedCode !== undefined && { code: parent.editedCode }) };
+}
+
+/** The events of the last run in a session's log: a resumed session's log holds each of its runs, from its session.started. */
+export function lastRunOf(events: readonly TuningEvent[]): TuningEvent[] {
+  return events.slice(Math.max(0, events.findLastIndex((e) => e.type === 'session.started')));
+}
+
+/**
+ * Where the last run of a logged session stopped tuning early because the model failed (it finished with the best
+ * kernel so far): resuming the session asks the model again from there. Undefined when it did not.
+ */
+export function stoppedEarly(events: readonly TuningEvent[]): EventOf<'tuning.stopped'> | undefined {
+  return lastRunOf(events).find((e): e is EventOf<'tuning.stopped'> => e.type === 'tuning.stopped');
 }

@@ -4,9 +4,10 @@
  * looks exactly like the live session did. No vscode or DOM import: it runs in both places and under vitest.
  */
 import { describeChange } from '../progress/describe-change';
+import { describeStop } from '../progress/describe-stop';
 import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanStepView, RejectionReason, StepStatus, TrackerSummary, TuningEvent, VariantView } from '../progress/events';
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
-import { editStepId, editStepTitle, type StoredSessionHeader } from './session-log';
+import { editStepId, editStepTitle, lastRunOf, type StoredSessionHeader } from './session-log';
 import type { ConfigProfile } from '../../tuner/run/profile';
 import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 
@@ -116,6 +117,8 @@ export interface SessionView {
   /** An evolutionary session's population; absent for the other strategies. */
   population?: PopulationView;
   notices: NoticeView[];
+  /** The model failed once tuning had begun and the session finished with the best kernel so far: what failed, in words. */
+  stoppedEarly?: string;
   final?: FinalView;
   error?: string;
   /** Time of the first and the latest event (ISO); the panel shows the elapsed time between them, or until now. */
@@ -179,8 +182,9 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
     case 'session.started':
       return {
         ...stamped,
-        // A run of a finished session that goes on (an evolutionary session evolved further) runs again; its population
-        // stops anew.
+        // A resumed run goes on from where tuning stopped; a run of a finished session that goes on (an evolutionary
+        // session evolved further) runs again, and its population stops anew.
+        stoppedEarly: undefined,
         status: TERMINAL.includes(stamped.status) && !event.resumed ? stamped.status : 'running',
         ...(stamped.population && { population: withoutStop(stamped.population) }),
         threadId: event.threadId,
@@ -272,6 +276,10 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
       return { ...stamped, notices: [...stamped.notices, { level: 'warning', text: `${event.purpose}: attempt ${event.attempt} failed (${event.error}): ${firstLine(event.message)}`, at: event.at }] };
     case 'warning':
       return { ...stamped, notices: [...stamped.notices, { level: 'warning', text: event.message, at: event.at }] };
+    case 'tuning.stopped': {
+      const text = describeStop(event);
+      return { ...stamped, stoppedEarly: text, notices: [...stamped.notices, { level: 'warning', text, at: event.at }] };
+    }
     case 'session.finished':
       return {
         ...stamped,
@@ -352,6 +360,11 @@ function reducePopulation(view: SessionView, event: EventOf<'population.child' |
     case 'population.stopped':
       return { ...view, population: { ...p, stopped: event } };
   }
+}
+
+/** The warnings of a session's last run, in words (the model's retries aside): what the reports list. */
+export function warningsOf(events: readonly TuningEvent[]): string[] {
+  return lastRunOf(events).flatMap((e) => (e.type === 'warning' ? [e.message] : e.type === 'tuning.stopped' ? [describeStop(e)] : []));
 }
 
 export function reduceAll(header: SessionHeader, events: readonly TuningEvent[]): SessionView {

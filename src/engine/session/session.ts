@@ -9,6 +9,7 @@ import { isTuningEvent, makeEvent, type PlanStepView, type TuningEvent } from '.
 import { nodeEventOf } from '../progress/graph-view';
 import { isAbortError } from '../llm/errors';
 import { isPlanInterrupt } from '../strategies/approval';
+import { finishedAfterModelFailure, type SnapshotGraph } from './stopped-early';
 
 export type SessionEnd =
   | { status: 'finished' }
@@ -16,14 +17,15 @@ export type SessionEnd =
   | { status: 'failed'; error: Error }
   | { status: 'cancelled' };
 
-/** What streamSession needs of a compiled graph. */
-export interface StreamableGraph {
+/** What streamSession needs of a compiled graph: its run, and where a run stopped. */
+export interface StreamableGraph extends SnapshotGraph {
   stream(input: unknown, options: LangGraphRunnableConfig & { streamMode: ('custom' | 'updates' | 'tasks')[]; subgraphs: true }): Promise<AsyncIterable<unknown>>;
 }
 
 /**
  * Runs the graph and yields its events; returns how the run ended. Errors never escape: a failure is the
- * `session.failed` event (and `error` in the returned end), an abort is `session.cancelled`.
+ * `session.failed` event (and `error` in the returned end), an abort is `session.cancelled`; a model that fails once
+ * tuning has begun finishes the session with the best kernel so far (stopped-early.ts).
  */
 export async function* streamSession(graph: StreamableGraph, input: unknown, config: LangGraphRunnableConfig): AsyncGenerator<TuningEvent, SessionEnd> {
   let end: SessionEnd = { status: 'finished' };
@@ -52,7 +54,17 @@ export async function* streamSession(graph: StreamableGraph, input: unknown, con
     if (end.status === 'awaiting_approval') yield makeEvent({ type: 'plan.awaiting_approval', steps: end.steps });
     if (finished) yield finished;
   } catch (thrown) {
-    return yield* endedBy(thrown, config.signal);
+    if (isAbortError(thrown, config.signal)) return yield* endedBy(thrown, config.signal);
+    let kept: TuningEvent[] | undefined;
+    try {
+      kept = await finishedAfterModelFailure(graph, config, thrown);
+    } catch (error) {
+      // The session fails with the model's error; what kept it from finishing is said, not swallowed.
+      yield makeEvent({ type: 'warning', message: `the best kernel so far could not be kept: ${error instanceof Error ? error.message : String(error)}` });
+    }
+    if (!kept) return yield* endedBy(thrown, config.signal);
+    yield* kept;
+    return { status: 'finished' };
   }
   return end;
 }

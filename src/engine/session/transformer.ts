@@ -30,6 +30,7 @@ import type { BranchOptions } from './session-settings';
 import { copyLineage, EditedKernelError, findBranchPoint, measureEditedKernel } from './branch';
 import { endedBy, eventsWhile, limitsEvent, streamSession, type SessionEnd } from './session';
 import { createSessionGraph } from './graph';
+import { sessionSoFar } from './stopped-early';
 import { finishedEvent } from './graph/nodes/finish';
 import type { TestRef, TuningStateUpdate, TuningStateValue } from '../state';
 import { AutonomousTuningStrategy } from '../strategies/autonomous';
@@ -299,7 +300,8 @@ export class LLMKernelTransformer {
       ...(this.options.filePath !== undefined && { filePath: this.options.filePath }),
       ...(this.options.includePaths && { includePaths: this.options.includePaths }),
     });
-    const tracker = PerformanceTracker.fromJSON((await this.graph!.getState({ configurable: { thread_id: this.threadId } })).values.tracker);
+    // Where tuning stopped early the strategy's own checkpoint holds the accepted steps.
+    const tracker = PerformanceTracker.fromJSON((await sessionSoFar(this.graph!, { configurable: { thread_id: this.threadId } })).state.tracker);
     return { kernel, bestParams: finished.bestParams, tracker, final: finished };
   }
 

@@ -17,7 +17,7 @@ import type { Config } from '../../tuner/types';
 import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, restrictionsStillValid, type TuneParamLists } from '../candidate/code';
 import { engineContext, type GraphOptions } from '../context';
 import { unifiedDiff } from '../candidate/diff';
-import { InvalidTuneParamsError, NoCodeError, RetriesExhaustedError } from '../errors';
+import { InvalidTuneParamsError, RetriesExhaustedError } from '../errors';
 import { emit, type RejectionReason } from '../progress/events';
 import { conversation, defaultRetryPolicy, withAnswer, withRetries, type Attempt } from '../candidate/feedback';
 import type { GridDivisors } from '../candidate/finalize';
@@ -93,11 +93,12 @@ export abstract class BaseTuningStrategy {
     return { startedSteps: [...(state.startedSteps ?? []), step.id] };
   }
 
-  /** The code of an answer (the rewritten device unit), `#define`s of tunable parameters removed; NoCodeError when there is none. */
+  /**
+   * The code of an answer (the rewritten device unit), `#define`s of tunable parameters removed; NoCodeError when there
+   * is none, TruncatedAnswerError when the answer was cut off in it.
+   */
   extractCode(answer: string, kernelName: string, tunableNames: Iterable<string>): string {
-    const code = extractKernelCode(answer, { kernelName, tunableNames });
-    if (code === null) throw new NoCodeError('the answer contains no kernel code');
-    return code;
+    return extractKernelCode(answer, { kernelName, tunableNames });
   }
 
   /** Throws SignatureChangedError when the kernel's name or parameter list differs from the original's. */
@@ -169,12 +170,16 @@ export abstract class BaseTuningStrategy {
   /**
    * The candidate an answer describes: its rewrite of the device unit spliced into the file, the kernel's interface
    * checked, parameters merged (the current ones, the step's, and those a ```json block names) over the device code,
-   * grid divisors and dynamic shared memory from the json block over the current ones.
+   * grid divisors and dynamic shared memory from the json block over the current ones. Throws what the model is told
+   * to fix (see feedback.ts) when the answer is not usable.
    */
-  async candidateFrom(answer: string, request: StepRequest, state: TuningStateValue): Promise<CandidateKernel> {
+  async candidateFrom(answer: string, request: Pick<StepRequest, 'stepTuneParams'>, state: TuningStateValue): Promise<CandidateKernel> {
     const json = parseStepJson(answer);
     const proposed = { ...request.stepTuneParams, ...json.tunableParameters };
     const rewrite = this.extractCode(answer, state.kernelName, [...Object.keys(state.tuneParams), ...Object.keys(proposed)]);
+    // The answer itself must define the kernel: a renamed copy would be spliced in beside the original, which would be
+    // tuned unchanged.
+    await this.checkSignature(rewrite, state);
     const code = await spliceAnswer(state, state.code, rewrite);
     await this.checkSignature(code, state);
     const sharedMemBytes = json.sharedMemBytes ?? state.sharedMemBytes ?? null;

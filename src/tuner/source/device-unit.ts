@@ -160,7 +160,9 @@ const same = (a: string, b: string) => a.replace(/\s+/g, ' ').trim() === b.repla
 /**
  * The file with the model's rewrite of its device unit spliced in: each declaration of the answer replaces the one it
  * rewrites (same kind, namespace and name, in order), a new one goes next to its neighbour in the answer, and one the
- * answer leaves out stays as it was. Throws SpliceError when the answer changes host code or a header's code.
+ * answer leaves out stays as it was. Host-only code in the answer (a `main()` showing how to call the kernel) is left
+ * out: the file's host code is the user's, not the model's to write. Throws SpliceError when the answer changes device
+ * code outside the unit (another kernel) or a header's code.
  */
 export async function spliceDeviceUnit(code: string, unit: DeviceUnit, answer: string): Promise<string> {
   const answerOutline = await outlineSource(answer);
@@ -182,7 +184,7 @@ export async function spliceDeviceUnit(code: string, unit: DeviceUnit, answer: s
 
   for (const item of answerOutline.items) {
     const key = keyOf(item);
-    if (key === undefined) continue;
+    if (key === undefined || isHostOnly(item)) continue;
     const index = used.get(key) ?? 0;
     used.set(key, index + 1);
     const target = unitByKey.get(key)?.[index];
@@ -202,7 +204,7 @@ export async function spliceDeviceUnit(code: string, unit: DeviceUnit, answer: s
     const elsewhere = fileByKey.get(key)?.[index];
     if (elsewhere) {
       if (same(textOf(answer, item), textOf(code, elsewhere))) continue;
-      throw new SpliceError(`the answer changes ${item.names[0]}, which is not part of the kernel's device code (host code stays as it is): return only the device code you were given`);
+      throw new SpliceError(`the answer changes ${item.names[0]}, which is not part of the kernel's device code: return only the device code you were given`);
     }
     pending.push(item);
   }

@@ -193,7 +193,10 @@ export class EvolutionRun {
     const budget = this.modelCalls.spent(notStarted + 1);
     if (budget) {
       const usage = this.modelCalls.usage;
-      const message = budget === 'model_calls' ? `the model-call budget (${this.modelCalls.budget.modelCalls} calls) is spent: ${usage.calls} made, ${notStarted} more on their way` : this.budgetMessage(budget);
+      const message =
+        budget === 'model_calls'
+          ? `the model-call budget (${this.modelCalls.budget.modelCalls} calls) is spent: ${usage.calls} calls made and ${notStarted} owed to children already decided leave none for another child`
+          : this.budgetMessage(budget);
       return { kind: 'budget', budget, message };
     }
     return null;
@@ -353,7 +356,7 @@ export class EvolutionRun {
           const messages = conversation(SYSTEM_PROMPT, await this.prompt(plan, draft.instruction), draft.feedback);
           const answer = await this.transient(() => askText(this.llm, messages, this.config, `step ${stepId}`));
           try {
-            const kernel = await this.strategy.candidateFrom(answer, { stepId, candidate: 0, prompt: '' }, state);
+            const kernel = await this.strategy.candidateFrom(answer, {}, state);
             if (countConfigurations(kernel.tuneParams) > 1) {
               const view = await kernelView(state, kernel.code);
               kernel.restrictions = await this.transient(() => this.strategy.askRestrictions(this.llm, view, kernel.tuneParams, state.restrictions, this.config));
