@@ -6,6 +6,7 @@
  */
 import type { VariantView } from '../src/engine/progress/events';
 import type { ChildView, PopulationView } from '../src/engine/session/session-view';
+import { madeBy, nicheText } from '../src/engine/progress/describe-variant';
 import { formatTime } from './chart-series';
 
 /** What made a node from its parents: an operator of the strategy, or a branch of the session ('edit'). */
@@ -40,33 +41,10 @@ export interface LineageGraph {
 
 const EDGE_LABEL: Record<LineageOperator, string> = { mutate: 'mutate', crossover: 'crossover', judge: 'judge', edit: 'branch' };
 
-const BOUND_WORDS: Record<string, string> = { dram: 'DRAM-bound', cache: 'cache-bound', compute: 'compute-bound', latency: 'latency-bound', unprofiled: 'not profiled' };
 const BOUND_SHORT: Record<string, string> = { dram: 'DRAM', cache: 'cache', compute: 'compute', latency: 'latency', unprofiled: 'no profile' };
-const OCCUPANCY_WORDS: Record<string, string> = { low: 'low occupancy (under 25%)', mid: 'mid occupancy (25–50%)', high: 'high occupancy (50% or more)', unknown: 'occupancy unknown' };
-
-/** What bounds the variant and how full it keeps the SMs, in words: its niche in the archive. */
-export function nicheText(v: Pick<VariantView, 'bound' | 'occupancy'>): string {
-  return `${BOUND_WORDS[v.bound] ?? v.bound}, ${OCCUPANCY_WORDS[v.occupancy] ?? v.occupancy}`;
-}
 
 function nicheShort(v: Pick<VariantView, 'bound' | 'occupancy'>): string {
   return `${BOUND_SHORT[v.bound] ?? v.bound} · ${v.occupancy === 'unknown' ? 'occ. ?' : `${v.occupancy} occ.`}`;
-}
-
-/** How a child was made, in words: "crossover of v1 and v2", "judge-led mutation of v4". */
-export function madeBy(operator: VariantView['operator'], parents: readonly string[]): string {
-  switch (operator) {
-    case 'original':
-      return 'the original kernel';
-    case 'edit':
-      return `the kernel a branch of the session started from${parents[0] ? ` (the fastest was ${parents[0]})` : ''}`;
-    case 'crossover':
-      return `crossover of ${parents.join(' and ')}`;
-    case 'judge':
-      return `judge-led mutation of ${parents[0]}`;
-    case 'mutate':
-      return `mutation of ${parents[0]}`;
-  }
 }
 
 /** "1.37×": the original's time over the variant's. */

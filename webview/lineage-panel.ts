@@ -12,7 +12,8 @@ import type { ConfigProfile } from '../src/tuner/run/profile';
 import { describeReason, type PopulationView } from '../src/engine/session/session-view';
 import { formatParams, formatTime } from './chart-series';
 import { layoutLineage, LINE_HEIGHT, type LineageLayout } from './lineage-layout';
-import { lineageGraph, madeBy, nicheText, speedupText, type LineageGraph, type LineageNode } from './lineage-model';
+import { madeBy, nicheText } from '../src/engine/progress/describe-variant';
+import { lineageGraph, speedupText, type LineageGraph, type LineageNode } from './lineage-model';
 import { modelCallsTable } from './model-calls';
 import { arrowDefs, el, onActivate, svg } from './svg-dom';
 

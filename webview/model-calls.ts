@@ -2,14 +2,14 @@
  * The model's calls as a compact table: what each was for, its tokens and, where the session knew the model's prices,
  * its cost; a last row with the total. The panel shows the session's calls and, in the lineage tree, a child's.
  */
-import type { EventOf } from '../src/engine/progress/events';
-import { usageOf } from '../src/engine/session/session-view';
+import type { ReportModelCall } from '../src/report/model';
 import { el } from './svg-dom';
 
 const tokens = (n: number) => n.toLocaleString('en');
-const usd = (n: number | null | undefined) => (n === null || n === undefined ? '' : `$${n.toFixed(4)}`);
+const usd = (n: number | undefined) => (n === undefined ? '' : `$${n.toFixed(4)}`);
 
-export function modelCallsTable(calls: readonly EventOf<'llm.usage'>[], caption: string): HTMLTableElement {
+/** `calls`: `llm.usage` events, or the HTML report's record of them. */
+export function modelCallsTable(calls: readonly ReportModelCall[], caption: string): HTMLTableElement {
   const priced = calls.some((c) => c.costUsd !== undefined);
   const table = el('table', 'grid model-calls');
   table.createCaption().textContent = caption;
@@ -22,9 +22,9 @@ export function modelCallsTable(calls: readonly EventOf<'llm.usage'>[], caption:
   head.append(row(['Call', 'Prompt tokens', 'Completion tokens', ...(priced ? ['Cost'] : [])], 'th'));
   const body = el('tbody');
   for (const c of calls) body.append(row([c.purpose, tokens(c.promptTokens), tokens(c.completionTokens), ...(priced ? [usd(c.costUsd)] : [])], 'td'));
-  const total = usageOf(calls);
+  const sum = (of: (c: ReportModelCall) => number) => calls.reduce((n, c) => n + of(c), 0);
   const foot = el('tfoot');
-  foot.append(row([`Total: ${total.calls} call(s)`, tokens(total.promptTokens), tokens(total.completionTokens), ...(priced ? [usd(total.costUsd)] : [])], 'th'));
+  foot.append(row([`Total: ${calls.length} call(s)`, tokens(sum((c) => c.promptTokens)), tokens(sum((c) => c.completionTokens)), ...(priced ? [usd(sum((c) => c.costUsd ?? 0))] : [])], 'th'));
   table.append(head, body, foot);
   return table;
 }

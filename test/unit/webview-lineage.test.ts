@@ -6,7 +6,8 @@ import { describe, expect, it } from 'vitest';
 import type { TuningEvent, VariantView } from '../../src/engine/progress/events';
 import { reduceAll, type PopulationView, type SessionHeader } from '../../src/engine/session/session-view';
 import { layoutLineage } from '../../webview/lineage-layout';
-import { lineageGraph, nicheText } from '../../webview/lineage-model';
+import { nicheText } from '../../src/engine/progress/describe-variant';
+import { lineageGraph } from '../../webview/lineage-model';
 
 const recorded = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'sessions', 'evolution-saxpy.fake-gpu.json'), 'utf8')) as { report: { header: SessionHeader; events: TuningEvent[] } };
 const population = reduceAll(recorded.report.header, recorded.report.events).population!;
