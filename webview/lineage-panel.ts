@@ -110,7 +110,8 @@ function details(node: LineageNode, s: LineageSection, actions: LineageActions, 
         ['Time', `${formatTime(variant.timeMs)}${speedup ? ` (${speedup} the original's speed)` : ''}`],
         ['Niche', nicheText(variant)],
         ['In the archive', node.best ? 'yes, the fastest: the session\'s kernel' : node.retired ? 'no: retired for a better one of its niche (it stays in the lineage)' : 'yes: a parent for the next children'],
-        ['Idea', variant.instruction || undefined],
+        // A judge-led child's idea is the judge's instruction, told below.
+        ['Idea', (!child?.judged && variant.instruction) || undefined],
         ['Best configuration', formatParams(variant.bestParams)],
       ]),
     );
@@ -121,7 +122,8 @@ function details(node: LineageNode, s: LineageSection, actions: LineageActions, 
   }
   if (child?.judged) {
     const judge = el('p', 'judge');
-    judge.append(el('strong', undefined, 'The judge'), ` read ${parents[0]}'s profile: ${child.judged.diagnosis} It asked: ${child.judged.instruction}`);
+    const diagnosis = child.judged.diagnosis.trim();
+    judge.append(el('strong', undefined, 'The judge'), ` read ${parents[0]}'s profile: ${diagnosis}${/[.!?]$/.test(diagnosis) ? '' : '.'} It asked: ${child.judged.instruction}`);
     box.append(judge);
   }
   if (variant && variant.operator !== 'original') {
