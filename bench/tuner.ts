@@ -13,8 +13,9 @@ import * as path from 'node:path';
 import { loadExample, type LoadedSpec } from '../examples/load';
 import { gpuSkipReason } from '../test/support/gpu-available';
 import { writeBenchJson } from './support/output';
-import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunchOptions, Tolerance, TuningBackend } from '../src/tuner/run/backend';
+import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunches, TimedLaunchOptions, Tolerance, TuningBackend } from '../src/tuner/run/backend';
 import { GpuBackend } from '../src/tuner/run/gpu-backend';
+import { describeLaunchCount, resolveLaunchCount } from '../src/tuner/run/launch-count';
 import type { ConfigResult, TuneResult } from '../src/tuner/types';
 
 const root = path.resolve(__dirname, '..', '..'); // the bundle runs from dist/bench/
@@ -63,10 +64,10 @@ class TimedBackend implements TuningBackend {
   resetOutputs(prepared: PreparedTest, inputSet: number): Promise<void> {
     return this.inner.resetOutputs(prepared, inputSet);
   }
-  launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
-    return this.inner.launch(kernel, launch, prepared, inputSet, options);
+  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }> {
+    return this.inner.check(kernel, launch, prepared, inputSet, options);
   }
-  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches> {
     return this.inner.timedLaunches(kernel, launch, prepared, inputSet, options);
   }
   compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
@@ -142,7 +143,8 @@ interface BenchmarkReport {
   example: string;
   device: string;
   configurations: number;
-  iterations: number;
+  /** Timed launches per configuration, in words. */
+  launches: string;
   helperKernelsCachedOnDisk: boolean;
   workerStartMs: number;
   runs: [RunReport, RunReport];
@@ -176,7 +178,7 @@ async function benchmark(
       example,
       device: (await gpu.describe()).name,
       configurations: Object.values(second.report.statuses).reduce((a, b) => a + b, 0),
-      iterations: second.loaded.options.iterations ?? 32,
+      launches: describeLaunchCount(resolveLaunchCount(second.loaded.options.iterations)),
       helperKernelsCachedOnDisk,
       workerStartMs,
       runs: [first.report, second.report],
@@ -200,7 +202,7 @@ const msText = (x: number): string => x.toFixed(1);
 
 function print(b: BenchmarkReport): void {
   const [first, second] = b.runs;
-  console.log(`\n== ${b.name} on ${b.device}: examples/${b.example}, ${b.configurations} configurations, ${b.iterations} timed launches each`);
+  console.log(`\n== ${b.name} on ${b.device}: examples/${b.example}, ${b.configurations} configurations, each ${b.launches}`);
   console.log(`worker start ${msText(b.workerStartMs)} ms (not in the runs); helper kernels cached on disk before the first run: ${b.helperKernelsCachedOnDisk ? 'yes' : 'no'}`);
   console.log(`statuses: ${Object.entries(second.statuses).map(([k, v]) => `${k} ${v}`).join(', ')}`);
   console.log('  phase (ms)                    first     second');

@@ -15,24 +15,16 @@ import { median } from '../src/gpu/stats';
 import type { BuiltKernel, Launch, PreparedTest, TimedLaunchOptions, TuningBackend } from '../src/tuner/run/backend';
 import { GpuBackend, GpuBuiltKernel, GpuPreparedTest } from '../src/tuner/run/gpu-backend';
 import { DISAGREEMENT_RATIO } from '../src/tuner/run/measurement';
-import { KernelTest } from '../src/tuner/tunable-kernel';
 import type { Config, ConfigResult } from '../src/tuner/types';
 import { gpuSkipReason } from '../test/support/gpu-available';
 import { writeBenchJson } from './support/output';
+import { timingCases, type TimingCase } from './support/timing-cases';
 
 const root = path.resolve(__dirname, '..', '..'); // the bundle runs from dist/bench/
 const examplesDir = path.join(root, 'examples');
 const ROUNDS = 7;
 const ITERATIONS = 32;
 const WARMUP = 1;
-
-interface Case {
-  name: string;
-  loaded: LoadedSpec;
-  config: Config;
-  /** The test, when it is not the spec's own (a smaller problem). */
-  test?: KernelTest;
-}
 
 interface Round {
   order: 'old first' | 'new first';
@@ -72,10 +64,10 @@ function withOldTiming(backend: GpuBackend, oldFirst: boolean, record: (oldSampl
   // With a launch time limit given, the reference kernel is not timed: every request is the configuration's series.
   const timedLaunches: TuningBackend['timedLaunches'] = async (kernel, launch, prepared, inputSet, options) => {
     if (oldFirst && done === 0) await old(kernel, launch, prepared, options);
-    const samples = await backend.timedLaunches(kernel, launch, prepared, inputSet, options);
-    done += samples.length;
+    const timed = await backend.timedLaunches(kernel, launch, prepared, inputSet, options);
+    done += timed.samplesMs.length;
     if (!oldFirst && done === ITERATIONS) await old(kernel, launch, prepared, options);
-    return samples;
+    return timed;
   };
   return new Proxy(backend, {
     get(target, property, receiver) {
@@ -87,7 +79,7 @@ function withOldTiming(backend: GpuBackend, oldFirst: boolean, record: (oldSampl
   });
 }
 
-async function timeCase(gpu: GpuBackend, c: Case): Promise<CaseReport> {
+async function timeCase(gpu: GpuBackend, c: TimingCase): Promise<CaseReport> {
   const rounds: Round[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const oldFirst = i % 2 === 0;
@@ -148,16 +140,7 @@ async function main(): Promise<void> {
   const gpu = await GpuBackend.open();
   try {
     const device = (await gpu.describe()).name;
-    const vectorAdd = await loadExample(examplesDir, 'vector_add');
-    // The vector add over 2^16 floats: 3 µs a launch, its buffers in L2, where resets next to the launch weigh most.
-    const small = KernelTest.fromSpec({ problemSize: vectorAdd.spec.problemSize, seed: vectorAdd.spec.seed, arguments: { ...vectorAdd.spec.arguments, n: { dtype: 'int32', value: 1 << 16 } } });
-    const cases: Case[] = [
-      { name: 'vector_add 2^26', loaded: vectorAdd, config: { block_size_x: 256 } },
-      { name: 'vector_add 2^16', loaded: vectorAdd, config: { block_size_x: 256 }, test: small },
-      { name: 'matmul_tiled 4096²', loaded: await loadExample(examplesDir, 'matmul_tiled'), config: { block_size_x: 32, block_size_y: 4, tile_size_x: 4, tile_size_y: 8 } },
-      { name: 'stencil_2d 4096²', loaded: await loadExample(examplesDir, 'stencil_2d'), config: { block_size_x: 128, block_size_y: 2, tile_size_y: 2, use_shared: 0 } },
-      { name: 'reduction 2^26', loaded: await loadExample(examplesDir, 'reduction'), config: { block_size_x: 256, num_blocks: 1024, use_shuffle: 1, vector: 4 } },
-    ];
+    const cases = await timingCases(examplesDir);
     const timing: CaseReport[] = [];
     for (const c of cases) timing.push(await timeCase(gpu, c));
 

@@ -57,6 +57,7 @@ const REJECTION_SHORT: Record<NonNullable<ChildView['rejection']>['kind'], strin
   compile_error: 'did not compile',
   failed: 'failed',
   insufficient_gain: 'too little gain',
+  hazard: 'sanitizer hazard',
 };
 
 /** The tree; `live`: the session runs in this window (a child not finished is being made, not left unfinished). */

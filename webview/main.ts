@@ -16,7 +16,8 @@ import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessag
 import { decidedCandidate, reduceAll, speedup, usageText, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
 import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
-import { describeSearch } from '../src/tuner/types';
+import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../src/tuner/run/sanitizer';
+import { describeSearch, formatMedianInterval } from '../src/tuner/types';
 import { captureFocus, chartDataElement, exposeCollapsibles, restoreFocus } from './a11y';
 import { sessionChartData } from './chart-data';
 import { mountPerformanceChart, type PerformanceChart } from './chart';
@@ -420,6 +421,8 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
   const metrics = metricColumns(candidate.configs);
   // Which launches had their outputs verified; sessions recorded before that was recorded have none.
   const verified = candidate.configs.some((c) => c.verified);
+  // How many launches each was timed with and how well its median is known; older recordings have neither.
+  const launches = candidate.configs.some((c) => c.launches !== undefined);
   const sorted = sortConfigs(candidate.configs, state.ui.sort);
   const header = (label: string, column: string, title = 'Sort') => {
     const active = state.ui.sort.column === column;
@@ -438,6 +441,8 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
       { class: c.key === bestKey ? 'best' : c.status === 'ok' ? '' : 'failed' },
       ...names.map((n) => h('td', { class: 'num' }, c.config[n] === undefined ? '' : String(c.config[n]))),
       h('td', { class: 'num' }, c.timeMs === undefined ? '' : formatTime(c.timeMs)),
+      launches && h('td', { class: 'num' }, c.launches === undefined ? '' : String(c.launches)),
+      launches && h('td', { class: 'num' }, c.medianIntervalMs && c.timeMs !== undefined ? formatMedianInterval(c.timeMs, c.medianIntervalMs) : ''),
       ...metrics.map((m) => h('td', { class: 'num' }, m.text(c))),
       h('td', {}, c.key === bestKey ? 'best' : c.status === 'ok' ? 'ok' : c.status.replace(/_/g, ' '), c.error ? h('span', { class: 'muted', title: c.error }, ` – ${c.error}`) : ''),
       verified && h('td', { class: 'muted' }, c.verified ?? ''),
@@ -446,7 +451,7 @@ function renderConfigs(candidate: CandidateView, bestKey: string | undefined): H
   return h(
     'table',
     { class: 'grid configs' },
-    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
+    h('thead', {}, h('tr', {}, ...names.map((n) => header(n, `param:${n}`)), header('Median time', 'time'), launches && h('th', { title: 'timed launches' }, 'Launches'), launches && h('th', { title: 'the wider side of the 95 % interval of the median' }, 'Median ±'), ...metrics.map((m) => header(m.label, m.id, `${m.title}; sort`)), header('Result', 'status'), verified && h('th', {}, 'Verified launches'))),
     h('tbody', {}, ...rows),
   );
 }
@@ -460,6 +465,18 @@ function renderProfile(profile: ConfigProfile, title: string, id?: string): HTML
     h('h4', {}, `${title} at `, h('code', {}, formatParams(profile.config))),
     h('p', { class: 'muted profile-source' }, profile.unavailable ? `${source}. ${profile.unavailable.message.split('\n', 1)[0]}` : source),
     h('ul', { class: 'profile-lines' }, ...profile.summary.map((line) => h('li', {}, line))),
+  );
+}
+
+/** compute-sanitizer's verdict on a best configuration: clean, its findings at the file's lines, or why it did not check. */
+function renderSanitizer(verdict: SanitizerVerdict): HTMLElement {
+  const findings = shownFindings(verdict);
+  return h(
+    'div',
+    { class: `sanitizer sanitizer-${verdict.status}` },
+    h('h4', {}, 'compute-sanitizer at ', h('code', {}, formatParams(verdict.config))),
+    h('p', { class: verdict.status === 'clean' ? 'muted' : 'sanitizer-verdict' }, verdictSummary(verdict)),
+    findings.length > 0 && h('ul', { class: 'sanitizer-findings' }, ...findingLines(findings).map((line) => h('li', {}, line))),
   );
 }
 
@@ -491,6 +508,7 @@ function renderCandidate(step: StepView, candidate: CandidateView, objective: Ob
     candidate.configs.length > 0 ? renderConfigs(candidate, bestKey) : h('p', { class: 'muted' }, 'none evaluated yet'),
     noEnergy && h('p', { class: 'muted energy-note' }, noEnergy),
     candidate.profile && renderProfile(candidate.profile, 'Profile of the best configuration'),
+    candidate.sanitizer && renderSanitizer(candidate.sanitizer),
   );
 }
 

@@ -8,7 +8,11 @@ Each case runs in a fresh Python process (as `node dist/bench/*.js` does), on th
               tile_size_x, tile_size_y under block_size_x == block_size_y * tile_size_y (4 exceed 1024 threads per
               block and are skipped), 32 timed launches each, outputs verified against numpy's product
 The tuning cases call kernel_tuner.tune_kernel twice in their process, "first" (cold: CUDA context, first NVRTC
-compiles) and "second" (warm), and report the wall time of each call and the best configuration.
+compiles; the matmul's with cupy's compile cache in a fresh directory) and "second" (warm: the kernels in cupy's
+cache), and report the wall time of each call and the best configuration.
+  same_configs  one configuration of each kernel bench/support/timing-cases.ts names (vector add over 2^16 and 2^26
+              floats, the tiled matmul, the stencil, the reduction), tuned SAME_CONFIG_ROUNDS times with 32 timed launches:
+              the median of its times in each round (Kernel Tuner's "time" is their mean), and the median of those
   convolution the benchmark hub's convolution kernel over the configurations listed in --configs (written by
               bench/compile-throughput.ts: the kernel file, the hub's tune_params, the configurations ours evaluated),
               outputs verified against convolution_naive's; one call, cold, with cupy's compile cache in a fresh
@@ -18,7 +22,7 @@ Needs an NVIDIA GPU, kernel_tuner (1.4.0 for the figures in BENCHMARKS.md), cupy
 (cupy-cuda12x or cupy-cuda13x) and numpy; none of them come with this repository, whose machines install from the npm
 registry only.
 
-    python3 bench/kernel_tuner/measure.py [--cases probe,vector_add,matmul] [--out results.json] [--vendor DIR]
+    python3 bench/kernel_tuner/measure.py [--cases probe,vector_add,matmul,same_configs] [--out results.json] [--vendor DIR]
     python3 bench/kernel_tuner/measure.py --cases convolution --configs CONFIGS.json [--out results.json] [--vendor DIR]
 
 --vendor DIR takes kernel_tuner and python-constraint from their sources in DIR (bench/search-quality/prepare.sh lays
@@ -131,6 +135,66 @@ def case_matmul():
     return out
 
 
+SAME_CONFIG_ROUNDS = 3
+
+
+def same_config_medians(rounds=SAME_CONFIG_ROUNDS, **kwargs):
+    """One configuration tuned `rounds` times: the median of its 32 timed launches in each round, and their median."""
+    import numpy as np
+    import kernel_tuner
+
+    medians = []
+    for _ in range(rounds):
+        results, _env = kernel_tuner.tune_kernel(lang="cupy", iterations=ITERATIONS, quiet=True, **kwargs)
+        medians.append(float(np.median(results[0]["times"])))
+    return {"median_ms": float(np.median(medians)), "rounds": medians}
+
+
+def case_same_configs():
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    uniform = lambda size: rng.uniform(-1, 1, size).astype(np.float32)  # noqa: E731
+    out = {}
+    for name, n in (("vector_add 2^26", 1 << 26), ("vector_add 2^16", 1 << 16)):
+        out[name] = same_config_medians(
+            kernel_name="vector_add",
+            kernel_source=read("examples/vector_add/vector_add.cu"),
+            problem_size=n,
+            arguments=[np.zeros(n, np.float32), uniform(n), uniform(n), np.int32(n)],
+            tune_params={"block_size_x": [256]},
+        )
+    n = 4096
+    out["matmul_tiled 4096²"] = same_config_medians(
+        kernel_name="matmul_tiled",
+        kernel_source=read("examples/matmul_tiled/matmul_tiled.cu"),
+        problem_size=(n, n),
+        arguments=[np.zeros(n * n, np.float32), uniform(n * n), uniform(n * n), np.int32(n)],
+        tune_params={"block_size_x": [32], "block_size_y": [4], "tile_size_x": [4], "tile_size_y": [8]},
+        grid_div_x=["block_size_x", "tile_size_x"],
+        grid_div_y=["block_size_y", "tile_size_y"],
+    )
+    out["stencil_2d 4096²"] = same_config_medians(
+        kernel_name="stencil_2d",
+        kernel_source=read("examples/stencil_2d/stencil_2d.cu"),
+        problem_size=(n, n),
+        arguments=[np.zeros(n * n, np.float32), uniform(n * n), np.int32(n), np.int32(n), np.float32(0.2)],
+        tune_params={"block_size_x": [128], "block_size_y": [2], "tile_size_y": [2], "use_shared": [0]},
+        grid_div_y=["block_size_y", "tile_size_y"],
+    )
+    n = 1 << 26
+    out["reduction 2^26"] = same_config_medians(
+        kernel_name="reduce_sum",
+        kernel_source=read("examples/reduction/reduction.cu"),
+        # The grid is exactly num_blocks blocks, as the example's spec says (problem size num_blocks, no grid divisor).
+        problem_size="num_blocks",
+        arguments=[np.zeros(1, np.float32), rng.uniform(0, 1, n).astype(np.float32), np.int32(n)],
+        tune_params={"block_size_x": [256], "num_blocks": [1024], "use_shuffle": [1], "vector": [4]},
+        grid_div_x=[],
+    )
+    return out
+
+
 def case_convolution():
     """The configurations of --configs, tuned once from cold; every one compiled (cupy's cache dir is fresh)."""
     import cupy as cp
@@ -191,7 +255,7 @@ def case_convolution():
     }
 
 
-CASES = {"probe": case_probe, "vector_add": case_vector_add, "matmul": case_matmul, "convolution": case_convolution}
+CASES = {"probe": case_probe, "vector_add": case_vector_add, "matmul": case_matmul, "same_configs": case_same_configs, "convolution": case_convolution}
 
 
 def use_vendored(directory):
@@ -218,7 +282,7 @@ def use_vendored(directory):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", default="probe,vector_add,matmul", help="comma-separated: " + ", ".join(CASES) + " (default: all but convolution, which bench/compile-throughput.ts runs)")
+    parser.add_argument("--cases", default="probe,vector_add,matmul,same_configs", help="comma-separated: " + ", ".join(CASES) + " (default: all but convolution, which bench/compile-throughput.ts runs)")
     parser.add_argument("--out", help="also write the figures as JSON to this file")
     parser.add_argument("--vendor", help="take kernel_tuner and python-constraint from their sources in this directory")
     parser.add_argument("--configs", help="the convolution case's kernel file, tune_params and configurations (JSON)")
@@ -241,6 +305,8 @@ def main():
             if not args.configs:
                 parser.error("the convolution case needs --configs FILE (bench/compile-throughput.ts writes it)")
             env["LKT_CONVOLUTION_CONFIGS"] = os.path.abspath(args.configs)
+        if name in ("convolution", "matmul"):
+            # Every configuration compiled in the first call (cold): cupy's compile cache starts empty.
             env["CUPY_CACHE_DIR"] = tempfile.mkdtemp(prefix="kt-cupy-cache-")
         started = time.perf_counter()
         vendor = ["--vendor", args.vendor] if args.vendor else []
@@ -251,9 +317,9 @@ def main():
             sys.exit(f"{name} failed:\n{child.stderr}")
         figures[name] = {**json.loads(child.stdout.strip().splitlines()[-1]), "process_wall_s": time.perf_counter() - started}
         print(f"{name}: {json.dumps(figures[name])}", flush=True)
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump(figures, f, indent=2)
+        if args.out:  # after every case: a later case that fails leaves the earlier ones' figures
+            with open(args.out, "w") as f:
+                json.dump(figures, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -182,7 +182,12 @@ export interface AnswerForm {
   jsonOnly: boolean;
   /** The request forces a tool call of this name: the object is its arguments. */
   toolName: string | undefined;
+  /** The request asks for a rewrite's restrictions in its json block (the evolutionary strategy's form), not in a request of their own. */
+  restrictionsInline: boolean;
 }
+
+/** How a request that wants a rewrite's restrictions in its json block says so (src/engine/strategies/evolutionary/prompts.ts). */
+export const INLINE_RESTRICTIONS_ASKED = '"restrictions": [';
 
 export type Rendered = { content: string } | { toolCall: { name: string; text: string; object: unknown } };
 
@@ -198,6 +203,11 @@ export function render(pool: Pool, kind: RequestKind, reply: Reply, form: Answer
   }
   const v = reply.variant;
   const fence = rng.next() < 0.3 ? 'cpp' : 'cuda';
-  const json = { ...(v.idea !== null && { idea: pool.ideas[v.idea]!.title }), tunableParameters: v.tunableParameters, gridDivisors: v.gridDivisors };
+  const json = {
+    ...(v.idea !== null && { idea: pool.ideas[v.idea]!.title }),
+    tunableParameters: v.tunableParameters,
+    gridDivisors: v.gridDivisors,
+    ...(form.restrictionsInline && { restrictions: v.restrictions }),
+  };
   return { content: `${think}${v.prose}\n\n\`\`\`${fence}\n${v.code.trimEnd()}\n\`\`\`\n\nThe parameters to tune, and the grid divisors:\n\n\`\`\`json\n${JSON.stringify(json)}\n\`\`\`\n` };
 }

@@ -20,7 +20,7 @@ import type { ServerResponse } from 'node:http';
 import { withoutMeasurements } from '../../src/engine/prompts';
 import { Random } from '../../src/tuner/space/random';
 import { sendAnswer, sendError, splitIntoPieces, startChatServer, type ReceivedRequest, type Wire } from '../../test/support/chat-http';
-import { decide, render, type AnswerForm } from './answers';
+import { decide, INLINE_RESTRICTIONS_ASKED, render, type AnswerForm } from './answers';
 import { UnknownKernelError, type Label, type Pool } from './pool';
 import { chatMessages, classifyRequest, UnclassifiedRequestError, type ChatMessage, type RequestKind } from './requests';
 
@@ -99,7 +99,12 @@ function formOf(body: any, thinkRate: number): AnswerForm {
   const tools: any[] = Array.isArray(body?.tools) ? body.tools : [];
   const toolName: string | undefined = body?.tool_choice?.function?.name ?? tools[0]?.function?.name;
   const format = body?.response_format?.type ?? (body?.format ? 'json_schema' : undefined);
-  return { thinkRate, jsonOnly: format === 'json_schema' || format === 'json_object', toolName: tools.length > 0 ? toolName : undefined };
+  return {
+    thinkRate,
+    jsonOnly: format === 'json_schema' || format === 'json_object',
+    toolName: tools.length > 0 ? toolName : undefined,
+    restrictionsInline: chatMessages(body).some((m) => m.role === 'user' && m.text.includes(INLINE_RESTRICTIONS_ASKED)),
+  };
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

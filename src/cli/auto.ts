@@ -31,6 +31,8 @@ import { reportFromSession, type ReportData } from '../report/model';
 import { usageOf, usageText, warningsOf } from '../engine/session/session-view';
 import { commandLine, reportPath, writeReport } from './report';
 import { findSession, openSessionStore, SessionRecorder, sessionsDir, storedEvents, type SessionStore } from './sessions';
+import { LAUNCH_COUNT_FLAGS, LAUNCH_COUNT_HELP, LAUNCH_COUNT_OPTIONS, launchCountFromFlags } from './launch-count-flags';
+import { launchCountOf } from '../tuner/run/launch-count';
 
 const USAGE = `usage: llm-kernel-tuner auto FILE.cu --kernel NAME --provider ollama|openai --model MODEL [options]
        llm-kernel-tuner auto --resume SESSION [--from-step STEP [--kernel FILE]] [model options]
@@ -56,8 +58,7 @@ options:
   --threshold PCT          improvement (percent, in the objective) a step needs to be accepted (default 1.0)
   --objective NAME         what every step must improve: time (default), energy (J per launch, NVML) or edp
   --energy                 also measure energy and power with NVML (read only) for every configuration
-  --iterations N           timed launches per configuration; the median is compared (default 32)
-  -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
+${LAUNCH_COUNT_HELP}  -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
   --launch-timeout SECONDS time limit of one launch (default: 100x the original kernel's time, at least 1 s)
   --retries N              times a failed answer is explained to the model and asked again (default 3)
   --llm-concurrency N      requests to the model at once, where the provider allows several (default 4)
@@ -67,6 +68,9 @@ options:
   --max-time SECONDS       budget: the session's wall time
   --price-in USD           the model's price per million input tokens (the cost of each call and of the session)
   --price-out USD          the model's price per million output tokens
+  --no-sanitize            accept candidates without running them under compute-sanitizer first (by default the best
+                           configuration of a candidate that would be accepted runs once under racecheck, memcheck,
+                           synccheck and initcheck; a hazard rejects it and is told to the model)
   --device N               CUDA device (default 0)
   --gpus all|0,2|N         tune every candidate on several GPUs of one model at once, one worker each: all of them,
                            these ordinals, or the first N (default: one GPU, --device)
@@ -122,7 +126,7 @@ type AutoOptions =
 const SESSION_OBJECTIVES = ['time', 'energy', 'edp'];
 
 /** Flags that only a new session takes (a stored session brings its own settings). */
-const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', 'iterations', 'include', 'launch-timeout', 'retries', 'seed', 'window', 'max-children'] as const;
+const NEW_SESSION_ONLY = ['strategy', 'approve-plan', 'threshold', 'objective', 'energy', ...Object.values(LAUNCH_COUNT_FLAGS), 'include', 'launch-timeout', 'retries', 'no-sanitize', 'seed', 'window', 'max-children'];
 /** What a session may spend, and at what speed it asks: given anew when a session is resumed. */
 const SPENDING_FLAGS = ['llm-concurrency', 'max-calls', 'max-tokens', 'max-cost', 'max-time', 'price-in', 'price-out'] as const;
 const MODEL_FLAGS = ['provider', 'model', 'base-url', 'api-key-env'] as const;
@@ -183,7 +187,8 @@ function parse(args: string[]): AutoOptions | 'help' {
       threshold: { type: 'string' },
       objective: { type: 'string' },
       energy: { type: 'boolean' },
-      iterations: { type: 'string' },
+      'no-sanitize': { type: 'boolean' },
+      ...LAUNCH_COUNT_OPTIONS,
       include: { type: 'string', short: 'I', multiple: true },
       'launch-timeout': { type: 'string' },
       retries: { type: 'string' },
@@ -222,7 +227,7 @@ function parse(args: string[]): AutoOptions | 'help' {
   if (stored !== undefined) {
     if (values.resume !== undefined && values.replay !== undefined) throw new Error('--resume and --replay exclude each other');
     if (positionals.length > 0) throw new Error(`a stored session brings its own file: leave out ${positionals.join(' ')}`);
-    const given = NEW_SESSION_ONLY.filter((f) => values[f] !== undefined);
+    const given = NEW_SESSION_ONLY.filter((f) => (values as Record<string, unknown>)[f] !== undefined);
     if (given.length > 0) throw new Error(`a stored session runs with its recorded settings: leave out --${given.join(', --')}`);
     if (values.replay !== undefined) {
       const model = [...MODEL_FLAGS, ...SPENDING_FLAGS].filter((f) => values[f] !== undefined);
@@ -259,7 +264,9 @@ function parse(args: string[]): AutoOptions | 'help' {
   const threshold = number('threshold', values.threshold, 1.0, (n) => Number.isFinite(n) && n >= 0, 'a number >= 0 (percent)');
   const objective = values.objective ?? 'time';
   if (!SESSION_OBJECTIVES.includes(objective)) throw new Error(`--objective must be ${SESSION_OBJECTIVES.join(', ')}, got ${objective}`);
-  const iterations = number('iterations', values.iterations, 32, (n) => Number.isSafeInteger(n) && n >= 1, 'an integer >= 1');
+  const launches = launchCountFromFlags(values);
+  if (launches && launches.problems.length > 0) throw new Error(launches.problems.join('; '));
+  const iterations = launchCountOf(launches?.settings ?? {});
   const retries = number('retries', values.retries, 3, (n) => Number.isInteger(n) && n >= 0, 'an integer >= 0');
   const launchTimeout = values['launch-timeout'] === undefined ? undefined : number('launch-timeout', values['launch-timeout'], 0, (n) => n > 0, 'a positive number of seconds');
   const apiKey = apiKeyFrom(values['api-key-env']);
@@ -283,6 +290,7 @@ function parse(args: string[]): AutoOptions | 'help' {
     performanceThreshold: threshold,
     ...(objective !== 'time' && { objective: { name: objective, higherIsBetter: false } }),
     ...(values.energy && { energy: true }),
+    ...(values['no-sanitize'] && { sanitize: false }),
     iterations,
     timePerTestS: 15,
     ...(launchTimeout !== undefined && { launchTimeoutS: launchTimeout }),

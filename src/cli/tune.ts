@@ -12,8 +12,10 @@ import { SearchSpace } from '../tuner/space/search-space';
 import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
 import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type LoadedTuningSpec, type TuningSpec } from '../tuner/spec/tuning-spec';
+import { describeLaunchCount, launchCountOf, type LaunchCountField } from '../tuner/run/launch-count';
+import { LAUNCH_COUNT_FLAGS, LAUNCH_COUNT_HELP, LAUNCH_COUNT_OPTIONS, launchCountFromFlags } from './launch-count-flags';
 import type { SearchProgress } from '../tuner/strategies';
-import { formatMeasured, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
+import { formatMeasured, formatMedianInterval, objectiveOf, objectiveValue, TIME_OBJECTIVE, type ConfigResult, type ConfigStatus, type ParamValue, type StopReason, type TuneResult } from '../tuner/types';
 import { describeError } from './errors';
 import { ms, table } from './format';
 import { TuningProgress } from './progress';
@@ -24,7 +26,8 @@ import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import { GpuBackend } from '../tuner/run/gpu-backend';
 import { markPhase } from '../phases';
 import { t4Results, writeT4, type T4Environment } from '../tuner/cache/t4';
-import { describeVerification } from '../tuner/run/measurement';
+import { describeVerification, KERNEL_TUNER_TIMING_UNCHECKED, TIMING_MODES, type TimingMode } from '../tuner/run/measurement';
+import { findingLines, shownFindings, verdictSummary } from '../tuner/run/sanitizer';
 
 const HELP = `usage: llm-kernel-tuner tune SPEC.yaml [options]
        llm-kernel-tuner tune PROBLEM.json [options]     a T1 tuning-problem description (the benchmark hub's kernels/*.json)
@@ -46,9 +49,15 @@ options:
   --max-fevals N           evaluate at most N configurations (Kernel Tuner's max_fevals)
   --time-limit SECONDS     start no new evaluation after this long (time_limit; in a replay, of recorded time)
   --seed N                 seed of the strategy's random choices
-  --iterations N           timed launches per configuration (default 32)
+${LAUNCH_COUNT_HELP}  --timing verified|kernel_tuner
+                           verified (default): every timed launch starts from reset outputs, the outputs are compared
+                           along the series; kernel_tuner: timed as Kernel Tuner times (each launch from an idle GPU,
+                           outputs checked after the series only), for comparisons with its figures
   --energy                 also measure energy and power with NVML (read only) after each configuration's timed
                            launches: the kernel runs back to back for a second while NVML is read
+  --sanitize               run the best configuration once under compute-sanitizer (racecheck, memcheck, synccheck,
+                           initcheck) on a small problem, compiled with line information; a finding rejects it
+                           (exit status 1) and is named at the file's lines
   --objective NAME         what to optimise: time (default), energy, edp (energy x time), or a metric of the spec
   --higher-is-better       the objective is better when larger (a metric such as GFLOP/s)
   -I, --include DIR        a directory searched for #include (repeatable; compile_commands.json is read as well)
@@ -98,8 +107,10 @@ export async function run(args: string[]): Promise<number> {
       'max-fevals': { type: 'string' },
       'time-limit': { type: 'string' },
       seed: { type: 'string' },
-      iterations: { type: 'string' },
+      ...LAUNCH_COUNT_OPTIONS,
+      timing: { type: 'string' },
       energy: { type: 'boolean' },
+      sanitize: { type: 'boolean' },
       objective: { type: 'string' },
       'higher-is-better': { type: 'boolean' },
       include: { type: 'string', short: 'I', multiple: true },
@@ -135,6 +146,7 @@ export async function run(args: string[]): Promise<number> {
   if (!values.slurm && (values.shards !== undefined || values['slurm-dir'] !== undefined || values.sbatch !== undefined)) throw new TuningSpecError('--shards, --slurm-dir and --sbatch go with --slurm');
   const shard = values.shard === undefined || values.slurm ? undefined : parseShard(values.shard);
   if (shard && values.cache === undefined) throw new TuningSpecError('--shard needs --cache FILE: the shards are merged from their caches (merge-caches)');
+  if (values.sanitize && (values.shard !== undefined || values.slurm)) throw new TuningSpecError("--sanitize checks the best configuration of a whole search, not a shard's: run it without --shard and --slurm");
   const selection = values.gpus !== undefined ? parseGpuSelection(values.gpus) : singleGpu(values.device !== undefined ? integer('--device', values.device) : 0);
   // A run on the GPU starts its GPUs (workers, CUDA contexts, NVRTC) while the spec and the kernel's file are read and
   // parsed; their failure is reported where the run needs them, after the spec's own errors.
@@ -183,6 +195,9 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
       result = replayed.result;
       device = { name: replayed.deviceName };
       t4Environment = { device: { name: replayed.deviceName, replayed_from: resolve(replayFile) }, requirements: [] };
+      if (values.sanitize) {
+        result.sanitizer = { status: 'unavailable', config: result.best?.config ?? {}, reason: 'no-backend', message: `the results were replayed from ${replayFile} without a GPU: nothing ran under compute-sanitizer`, elapsedMs: 0 };
+      }
       limitsNote = `not measured: the times were replayed from ${replayFile} without a GPU (run on the device for the speed-of-light percentages)`;
     } else {
       mode = 'measured on the GPU';
@@ -194,6 +209,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
           ...(values.seed !== undefined && { seed: integer('--seed', values.seed) }),
           ...(values.cache !== undefined && { cache: values.cache }),
           ...(shard && { shard }),
+          ...(values.sanitize && { sanitize: {} }),
           backend: backends,
           onResult,
         };
@@ -232,7 +248,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
     const timing =
       replayFile !== undefined
         ? `those of ${replayFile}, recorded on ${device?.name ?? 'its device'}; the search was replayed over them with seed ${result.seed}`
-        : `each the median of ${spec.iterations} launches between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}, every configuration checked against the reference on two input sets first`;
+        : `each ${describeLaunchCount(launchCountOf(spec))} between CUDA events after ${spec.warmup} warm-up launch(es)${spec.flushL2 ? ', L2 flushed before each' : ''}${spec.timing === 'kernel_tuner' ? `, ${KERNEL_TUNER_TIMING_UNCHECKED}` : ''}, every configuration checked against the reference on two input sets first`;
     writeReport(
       htmlReport,
       reportFromTune({
@@ -269,7 +285,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
     if (htmlReport) process.stdout.write(`\nHTML report: ${htmlReport}\n`);
     if (t4) process.stdout.write(`T4 results: ${t4.results} (metadata: ${t4.metadata})\n`);
   }
-  return result.best ? 0 : 1;
+  return result.best && result.sanitizer?.status !== 'hazards' ? 0 : 1;
 }
 
 /**
@@ -334,7 +350,7 @@ function parseShard(text: string): Shard {
 /** The flags of this command line that every Slurm task repeats (paths made absolute; not the GPU, cache or output flags). */
 function taskFlags(v: Record<string, unknown>): string[] {
   const out: string[] = [];
-  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', 'iterations', 'launch-timeout', 'objective'] as const) {
+  for (const flag of ['kernel', 'strategy', 'max-fevals', 'time-limit', 'seed', ...Object.values(LAUNCH_COUNT_FLAGS), 'timing', 'launch-timeout', 'objective']) {
     if (typeof v[flag] === 'string') out.push(`--${flag}`, v[flag] as string);
   }
   for (const flag of ['energy', 'higher-is-better'] as const) if (v[flag] === true) out.push(`--${flag}`);
@@ -405,6 +421,8 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     { header: 'median ms', cell: (r) => ms(r.stats?.medianMs ?? r.timeMs) },
     { header: 'min ms', cell: (r) => ms(r.stats?.minMs) },
     { header: 'max ms', cell: (r) => ms(r.stats?.maxMs) },
+    { header: 'launches', cell: (r) => (r.stats ? String(r.stats.samplesMs.length) : '') },
+    { header: 'median ±', cell: (r) => (r.stats?.medianIntervalMs ? formatMedianInterval(r.stats.medianMs, r.stats.medianIntervalMs) : '') },
     { header: 'regs', cell: (r) => String(r.driver?.num_regs ?? '') },
     { header: 'occupancy', cell: (r) => (r.driver?.occupancy === undefined ? '' : `${Math.round(100 * r.driver.occupancy)}%`) },
   ];
@@ -433,6 +451,11 @@ function report(result: TuneResult, paramNames: string[], kernelName: string, mo
     if (best.geometry) text += `  (grid ${best.geometry.grid.join('x')}, block ${best.geometry.block.join('x')})`;
     text += '\n';
     if (best.verified) text += `verified: ${describeVerification(best.verified)}\n`;
+    const sanitizer = result.sanitizer;
+    if (sanitizer) {
+      text += `${sanitizer.status === 'hazards' ? 'REJECTED by ' : ''}${verdictSummary(sanitizer)}\n`;
+      for (const line of findingLines(shownFindings(sanitizer))) text += `  ${line}\n`;
+    }
   } else {
     text += 'no configuration succeeded\n';
   }
@@ -459,7 +482,16 @@ function applyFlags(spec: LoadedTuningSpec, v: Record<string, unknown>): LoadedT
   if (flags.length > 0) out.strategyOptions = { ...out.strategyOptions, ...strategyOptionsFromFlags(flags) };
   if (typeof v['max-fevals'] === 'string') out.maxFevals = integer('--max-fevals', v['max-fevals']);
   if (typeof v['time-limit'] === 'string') out.timeLimitS = positive('--time-limit', v['time-limit']);
-  if (typeof v.iterations === 'string') out.iterations = integer('--iterations', v.iterations);
+  const launches = launchCountFromFlags(v, spec);
+  if (launches) {
+    if (launches.problems.length > 0) throw new TuningSpecError(`the command line:\n${launches.problems.join('\n')}`);
+    for (const field of Object.keys(LAUNCH_COUNT_FLAGS) as LaunchCountField[]) delete out[field];
+    Object.assign(out, launches.settings);
+  }
+  if (typeof v.timing === 'string') {
+    if (!(TIMING_MODES as readonly string[]).includes(v.timing)) throw new TuningSpecError(`--timing expects one of ${TIMING_MODES.join(', ')}, received '${v.timing}'`);
+    out.timing = v.timing as TimingMode;
+  }
   if (v.energy === true) out.energy = out.energy === false ? true : out.energy;
   if (typeof v.objective === 'string') out.objective = v.objective;
   if (v['higher-is-better'] === true) out.objectiveHigherIsBetter = true;

@@ -5,6 +5,7 @@
  */
 import type { LangGraphRunnableConfig, RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import type { DeviceDescription, TuningBackend } from '../tuner/run/backend';
+import type { LaunchCount } from '../tuner/run/launch-count';
 import type { DeviceSpeedLimits } from '../tuner/run/speed-of-light';
 import type { KernelTest } from '../tuner/tunable-kernel';
 import type { Objective } from '../tuner/types';
@@ -29,8 +30,8 @@ export interface EngineSettings {
   energy: boolean;
   /** Interrupt after planning, until the plan is approved (resumed with a Command). */
   approvePlan: boolean;
-  /** Timed launches per configuration. */
-  iterations: number;
+  /** Timed launches per configuration of every candidate's tuning: a fixed count, or an adaptive series. */
+  iterations: LaunchCount;
   /** Requests to the model at once (where the provider allows several). Default 1. */
   llmConcurrency?: number;
   /** Limits of what the session may spend (model calls, tokens, cost, wall time); none by default. */
@@ -39,6 +40,11 @@ export interface EngineSettings {
   prices?: Prices;
   /** What the session spent before this run, when it is resumed (so that its budgets hold across runs). */
   spent?: { usage: ModelUsage; wallS: number };
+  /**
+   * Run the best configuration of every candidate that would be accepted once under compute-sanitizer before it is
+   * (a hazard rejects it and is told to the model); default on.
+   */
+  sanitize: boolean;
 }
 
 export class EngineContext {
@@ -72,6 +78,11 @@ export class EngineContext {
    */
   onGpus<T>(share: GpuShare, work: (backends: readonly TuningBackend[]) => Promise<T>): Promise<T> {
     return this.gpus.run(share, work);
+  }
+
+  /** GPU-seconds this run's tuning held the GPUs (compiles, checks, timings, profiles of the candidates). */
+  get gpuBusyS(): number {
+    return this.gpus.busyS;
   }
 
   /** GPU work on every GPU of the session (see onGpus). */

@@ -3,6 +3,8 @@
  * tuner (RestrictionCheckError: src/tuner/space/restrictions.ts, FailedTestsError), plus the LLM layer's errors,
  * re-exported so that the engine's users import errors from one place.
  */
+import { findingLines, type SanitizerVerdict } from '../tuner/run/sanitizer';
+
 export {
   isAbortError,
   LlmAuthError,
@@ -123,4 +125,17 @@ export class TestSizeError extends Error {
 /** The kernel to tune cannot be the oracle: it does not compile, or does not reproduce its own results. */
 export class UnusableKernelError extends Error {
   override name = 'UnusableKernelError';
+}
+
+/**
+ * compute-sanitizer found hazards in the best configuration of a candidate that passed the tests (a race, an access out
+ * of bounds, a barrier not every thread reaches, a read of memory never written): right results on this GPU today, by
+ * luck. The model can fix it, told the findings.
+ */
+export class SanitizerHazardError extends Error {
+  override name = 'SanitizerHazardError';
+
+  constructor(readonly verdict: Extract<SanitizerVerdict, { status: 'hazards' }>) {
+    super(`compute-sanitizer found hazards at ${JSON.stringify(verdict.config)}: ${findingLines(verdict.findings, 1)[0]}`);
+  }
 }

@@ -10,6 +10,7 @@ import type { StructuredOutputType } from '../engine/llm/structured';
 import { DEFAULT_EVOLUTIONARY_SETTINGS, STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session/session-settings';
 import type { Prices, SessionBudget } from '../engine/resources/model-calls';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gpu-selection';
+import { DEFAULT_LAUNCHES, launchCountOf, launchCountProblems, type LaunchCount, type LaunchCountSettings } from '../tuner/run/launch-count';
 import { ALLOWED_NAMES, refusedCompilerOptions } from './compiler-options';
 
 export const SECTION = 'kernelTuner';
@@ -39,6 +40,8 @@ export interface EngineConfig {
   objective: 'time' | 'energy' | 'edp';
   /** Measure energy and power with NVML, read only (kernelTuner.energy). */
   energy: boolean;
+  /** Run what would be accepted under compute-sanitizer first (kernelTuner.sanitize). */
+  sanitize: boolean;
   candidatesPerStep: number;
   approvePlan: boolean;
   /** Corrections the model may make to a failing answer before it is given up. */
@@ -46,8 +49,8 @@ export interface EngineConfig {
   device: number;
   /** The GPUs every candidate is tuned on (kernelTuner.gpus; empty: `device` alone). */
   gpus: GpuSelection;
-  /** Timed runs per configuration. */
-  iterations: number;
+  /** Timed launches per configuration: a fixed count, or an adaptive series (launch-count.ts). */
+  iterations: LaunchCount;
   /** Seconds for one configuration. */
   timePerTestS: number;
   /** Seconds one launch may take; 0: scaled to the original kernel's time (at least 1 s). */
@@ -84,8 +87,8 @@ export function requiresApiKey(provider: 'ollama' | 'openai', baseUrl: string): 
 }
 
 /**
- * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. All that a session of the tuner alone ("Tune
- * parameters") reads of the settings: its spec says the rest, and it asks no model.
+ * kernelTuner.device and kernelTuner.gpus: the GPUs a session tunes on. With kernelTuner.sanitize, all that a session
+ * of the tuner alone ("Tune parameters") reads of the settings: its spec says the rest, and it asks no model.
  */
 export function readGpuSettings(get: SettingGetter): { device: number; gpus: GpuSelection; problems: SettingProblem[] } {
   const problems: SettingProblem[] = [];
@@ -106,6 +109,16 @@ export function readGpuSettings(get: SettingGetter): { device: number; gpus: Gpu
     problems.push({ setting: key('gpus'), message: (e as Error).message.replace(`${key('gpus')} `, '') });
     return { device, gpus: singleGpu(device), problems };
   }
+}
+
+/**
+ * kernelTuner.sanitize: run the configuration about to be accepted once under compute-sanitizer first (an LLM
+ * session's candidates, the best of "Tune parameters"); read by both kinds of session.
+ */
+export function readSanitizeSetting(get: SettingGetter): { sanitize: boolean; problems: SettingProblem[] } {
+  const value = get('sanitize') ?? true;
+  if (typeof value === 'boolean') return { sanitize: value, problems: [] };
+  return { sanitize: true, problems: [{ setting: `${SECTION}.sanitize`, message: `must be true or false (is ${JSON.stringify(value)})` }] };
 }
 
 export function readEngineConfig(get: SettingGetter, apiKey: string | undefined): ConfigResult {
@@ -195,6 +208,18 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     strategy = { kind, steps: known };
   }
 
+  /**
+   * kernelTuner.iterations (0: adapt), .minIterations, .maxIterations and .precision: the number of timed launches,
+   * each problem under its setting.
+   */
+  const launchCount = (): LaunchCount => {
+    const fixed = get('iterations') ?? 0;
+    const settings = fixed === 0 ? { minIterations: get('minIterations') ?? DEFAULT_LAUNCHES.min, maxIterations: get('maxIterations') ?? DEFAULT_LAUNCHES.max, precision: get('precision') ?? DEFAULT_LAUNCHES.precision } : { iterations: fixed };
+    const found = launchCountProblems(settings);
+    for (const p of found) problem(p.field, p.field === 'iterations' ? `${p.message}, or 0 to adapt the count to the kernel` : p.message.replace(/\b(minIterations)\b/g, `${SECTION}.$1`));
+    return found.length > 0 ? DEFAULT_LAUNCHES : launchCountOf(settings as LaunchCountSettings);
+  };
+
   let gpus: GpuSelection = singleGpu(0);
   /** kernelTuner.device and .gpus, read in their place among the settings (so are their problems). */
   const device = (): number => {
@@ -234,6 +259,12 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     }
     return { llmConcurrency, budget, ...(prices && { prices }) };
   };
+  /** kernelTuner.sanitize, read in its place among the settings. */
+  const sanitize = (): boolean => {
+    const read = readSanitizeSetting(get);
+    problems.push(...read.problems);
+    return read.sanitize;
+  };
   const settings: Omit<EngineConfig, 'gpus'> = {
     llm:
       provider === 'openai'
@@ -246,11 +277,12 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     performanceThreshold: number('performanceThreshold', 1.0, 0, 100, false),
     objective: oneOf('objective', ['time', 'energy', 'edp'] as const, 'time'),
     energy: bool('energy', false),
+    sanitize: sanitize(),
     candidatesPerStep: number('candidatesPerStep', 1, 1, 8, true),
     approvePlan: bool('approvePlan', false),
     retries: number('retries', 3, 0, 10, true),
     device: device(),
-    iterations: number('iterations', 32, 1, 1000, true),
+    iterations: launchCount(),
     timePerTestS: number('timePerTest', 15, 1, 3600, false),
     launchTimeoutS: number('launchTimeout', 0, 0, 3600, false),
     compilerOptions: compilerOptions(),
@@ -304,6 +336,7 @@ export function sessionSettings(config: EngineConfig, file: SessionFile): Sessio
     performanceThreshold: config.performanceThreshold,
     ...(config.objective !== 'time' && { objective: { name: config.objective, higherIsBetter: false } }),
     ...(config.energy && { energy: true }),
+    ...(!config.sanitize && { sanitize: false }),
     iterations: config.iterations,
     timePerTestS: config.timePerTestS,
     ...(config.launchTimeoutS > 0 && { launchTimeoutS: config.launchTimeoutS }),

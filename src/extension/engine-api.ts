@@ -70,6 +70,8 @@ export interface TuningRequest {
   filePath: string;
   /** The tuning spec: inputs, tunable parameters, restrictions, geometry, measurement. */
   specPath: string;
+  /** Run the best configuration under compute-sanitizer before proposing it (kernelTuner.sanitize). */
+  sanitize: boolean;
   signal: AbortSignal;
 }
 

@@ -14,7 +14,7 @@ import * as vscode from 'vscode';
 import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/store/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
-import { readEngineConfig, readGpuSettings, redactConfig, SECTION, setByWorkspace, type EngineConfig } from './config';
+import { readEngineConfig, readGpuSettings, readSanitizeSetting, redactConfig, SECTION, setByWorkspace, type EngineConfig } from './config';
 import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
 import { htmlReportCommands } from './html-report';
@@ -377,7 +377,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     const lensSpec = (arg as Partial<ParametersTarget> | undefined)?.specPath;
     const specPath = typeof lensSpec === 'string' ? lensSpec : await pickSpec(target.document, target.kernelName);
     if (!specPath) return;
-    const { gpus, problems } = readGpuSettings(settingsGetter());
+    const { gpus, problems: gpuProblems } = readGpuSettings(settingsGetter());
+    const { sanitize, problems: sanitizeProblems } = readSanitizeSetting(settingsGetter());
+    const problems = [...gpuProblems, ...sanitizeProblems];
     if (problems.length > 0) {
       const choice = await vscode.window.showErrorMessage(`Setting ${problems[0]!.setting} ${problems[0]!.message}.`, 'Open settings');
       if (choice) await openSettings(problems[0]!.setting);
@@ -387,7 +389,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     if (!ready) return;
     log.info(`tuning the parameters of ${target.kernelName} in ${relative(target.document.uri)} with ${relative(vscode.Uri.file(specPath))} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
     try {
-      const started = await sessions.startTuning({ document: target.document, kernelName: target.kernelName, specPath, runtime: ready.engine, backend: ready.backend });
+      const started = await sessions.startTuning({ document: target.document, kernelName: target.kernelName, specPath, sanitize, runtime: ready.engine, backend: ready.backend });
       last = started;
       await panels.show(started.sessionId, target.kernelName, true);
     } catch (error) {

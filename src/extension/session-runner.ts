@@ -161,7 +161,7 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
 
 function startTuning(request: TuningRequest, lease: BackendLease): SessionRun {
   return {
-    events: tunerSession({ threadId: request.threadId, code: request.code, filePath: request.filePath, specPath: request.specPath, backend: (lease as Lease).backends, signal: request.signal }),
+    events: tunerSession({ threadId: request.threadId, code: request.code, filePath: request.filePath, specPath: request.specPath, backend: (lease as Lease).backends, sanitize: request.sanitize, signal: request.signal }),
     approvePlan() {
       // A session of the tuner alone has no plan to approve.
     },

@@ -73,6 +73,8 @@ export interface TuningStartRequest {
   kernelName: string;
   /** The tuning spec of the kernel (absolute path). */
   specPath: string;
+  /** Run the best configuration under compute-sanitizer before proposing it (kernelTuner.sanitize). */
+  sanitize: boolean;
   runtime: EngineRuntime;
   backend: BackendLease;
 }
@@ -252,7 +254,7 @@ export class SessionManager implements vscode.Disposable {
    * others are; at its end the best values are offered in the file as an LLM session's final kernel is.
    */
   async startTuning(request: TuningStartRequest): Promise<{ sessionId: string; finished: Promise<void> }> {
-    const { document, kernelName, specPath, runtime, backend } = request;
+    const { document, kernelName, specPath, sanitize, runtime, backend } = request;
     const sessionId = newSessionId();
     const now = new Date().toISOString();
     const header: SessionHeader = { sessionId, kernelName, fileName: this.workspaceRelative(document.uri), startedAt: now, model: `the tuner alone over ${this.workspaceRelative(vscode.Uri.file(specPath))}, no model`, strategy: 'tuner' };
@@ -273,7 +275,7 @@ export class SessionManager implements vscode.Disposable {
       report: buildReport(header, [], session.view),
     };
     return this.launch(sessionId, session, entry, backend, () =>
-      runtime.startTuning({ threadId: sessionId, code: originalCode, filePath: document.uri.fsPath, specPath, signal: session.abort.signal }, backend),
+      runtime.startTuning({ threadId: sessionId, code: originalCode, filePath: document.uri.fsPath, specPath, sanitize, signal: session.abort.signal }, backend),
     );
   }
 

@@ -32,7 +32,7 @@ import { kernelMetrics, type KernelMetrics } from './kernel-metrics';
 import { LaunchConfig, type Dim3Init, type LaunchConfigInit } from './launch-config';
 import type { NativeStatus } from './native-types';
 import { Program, archForComputeCapability, type ProgramInit } from './program';
-import type { HandleId, WireArg, WireLaunch, WireReset } from './protocol';
+import type { HandleId, WireArg, WireCheck, WireLaunch, WireReset } from './protocol';
 import { checkRandomSpec, type NormalizedRandomSpec, type RandomSpec } from './random';
 import { computeStats, type TimingStats } from './stats';
 import type { Occupancy } from './occupancy';
@@ -75,11 +75,31 @@ export interface BenchmarkOptions extends RequestOptions {
    * copied from another buffer of the same dtype and length. What a timed launch leaves in them is then its own work.
    */
   resetBeforeEach?: readonly BufferReset[];
+  /**
+   * Start each timed launch from an idle GPU, as Kernel Tuner times (the host waits for the device before the start
+   * event, so the time includes the launch's way from the host); default false: launches follow each other on the stream.
+   */
+  idleBeforeEach?: boolean;
+  /** Run these checks after the timed launches, in the same request (see runChecks); their results in `checks`. */
+  checksAfter?: readonly CheckRun[];
 }
 
-/** Timing statistics and, when asked for, the energy measured around them (or why there is none). */
+/** Timing statistics and, when asked for, the energy measured around them (or why there is none) and the checks' results. */
 export interface BenchmarkResult extends TimingStats {
   energy?: EnergyResult;
+  checks?: bigint[][];
+}
+
+/**
+ * A launch that answers in a few uint64 words: `result` is set to `init` before it and read back after it. How the
+ * tuner compares outputs and fingerprints inputs on the device, several in one request.
+ */
+export interface CheckRun {
+  kernel: Kernel;
+  config: LaunchConfig | LaunchConfigInit;
+  args: readonly KernelArg[];
+  result: DeviceBuffer<'uint64'>;
+  init: readonly bigint[];
 }
 
 /** The block and dynamic shared memory a kernel is launched with: what its occupancy depends on. */
@@ -487,17 +507,36 @@ export class Gpu {
     const warmup = options.warmup === undefined ? 3 : checkNonNegativeInteger('warmup', options.warmup);
     const iterations = options.iterations === undefined ? 20 : checkPositiveInteger('iterations', options.iterations);
     const flushL2 = options.flushL2 === undefined ? false : checkBoolean('flushL2', options.flushL2);
+    const idleBeforeEach = options.idleBeforeEach === undefined ? false : checkBoolean('idleBeforeEach', options.idleBeforeEach);
     const energy = energyWindow(options.energy);
     const build = this.prepareLaunch(kernel, config, args);
     const resets = this.prepareResets(options.resetBeforeEach ?? []);
+    const checks = options.checksAfter && this.prepareChecks(options.checksAfter, 'checksAfter');
     const result = await this.worker.request(
       'benchmark',
-      async (generation: number) => ({ ...(await build(generation)), warmup, iterations, flushL2, resets: await resets(generation), ...(energy && { energy }) }),
+      async (generation: number) => ({
+        ...(await build(generation)),
+        warmup,
+        iterations,
+        flushL2,
+        resets: await resets(generation),
+        ...(idleBeforeEach && { idleBeforeEach }),
+        ...(energy && { energy }),
+        ...(checks && { checks: await checks(generation) }),
+      }),
       options,
     );
     const stats: BenchmarkResult = computeStats(result.samplesMs);
     if (result.energy) stats.energy = result.energy;
+    if (result.checks) stats.checks = result.checks;
     return stats;
+  }
+
+  /** Runs the checks one after another in one request (each launch waited for); each one's result words, in order. */
+  async runChecks(checks: readonly CheckRun[], options: RequestOptions = {}): Promise<bigint[][]> {
+    const prepared = this.prepareChecks(checks, 'checks');
+    const { results } = await this.worker.request('checks', async (generation: number) => ({ checks: await prepared(generation) }), options);
+    return results;
   }
 
   /**
@@ -526,6 +565,18 @@ export class Gpu {
   private usableBuffer(b: unknown, name: string): DeviceBuffer {
     if (!(b instanceof DeviceBuffer) || b.gpu !== this || b.freed) throw argumentError(name, 'a DeviceBuffer of this Gpu that is not freed', b);
     return b;
+  }
+
+  private prepareChecks(checks: readonly CheckRun[], name: string): (generation: number) => Promise<WireCheck[]> {
+    if (!Array.isArray(checks)) throw argumentError(name, 'an array of { kernel, config, args, result, init }', checks);
+    const prepared = checks.map((c, i) => {
+      const result = this.usableBuffer(c?.result, `${name}[${i}].result`);
+      if (result.dtype !== 'uint64') throw argumentError(`${name}[${i}].result`, 'a DeviceBuffer<uint64>', `DeviceBuffer<${result.dtype}>`);
+      if (!Array.isArray(c.init) || c.init.length === 0 || c.init.length > result.length || c.init.some((w: unknown) => typeof w !== 'bigint' || w < 0n || w >= 1n << 64n))
+        throw argumentError(`${name}[${i}].init`, `1 to ${result.length} uint64 words (bigints)`, c.init);
+      return { launch: this.prepareLaunch(c.kernel, c.config, c.args), result, init: [...c.init] };
+    });
+    return (generation) => Promise.all(prepared.map(async (c): Promise<WireCheck> => ({ launch: await c.launch(generation), result: await c.result[BIND](generation), init: c.init })));
   }
 
   private prepareResets(resets: readonly BufferReset[]): (generation: number) => Promise<WireReset[]> {

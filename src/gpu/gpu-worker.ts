@@ -160,6 +160,11 @@ export class GpuWorker {
   private disposed = false;
   private disposing: Promise<void> | null = null;
 
+  /** The worker's extra environment: a process that launches for it (a profile, a sanitizer run) gets the same. */
+  get env(): Readonly<Record<string, string | undefined>> | undefined {
+    return this.options.env;
+  }
+
   constructor(options: GpuWorkerOptions = {}) {
     this.options = options;
     this.workerPath = options.workerPath ?? defaultWorkerPath();

@@ -166,6 +166,11 @@ export interface NativeBenchmarkOptions {
   flushBytes: number;
   /** Enqueued before each timed launch, outside its events (before the L2 flush): the outputs reset to their start. */
   resets?: NativeReset[];
+  /**
+   * Start each timed launch from an idle GPU, as Kernel Tuner does: the host waits for the stream (after the resets and
+   * the flush) before it records the start event and launches. Default false: launches follow each other on the stream.
+   */
+  idleBeforeEach?: boolean;
 }
 
 /** A reset of a timed launch's output: filled with a bit pattern (as memFill), or copied from its initial content. */

@@ -35,6 +35,13 @@ export interface WireLaunch {
   args: WireArg[];
 }
 
+/** A launch that answers in a small uint64 buffer: `result` is set to `init` first and read back after (see CheckRun). */
+export interface WireCheck {
+  launch: WireLaunch;
+  result: HandleId;
+  init: bigint[];
+}
+
 type None = Record<string, never>;
 
 /** method → [params, result]. */
@@ -59,13 +66,16 @@ export interface WorkerMethods {
   copyToSymbol: [{ module: HandleId; symbol: string; src: HandleId; bytes: number }, { symbolBytes: number }];
   memCopyBenchmark: [{ dst: HandleId; src: HandleId; bytes: number; warmup: number; iterations: number }, { samplesMs: number[] }];
   launch: [WireLaunch, void];
+  /** The checks one after another, each result buffer read back after its launch. */
+  checks: [{ checks: WireCheck[] }, { results: bigint[][] }];
   /**
-   * `resets`: buffers reset before each timed launch, outside its events. With `energy`, the kernel then runs back to
-   * back for `windowMs` while NVML is read (see energy.ts).
+   * `resets`: buffers reset before each timed launch, outside its events; `idleBeforeEach`: each timed launch starts
+   * from an idle GPU. With `energy`, the kernel then runs back to back for `windowMs` while NVML is read (see
+   * energy.ts); `checks` run after the timed launches (and the energy window), their results in `checks`.
    */
   benchmark: [
-    WireLaunch & { warmup: number; iterations: number; flushL2: boolean; resets?: WireReset[]; energy?: { windowMs: number } },
-    { samplesMs: number[]; energy?: EnergyResult },
+    WireLaunch & { warmup: number; iterations: number; flushL2: boolean; idleBeforeEach?: boolean; resets?: WireReset[]; energy?: { windowMs: number }; checks?: WireCheck[] },
+    { samplesMs: number[]; energy?: EnergyResult; checks?: bigint[][] },
   ];
 }
 
@@ -103,6 +113,7 @@ export const METHOD_TRAITS: Record<MethodName, MethodTraits> = {
   copyToSymbol: SYNC,
   memCopyBenchmark: SYNC,
   launch: SYNC,
+  checks: SYNC,
   benchmark: SYNC,
 };
 

@@ -12,6 +12,50 @@ export interface TimingStats {
   maxMs: number;
   /** Sample standard deviation (n − 1 in the denominator); 0 for a single sample. */
   stdMs: number;
+  /** The 95 % confidence interval of the median (medianInterval); absent under MIN_SAMPLES_FOR_INTERVAL samples. */
+  medianIntervalMs?: [number, number];
+}
+
+/** Confidence of the interval of a median. */
+export const MEDIAN_CONFIDENCE = 0.95;
+/** The fewest samples whose smallest and largest bound the median with MEDIAN_CONFIDENCE (1 - 2 / 2^n >= 0.95). */
+export const MIN_SAMPLES_FOR_INTERVAL = 6;
+
+/** By sample count: the 1-based rank j of the interval [j-th smallest, j-th largest] (0: none). */
+const intervalRanks = new Map<number, number>();
+
+/**
+ * The rank j whose order statistics [x(j), x(n+1-j)] hold the median with at least MEDIAN_CONFIDENCE whatever the
+ * distribution: the largest j with P(Bin(n, 1/2) < j) <= (1 - confidence) / 2. Summed in logarithms, so that 2^-n
+ * does not underflow the terms that matter.
+ */
+function intervalRank(n: number): number {
+  let rank = intervalRanks.get(n);
+  if (rank !== undefined) return rank;
+  const tail = (1 - MEDIAN_CONFIDENCE) / 2;
+  let logTerm = -n * Math.LN2; // log P(Bin = 0)
+  let below = 0; // P(Bin < j), for j = i + 1 after step i
+  rank = 0;
+  for (let i = 0; i <= n; i++) {
+    below += Math.exp(logTerm);
+    if (below > tail) break;
+    rank = i + 1;
+    logTerm += Math.log((n - i) / (i + 1));
+  }
+  intervalRanks.set(n, rank);
+  return rank;
+}
+
+/**
+ * The 95 % confidence interval of the median of the distribution the samples come from, from order statistics alone
+ * (no assumption about its shape): [x(j), x(n+1-j)] of the sorted samples (intervalRank). Undefined under
+ * MIN_SAMPLES_FOR_INTERVAL samples, for which no such interval exists.
+ */
+export function medianInterval(values: readonly number[]): [number, number] | undefined {
+  const rank = intervalRank(values.length);
+  if (rank === 0) return undefined;
+  const sorted = [...values].sort((a, b) => a - b);
+  return [sorted[rank - 1]!, sorted[values.length - rank]!];
 }
 
 export function median(values: readonly number[]): number {
@@ -31,6 +75,7 @@ export function computeStats(samplesMs: readonly number[]): TimingStats {
   const n = samplesMs.length;
   const meanMs = samplesMs.reduce((a, b) => a + b, 0) / n;
   const variance = n > 1 ? samplesMs.reduce((a, v) => a + (v - meanMs) ** 2, 0) / (n - 1) : 0;
+  const interval = medianInterval(samplesMs);
   return {
     samplesMs: [...samplesMs],
     medianMs: median(samplesMs),
@@ -38,5 +83,6 @@ export function computeStats(samplesMs: readonly number[]): TimingStats {
     minMs: samplesMs.reduce((a, b) => Math.min(a, b)),
     maxMs: samplesMs.reduce((a, b) => Math.max(a, b)),
     stdMs: Math.sqrt(variance),
+    ...(interval && { medianIntervalMs: interval }),
   };
 }

@@ -27,7 +27,7 @@ export interface FindToolkitOptions {
 
 const USUAL_LOCATIONS = ['/usr/local/cuda', '/opt/cuda', '/usr/lib/cuda', '/usr/lib/nvidia-cuda-toolkit'];
 
-function isFile(file: string): boolean {
+export function isFile(file: string): boolean {
   try {
     return statSync(file).isFile();
   } catch {
@@ -71,13 +71,14 @@ function versionedInstalls(): string[] {
 
 /** nvcc: the toolkit's, else any on PATH. */
 export function findNvcc(env: NodeJS.ProcessEnv = process.env): string | null {
-  return findCudaToolkit({ env })?.nvcc ?? nvccOnPath(env);
+  return findCudaToolkit({ env })?.nvcc ?? fileOnPath('nvcc', env);
 }
 
-function nvccOnPath(env: NodeJS.ProcessEnv): string | null {
+/** The first file of this name in a directory of PATH, or null. */
+export function fileOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | null {
   for (const dir of (env.PATH ?? '').split(path.delimiter)) {
     if (dir === '') continue;
-    const candidate = path.join(dir, 'nvcc');
+    const candidate = path.join(dir, name);
     if (isFile(candidate)) return candidate;
   }
   return null;
@@ -111,7 +112,7 @@ export function findCudaToolkit(options: FindToolkitOptions = {}): CudaToolkit |
       if (found) return found;
     }
   }
-  const nvcc = nvccOnPath(env);
+  const nvcc = fileOnPath('nvcc', env);
   if (nvcc) {
     let real = nvcc;
     try {

@@ -26,6 +26,7 @@ import {
   type ReadyMessage,
   type RequestMessage,
   type ResultOf,
+  type WireCheck,
   type WireLaunch,
   type WorkerMessage,
 } from './protocol';
@@ -289,6 +290,7 @@ class WorkerState {
       const launch = this.nativeLaunch(p);
       this.addon.launch(launch);
     },
+    checks: (p) => ({ results: this.runChecks(p.checks) }),
     benchmark: (p) => {
       const launch = this.nativeLaunch(p);
       let flushPtr = 0n;
@@ -310,8 +312,9 @@ class WorkerState {
         this.checkRange(b, 0, r.elementBytes * r.count, `resets[${i}].count`);
         return { kind: 'fill', ptr: b.ptr, elementBytes: r.elementBytes, pattern: r.pattern, count: r.count };
       });
-      const samplesMs = this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes, resets });
-      return p.energy ? { samplesMs, energy: this.measureEnergy(launch, median(samplesMs), p.energy.windowMs) } : { samplesMs };
+      const samplesMs = this.addon.benchmark(launch, { warmup: p.warmup, iterations: p.iterations, flushPtr, flushBytes, resets, ...(p.idleBeforeEach && { idleBeforeEach: true }) });
+      const energy = p.energy && this.measureEnergy(launch, median(samplesMs), p.energy.windowMs);
+      return { samplesMs, ...(energy && { energy }), ...(p.checks && { checks: this.runChecks(p.checks) }) };
     },
     occupancy: (p) => {
       const k = this.kernel(p.kernel);
@@ -329,6 +332,21 @@ class WorkerState {
     },
     nvml: () => this.nvmlReadings(),
   };
+
+  /** Each check's result buffer set to its initial words, its launch waited for, the buffer read back: one request for all. */
+  private runChecks(checks: readonly WireCheck[]): bigint[][] {
+    const addon = this.context();
+    return checks.map((c, i) => {
+      const result = this.buffer(c.result, `checks[${i}].result`);
+      const bytes = 8 * c.init.length;
+      this.checkRange(result, 0, bytes, `checks[${i}].init`);
+      addon.memUpload(result.ptr, BigUint64Array.from(c.init), 0);
+      addon.launch(this.nativeLaunch(c.launch));
+      const read = addon.memDownload(result.ptr, bytes, 0);
+      // A copy: the download may sit at an offset of a pooled buffer that is no multiple of 8.
+      return [...new BigUint64Array(Uint8Array.from(read).buffer)];
+    });
+  }
 
   private nvmlReadings(): NvmlReadings {
     const status = this.addon.status().nvml;

@@ -33,6 +33,7 @@ table.grid tr.best td { font-weight: 600; color: var(--good); } table.grid tr.fa
 .status { display: inline-block; padding: 0 8px; border-radius: 10px; font-size: 12px; border: 1px solid var(--border); }
 .status-accepted { color: var(--good); border-color: var(--good); } .status-rejected { color: var(--bad); border-color: var(--bad); } .status-skipped { color: var(--muted); }
 ul.warnings { color: var(--warn); padding-left: 20px; }
+.sanitizer-hazards .sanitizer-verdict { color: var(--bad); } .sanitizer-unavailable .sanitizer-verdict, .sanitizer-timed_out .sanitizer-verdict { color: var(--warn); } .sanitizer ul { overflow-wrap: anywhere; }
 details.step { border: 1px solid var(--border); border-radius: 8px; padding: 6px 12px; margin: 8px 0; } details.step > summary { cursor: pointer; font-weight: 600; }
 .table-holder { max-height: 480px; overflow: auto; border: 1px solid var(--border); border-radius: 6px; }
 .table-holder thead th { position: sticky; top: 0; background: var(--panel); }

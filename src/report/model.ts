@@ -9,8 +9,10 @@ import { acceptedTimeline, decidedCandidate, describeReason, focusStep, reduceAl
 import { madeBy, nicheText } from '../engine/progress/describe-variant';
 import type { DeviceDescription } from '../tuner/run/backend';
 import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
+import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../tuner/run/sanitizer';
 import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/speed-of-light';
 import { summarizeConfig } from '../engine/progress/events';
+import { describeLaunchCount, type LaunchCount } from '../tuner/run/launch-count';
 import { bestOf, describeSearch, searchSummaryOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
@@ -40,6 +42,20 @@ export interface ReportStep {
   best?: { key: string; timeMs: number };
   /** Its best configuration's profile. */
   profile?: ReportProfile;
+  /** What compute-sanitizer said of its best configuration. */
+  sanitizer?: ReportSanitizer;
+}
+
+/** compute-sanitizer's verdict as the report shows it: the configuration, the verdict in a line, the findings. */
+export interface ReportSanitizer {
+  config: Config;
+  status: SanitizerVerdict['status'];
+  summary: string;
+  findings: string[];
+}
+
+function reportSanitizer(verdict: SanitizerVerdict): ReportSanitizer {
+  return { config: verdict.config, status: verdict.status, summary: verdictSummary(verdict), findings: findingLines(shownFindings(verdict)) };
 }
 
 /** A profile as the report shows it: the configuration, where the lines come from (and why not Nsight Compute), the lines. */
@@ -230,6 +246,7 @@ export function reportFromTune(input: TuneReportInput): ReportData {
     restrictions: input.restrictions,
     configs: withSpeedOfLight(configs, input.work, input.limits),
     ...stepBest(configs, objective),
+    ...(result.sanitizer && { sanitizer: reportSanitizer(result.sanitizer) }),
   };
   return {
     format: REPORT_DATA_FORMAT,
@@ -265,7 +282,7 @@ export interface SessionReportInput {
   /** Compiler options of the session, when known (the events do not carry them). */
   compilerOptions?: string[];
   /** Timed launches per configuration, when known (from the session's settings). */
-  iterations?: number;
+  iterations?: LaunchCount;
   reproduce: ReportData['reproduce'];
   generatedAt?: string;
 }
@@ -292,6 +309,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
       configs: withSpeedOfLight(configs, work, limits),
       ...stepBest(configs, view.objective),
       ...(candidate?.profile && { profile: reportProfile(candidate.profile) }),
+      ...(candidate?.sanitizer && { sanitizer: reportSanitizer(candidate.sanitizer) }),
     };
   });
   const tracker = view.final?.tracker;
@@ -306,7 +324,7 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     kernel: input.header.kernelName,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
     mode: `${input.header.strategy === 'tuner' ? `${input.header.model}` : `LLM session (${input.header.model}, ${input.header.strategy} strategy)`}, ${view.status}; every configuration measured on the GPU`,
-    ...(input.iterations !== undefined && { timing: `each the median of ${input.iterations} timed launches after a warm-up launch, every configuration checked against the original kernel first` }),
+    ...(input.iterations !== undefined && { timing: `each ${describeLaunchCount(input.iterations)} after a warm-up launch, every configuration checked against the original kernel first` }),
     device: view.device ? { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } : null,
     limits,
     ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),

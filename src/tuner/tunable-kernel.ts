@@ -2,21 +2,24 @@
 // KernelTest) over our tuner.
 // test() checks one configuration; tune() searches the space with a strategy, verifying every configuration against
 // the oracle (the original kernel) on two input sets and timing it with CUDA events, with an optional Kernel Tuner cache.
-import { basename } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { basename, isAbsolute, resolve as resolvePath } from 'node:path';
 import { ENERGY_WINDOW_MS, MIN_ENERGY_WINDOW_MS } from '../gpu/energy';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../gpu/errors';
 import { median } from '../gpu/stats';
 import { findCudaToolkit, type CudaToolkit } from '../gpu/toolkit';
-import { compileExplained, type BuiltKernel, type CompiledKernel, type DeviceDescription, type KernelProgram, type Launch, type PreparedTest, type TestData, type Tolerance, type TuningBackend } from './run/backend';
+import { compileExplained, type BuiltKernel, type CompiledKernel, type DeviceDescription, type KernelProgram, type Launch, type PreparedTest, type SanitizeRunOptions, type TestData, type Tolerance, type TuningBackend } from './run/backend';
 import { CacheFile, throughCache } from './cache/cache-file';
 import { ResultMetrics, type MetricOptions } from './run/metrics';
 import { describeCheckFailure, Evaluator } from './run/evaluator';
+import { resolveLaunchCount, type AdaptiveLaunches } from './run/launch-count';
+import { TIMING_MODES, type TimingMode } from './run/measurement';
 import { compileLookahead, defaultCompileConcurrency } from './run/compile-concurrency';
 import { defines, Geometry, type GridDivisor } from './space/geometry';
 import { backendsOf } from './run/gpu-backend';
 import { checkOneModel, type GpuSelection } from './run/gpu-selection';
 import { buildWithFallback, candidatePrograms, compileSources, type CompileSources } from './compile/compile-sources';
-import { checkConstantMemory } from './spec/input-spec';
+import { checkConstantMemory, type TestSpecInput } from './spec/input-spec';
 import { KernelTest } from './kernel-test';
 import { constantSymbols, type ConstantSymbol } from './source/constant-symbols';
 import { parseKernels } from './source/kernel-parser';
@@ -28,6 +31,10 @@ import { preprocess, type Preprocessed } from './source/preprocessor';
 import { DEFAULT_STRATEGY, resolveStrategy, type SearchProgress, type Shard, type Strategy } from './strategies';
 import type { Config, ConfigResult, ParamValue, ProblemSizeSpec, TuneParams, TuneResult } from './types';
 import { markPhase } from '../phases';
+import { SANITIZER_TOOLS, type SanitizerFinding, type SanitizerTool } from '../gpu/sanitizer/report';
+import type { SanitizerRun } from '../gpu/sanitizer/sanitize';
+import { describeReduction, locateFindings, type SanitizedLaunch, type SanitizerVerdict } from './run/sanitizer';
+import { smallerProblem } from './run/small-problem';
 
 /**
  * A configuration produced wrong outputs (the message says which, how many, how wrong and where), or its timed launches
@@ -120,8 +127,18 @@ export interface TuneOptions extends RunOptions, MetricOptions {
   maxFevals?: number;
   timeLimitMs?: number;
   seed?: number;
-  /** Timed launches per configuration; default 32. */
-  iterations?: number;
+  /**
+   * Timed launches per configuration: a fixed count (Kernel Tuner's iterations), or an adaptive series that stops once
+   * the 95 % interval of its median lies within ±precision of it, after `min` and at most `max` launches (each field
+   * defaulted); default the adaptive DEFAULT_LAUNCHES (7 to 32, ±1 %).
+   */
+  iterations?: number | Partial<AdaptiveLaunches>;
+  /**
+   * How the timed launches run: 'verified' (default: every launch on reset outputs, the outputs compared along the
+   * series) or 'kernel_tuner' (as Kernel Tuner times, for comparisons with its figures; what it leaves unchecked is
+   * named in every result: KERNEL_TUNER_TIMING_UNCHECKED).
+   */
+  timing?: TimingMode;
   /** Untimed launches before them; default 1 (the two checked runs before timing have warmed the kernel up already). */
   warmup?: number;
   /** Overwrite L2 before every timed launch; default false. */
@@ -153,8 +170,23 @@ export interface TuneOptions extends RunOptions, MetricOptions {
    * driver's metrics (TuneResult.profile). It runs after every timing, so it never changes one. Default: no profile.
    */
   profile?: { timeoutMs: number };
+  /**
+   * After the search (and the profile), run the best configuration once under compute-sanitizer within `timeoutMs`
+   * (default DEFAULT_SANITIZE_TIMEOUT_MS), on the smallest of `tests` (default the tuned test) made small (see
+   * sanitize()): TuneResult.sanitizer. Default: not.
+   */
+  sanitize?: { timeoutMs?: number; tests?: readonly KernelTest[] };
   onResult?: (result: ConfigResult, progress: SearchProgress) => void;
 }
+
+export interface SanitizeOptions extends RunOptions {
+  /** Time limit of the whole check: the compiles, every tool, and confirming what a reduced problem reported. Default 120 000 ms. */
+  timeoutMs?: number;
+  /** The tools, in order; default memcheck, racecheck, synccheck, initcheck. */
+  tools?: readonly SanitizerTool[];
+}
+
+export const DEFAULT_SANITIZE_TIMEOUT_MS = 120_000;
 
 export class TunableKernel {
   private constructor(
@@ -256,6 +288,8 @@ export class TunableKernel {
     // Checked before any GPU work: a metric or an objective with a typo fails here.
     const metrics = ResultMetrics.create(options, Object.keys(tuneParams));
     const { objective } = metrics;
+    const launches = resolveLaunchCount(options.iterations);
+    if (options.timing !== undefined && !TIMING_MODES.includes(options.timing)) throw new RangeError(`timing must be one of ${TIMING_MODES.join(', ')}, got ${JSON.stringify(options.timing)}`);
     const energy = options.energy || metrics.usesEnergy ? energyWindow(options.energy) : undefined;
     const cleanups: (() => Promise<unknown> | void)[] = [];
     let setupRunning: Promise<unknown> | undefined;
@@ -311,8 +345,9 @@ export class TunableKernel {
         compilerOptions,
         geometry,
         paramNames,
-        iterations: options.iterations ?? 32,
+        launches,
         warmup: options.warmup ?? 1,
+        timing: options.timing ?? 'verified',
         flushL2: options.flushL2 ?? false,
         earlyStopFactor: options.earlyStop === false || objective.name !== 'time' ? undefined : (options.earlyStop ?? 1.5),
         launchTimeoutMs,
@@ -362,9 +397,14 @@ export class TunableKernel {
       );
       const { oracle } = await setup; // a search that evaluated nothing still fails with the oracle's error
       const profiled = options.profile && result.best ? await profileOf(evaluator, result.best.config, options.profile.timeoutMs, options.signal) : {};
+      const sanitized =
+        options.sanitize && result.best
+          ? { sanitizer: await this.sanitize(options.sanitize.tests ?? [test], result.best.config, { ...options, backend: backends[0]!, ...(options.sanitize.timeoutMs !== undefined && { timeoutMs: options.sanitize.timeoutMs }) }) }
+          : {};
       return {
         ...result,
         ...profiled,
+        ...sanitized,
         objective,
         compiler: { backend: oracle.candidateProgram.compiler, ...(oracle.compilerNote && { note: oracle.compilerNote }) },
         reference: { config: oracle.config, ...(referenceMs !== undefined && { timeMs: referenceMs }) },
@@ -442,6 +482,97 @@ export class TunableKernel {
     return { compiled: built.built, launch, config, candidateProgram: chosen.program, ...(chosen.note && { compilerNote: chosen.note }) };
   }
 
+  /**
+   * Runs `config` once under compute-sanitizer (memcheck, racecheck, synccheck, initcheck), compiled with line
+   * information so that a finding names the file's lines, on the smallest of `tests` made small where its problem size
+   * allows without changing a block's shape (run/small-problem.ts). A reduced problem may break what the kernel assumes
+   * of its scalars, so what it reports is confirmed before it stands: by the reference kernel (`options.oracle`)
+   * running clean on the same problem, else by the same finding on the test's own problem. Never rejects for a missing,
+   * failing or slow compute-sanitizer, nor for a configuration that does not build: the verdict says so. An abort
+   * rejects.
+   */
+  async sanitize(tests: KernelTest | readonly KernelTest[], config: Config, options: SanitizeOptions = {}): Promise<SanitizerVerdict> {
+    const started = performance.now();
+    const limitMs = options.timeoutMs ?? DEFAULT_SANITIZE_TIMEOUT_MS;
+    const elapsedMs = () => Math.round(performance.now() - started);
+    const leftMs = () => Math.max(1, limitMs - elapsedMs());
+    const tools = options.tools ?? SANITIZER_TOOLS;
+    const all: readonly KernelTest[] = Array.isArray(tests) ? tests : [tests as KernelTest];
+    const tuneParams = Object.fromEntries(Object.entries(config).map(([k, v]) => [k, [v]]));
+    const reading = await this.readIn({ tuneParams, ...(options.blockSizeNames && { blockSizeNames: options.blockSizeNames }), ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) });
+    const smallest = all.map((t) => ({ test: t, ...t.resolve(reading.signature) })).sort((a, b) => testBytes(a.data) - testBytes(b.data))[0];
+    if (!smallest) throw new RangeError('sanitize() needs a test to take its inputs from');
+    const cleanups: (() => Promise<unknown> | void)[] = [];
+    try {
+      const backend = (await backendsFor(options, cleanups))[0]!;
+      if (!canSanitize(backend)) return { status: 'unavailable', config, reason: 'no-backend', message: 'this backend runs no kernel under compute-sanitizer (it replays recorded results, or stands in for a GPU): nothing was checked', elapsedMs: elapsedMs() };
+      const device = await backend.describe();
+      const toolkit = findCudaToolkit(device.nvrtcLibrary ? { nvrtcLibrary: device.nvrtcLibrary } : {});
+      const own = await this.sanitizeSubject(config, options, device, toolkit);
+      const full: SanitizeInput = { data: smallest.data, problemSize: smallest.problemSize, reduced: {} };
+      const small = smallest.data.kind === 'spec' ? smallerInput(smallest.test, reading.signature, full, own, config) : undefined;
+      const run = (subject: SanitizeSubject, input: SanitizeInput, which: readonly SanitizerTool[]) =>
+        checkLaunch(backend, subject, input, { tools: which, timeoutMs: leftMs(), ...(options.signal && { signal: options.signal }) });
+      const first = await run(own, small ?? full, tools);
+      const verdict = (checked: CheckedLaunch, more: VerdictExtras = {}) => verdictOf(checked, { config, textOf: own.textOf, elapsedMs: elapsedMs(), limitMs }, more);
+      if (first.run.status !== 'hazards' || !small) return verdict(first);
+      const flagged = [...new Set(first.run.findings.map((f) => f.tool))];
+      const reduction = describeReduction(first.launch);
+      if (options.oracle) {
+        const reference = await run(await this.referenceSubject(options.oracle, config, options, device, toolkit), small, flagged);
+        if (reference.run.status === 'clean') return verdict(first, { note: `found on a reduced problem (${reduction}), on which the reference kernel runs clean` });
+      }
+      const confirmed = await run(own, full, flagged);
+      const toolMs = sumToolMs(first.run, confirmed.run);
+      switch (confirmed.run.status) {
+        case 'hazards':
+          return verdict(confirmed, { toolMs, note: `reported on a reduced problem (${reduction}) and confirmed on the test's own` });
+        case 'clean':
+          return verdict(confirmed, { toolMs, tools: [...tools], note: `a reduced problem (${reduction}) reported ${first.run.findings.length} finding(s) that the test's own problem does not have: the reduction does not fit the kernel` });
+        case 'timed_out':
+          return verdict(confirmed, { toolMs, unconfirmed: first.run.findings });
+        default:
+          return verdict(confirmed);
+      }
+    } catch (e) {
+      if (options.signal?.aborted) throw e;
+      return { status: 'unavailable', config, reason: 'failed', message: e instanceof Error ? e.message : String(e), elapsedMs: elapsedMs() };
+    } finally {
+      for (const cleanup of cleanups.reverse()) await Promise.resolve(cleanup()).catch(() => undefined);
+    }
+  }
+
+  /** What a sanitizer run of this kernel needs: its programs (line information added), its geometry, its files' text. */
+  private async sanitizeSubject(config: Config, launchOptions: LaunchOptions & { compilerOptions?: readonly string[] }, device: DeviceDescription, toolkit: CudaToolkit | null): Promise<SanitizeSubject> {
+    const sources = await this.compileSources(Object.keys(config), toolkit);
+    // The name every program of the file gives it in its `#line 1`, which compute-sanitizer's frames repeat.
+    const main = this.info.filePath !== undefined ? resolvePath(this.info.filePath) : (this.info.fileName ?? `${this.name}.cu`);
+    const read = this.info.readFile ?? readFromDisk;
+    return {
+      nameExpression: this.nameExpression,
+      programs: candidatePrograms(sources, this.info.fileName ?? `${this.name}.cu`, device.compilers),
+      config,
+      launchOptions,
+      compilerOptions: [...(launchOptions.compilerOptions ?? []), '-lineinfo'],
+      textOf: (file) => {
+        if (sameFile(file, main)) return this.code;
+        const header = sources.localHeaders.find((h) => sameFile(file, h));
+        return header === undefined ? undefined : read(header);
+      },
+    };
+  }
+
+  /** The reference kernel of `oracle` as a sanitizer run compiles it, at its own configuration (default `config`). */
+  private async referenceSubject(oracle: NonNullable<RunOptions['oracle']>, config: Config, options: RunOptions, device: DeviceDescription, toolkit: CudaToolkit | null): Promise<SanitizeSubject> {
+    const reference = await TunableKernel.create(oracle.code, {
+      kernelName: oracle.kernelName ?? this.name,
+      fileName: oracle.filePath ? basename(oracle.filePath) : `${oracle.kernelName ?? this.name}.reference.cu`,
+      ...(oracle.filePath && { filePath: oracle.filePath }),
+      ...(this.info.includePaths && { includePaths: this.info.includePaths }),
+    });
+    return reference.sanitizeSubject(oracle.config ?? config, { ...oracle.launch, ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) }, device, toolkit);
+  }
+
   private compileSources(tunableNames: readonly string[], toolkit: CudaToolkit | null): Promise<CompileSources> {
     return compileSources(this.code, {
       ...(this.info.filePath !== undefined && { filePath: this.info.filePath }),
@@ -455,7 +586,8 @@ export class TunableKernel {
 
   /** The reference kernel's median time on the test (a few launches) on one GPU: what the launch time limit scales with. */
   private async timeReference(on: { backend: TuningBackend; test: PreparedTest; oracle: BuiltKernel }, launch: Launch, timeoutMs: number): Promise<number> {
-    return median(await on.backend.timedLaunches(on.oracle, launch, on.test, 0, { warmup: 1, count: REFERENCE_LAUNCHES, flushL2: false, timeoutMs }));
+    const { samplesMs } = await on.backend.timedLaunches(on.oracle, launch, on.test, 0, { warmup: 1, count: REFERENCE_LAUNCHES, flushL2: false, resetBeforeEach: true, idleBeforeEach: false, compare: false, timeoutMs });
+    return median(samplesMs);
   }
 }
 
@@ -477,6 +609,118 @@ interface CompiledOracle {
   /** The program the configurations of the kernel under test compile. */
   candidateProgram: KernelProgram;
   compilerNote?: string;
+}
+
+/** A kernel as a sanitizer run compiles and launches it (TunableKernel.sanitize). */
+interface SanitizeSubject {
+  nameExpression: string;
+  programs: { programs: KernelProgram[]; skipped?: string };
+  config: Config;
+  launchOptions: LaunchOptions;
+  compilerOptions: readonly string[];
+  /** The text of a file the kernel was compiled from, by the name its `#line` gives it; undefined for any other file. */
+  textOf: (file: string) => string | undefined;
+}
+
+/** The data a sanitizer run launches on, and the scalars made smaller than the test's. */
+interface SanitizeInput {
+  data: TestData;
+  problemSize: ProblemSizeSpec;
+  reduced: SanitizedLaunch['reduced'];
+}
+
+type SanitizingBackend = TuningBackend & Required<Pick<TuningBackend, 'sanitize'>>;
+
+function canSanitize(backend: TuningBackend): backend is SanitizingBackend {
+  return backend.sanitize !== undefined;
+}
+
+interface CheckedLaunch {
+  run: SanitizerRun;
+  launch: SanitizedLaunch;
+}
+
+function readFromDisk(file: string): string | undefined {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a file a report names is one the tuner compiled under `name` (its `#line`): as named, or as the tool wrote it
+ * relative to a directory of its own (a name without a directory, under the directory it ran in).
+ */
+function sameFile(reported: string, name: string): boolean {
+  return reported === name || resolvePath(reported) === resolvePath(name) || (!isAbsolute(name) && reported.endsWith(`/${name}`));
+}
+
+/** Bytes of a test's buffers: how its size is compared with other tests'. */
+function testBytes(data: TestData): number {
+  return data.kind === 'spec' ? data.test.totalBytes : data.arguments.reduce((n, a) => n + (a.kind === 'buffer' ? a.data.byteLength : 0), 0);
+}
+
+function geometryOf(problemSize: ProblemSizeSpec, subject: Pick<SanitizeSubject, 'config' | 'launchOptions'>, scalars: Record<string, number>): Geometry {
+  return new Geometry({ problemSize, ...launchSpec(subject.launchOptions) }, { paramNames: Object.keys(subject.config), scalarNames: Object.keys(scalars) });
+}
+
+/** The test made small for the subject's configuration (run/small-problem.ts), resolved; undefined when it cannot shrink. */
+function smallerInput(test: KernelTest, signature: KernelSignature, full: SanitizeInput, subject: SanitizeSubject, config: Config): SanitizeInput | undefined {
+  if (full.data.kind !== 'spec' || test.data.kind !== 'spec') return undefined;
+  // The spec resolved into full.data, so it is a valid one.
+  const smaller = smallerProblem(test.data.spec as TestSpecInput, full.data.test, geometryOf(full.problemSize, subject, full.data.test.scalars), config);
+  if (!smaller) return undefined;
+  const { data, problemSize } = KernelTest.fromSpec(smaller.spec).resolve(signature);
+  return { data, problemSize, reduced: smaller.reduced };
+}
+
+/** Builds the subject for the input's launch (line information on) and runs it under the tools. */
+async function checkLaunch(backend: SanitizingBackend, subject: SanitizeSubject, input: SanitizeInput, options: SanitizeRunOptions): Promise<CheckedLaunch> {
+  const scalars = scalarsOf(input.data);
+  const geometry = geometryOf(input.problemSize, subject, scalars);
+  const g = geometry.launch(subject.config, scalars);
+  const request = { nameExpression: subject.nameExpression, defines: defines(subject.config, g, geometry.blockSizeNames), compilerOptions: subject.compilerOptions };
+  const { built } = await buildWithFallback(subject.programs, (program) => compileExplained(backend, { ...program, ...request }, options.signal));
+  const launch: Launch = { grid: g.grid, block: g.block, sharedMemBytes: g.sharedMemBytes };
+  const run = await backend.sanitize(built, launch, input.data, options);
+  return { run, launch: { grid: g.grid, block: g.block, reduced: input.reduced } };
+}
+
+function sumToolMs(...runs: SanitizerRun[]): Partial<Record<SanitizerTool, number>> {
+  const sum: Partial<Record<SanitizerTool, number>> = {};
+  for (const run of runs) if (run.status !== 'unavailable') for (const [tool, ms] of Object.entries(run.toolMs) as [SanitizerTool, number][]) sum[tool] = (sum[tool] ?? 0) + ms;
+  return sum;
+}
+
+/** What a verdict says beyond its run: a note, the tools' times of all its runs, the tools it covers, findings not confirmed. */
+interface VerdictExtras {
+  note?: string;
+  toolMs?: Partial<Record<SanitizerTool, number>>;
+  tools?: SanitizerTool[];
+  unconfirmed?: readonly SanitizerFinding[];
+}
+
+/**
+ * A sanitizer run as the verdict on a configuration, its findings located in the subject's files; `limitMs` is the
+ * whole check's time limit (a run gets what is left of it).
+ */
+function verdictOf(
+  checked: CheckedLaunch,
+  { config, textOf, elapsedMs, limitMs }: { config: Config; textOf: SanitizeSubject['textOf']; elapsedMs: number; limitMs: number },
+  more: VerdictExtras,
+): SanitizerVerdict {
+  const { run, launch } = checked;
+  if (run.status === 'unavailable') return { status: 'unavailable', config, reason: run.reason, message: run.message, elapsedMs };
+  const ran = { config, launch, sanitizer: run.sanitizer, toolMs: more.toolMs ?? run.toolMs, elapsedMs, ...(more.note && { note: more.note }) };
+  switch (run.status) {
+    case 'clean':
+      return { status: 'clean', tools: more.tools ?? run.tools, ...ran };
+    case 'hazards':
+      return { status: 'hazards', findings: locateFindings(run.findings, textOf), tools: run.tools, ...ran };
+    case 'timed_out':
+      return { status: 'timed_out', tool: run.tool, limitMs, clean: run.clean, ...ran, ...(more.unconfirmed && { unconfirmed: locateFindings(more.unconfirmed, textOf) }) };
+  }
 }
 
 /** The profile of the best configuration, or why it failed (the search's results stand either way); an abort is thrown. */

@@ -5,6 +5,7 @@ import type { TimingStats } from '../gpu/stats';
 import type { Dim3 } from '../gpu/types';
 import type { ConfigProfile } from './run/profile';
 import type { Verification } from './run/measurement';
+import type { SanitizerVerdict } from './run/sanitizer';
 
 /** A tunable parameter's value. Numbers mostly; strings and booleans are allowed as Kernel Tuner allows them. */
 export type ParamValue = number | string | boolean;
@@ -195,6 +196,12 @@ export function searchSummaryOf(result: TuneResult): SearchSummary {
   };
 }
 
+/** How well a median is known: "±0.31 %", the wider side of its 95 % interval against it. */
+export function formatMedianInterval(medianMs: number, interval: readonly [number, number]): string {
+  const spread = Math.max(medianMs - interval[0], interval[1] - medianMs) / medianMs;
+  return `±${Number((100 * spread).toPrecision(2))} %`;
+}
+
 /** "genetic_algorithm, chosen by auto: <why>. Stopped after 100 evaluations: 100 evaluations, its max_fevals." */
 export function describeSearch(s: SearchSummary): string {
   const how = s.reason ? `${s.strategy}, chosen by auto: ${s.reason}` : s.strategy;
@@ -232,6 +239,8 @@ export interface TuneResult {
   profile?: ConfigProfile;
   /** Why profiling the best configuration failed, when it did. */
   profileError?: string;
+  /** What compute-sanitizer said of the best configuration, when it was asked for (TuneOptions.sanitize). */
+  sanitizer?: SanitizerVerdict;
 }
 
 /**

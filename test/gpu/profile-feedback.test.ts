@@ -7,19 +7,15 @@
 // Skipped, with the reason, without a driver or device. With OUT set, the profile and the prompts' measured parts go to
 // $OUT/profile-feedback.json.
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { MemorySaver } from '@langchain/langgraph';
-import { ReplayChatModel } from '../../src/engine/llm/replay';
 import { GPU_HEADING, measuredLines, PROFILE_HEADING } from '../../src/engine/prompts';
-import type { EventOf, TuningEvent } from '../../src/engine/progress/events';
-import { transformerOptionsFrom } from '../../src/engine/session/session-options';
-import { LLMKernelTransformer } from '../../src/engine/session/transformer';
-import { HistoryEntrySchema } from '../../src/engine/store/history-store';
+import type { EventOf } from '../../src/engine/progress/events';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { loadTuningSpec, tuningJob } from '../../src/tuner/spec/tuning-spec';
 import type { TuneResult } from '../../src/tuner/types';
+import { replayExpertSession } from '../support/expert-session';
 import { gpuSkipReason } from '../support/gpu-available';
 
 const skip = gpuSkipReason();
@@ -74,15 +70,9 @@ describe('profiler feedback on the device', () => {
   });
 
   test('the expert session replayed here asks every step with this GPU and the profile of the kernel before it', async () => {
-    const entry = HistoryEntrySchema.parse(JSON.parse(readFileSync(path.join(root, 'examples', 'matmul_naive', 'expert-session.json'), 'utf8')));
-    const replay = new ReplayChatModel(entry.llmExchanges!);
-    const { options } = transformerOptionsFrom(entry.run!, { llm: replay, backend, checkpointer: new MemorySaver(), threadId: 'profile-feedback' });
-    const events: TuningEvent[] = [];
-    const stream = new LLMKernelTransformer(entry.originalCode, { ...options, iterations: 8 }).stream();
-    let next = await stream.next();
-    for (; !next.done; next = await stream.next()) events.push(next.value);
+    const { events, end, replay } = await replayExpertSession(root, backend, 'profile-feedback', { iterations: 8 });
     const failed = events.find((e): e is EventOf<'session.failed'> => e.type === 'session.failed');
-    assert.deepEqual(next.value, { status: 'finished' }, failed?.error.message);
+    assert.deepEqual(end, { status: 'finished' }, failed?.error.message);
     assert.deepEqual(replay.unused(), []);
     const device = (await backend.describe()).name;
     const profiles = events.filter((e): e is EventOf<'profile'> => e.type === 'profile');

@@ -8,6 +8,7 @@ import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { loadSpec } from '../../examples/load';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
+import { DEFAULT_LAUNCHES } from '../../src/tuner/run/launch-count';
 import { describeVerification } from '../../src/tuner/run/measurement';
 import type { ConfigResult, TuneParams, TuneResult } from '../../src/tuner/types';
 import { gpuSkipReason } from '../support/gpu-available';
@@ -69,6 +70,32 @@ describe('kernels that keep state between launches, on the device', () => {
     assert.ok(result.best && [0, 33, 1000].includes(Number(result.best.config.idle_after)), `no idling configuration is best\n${report}`);
     // The ones that never idle while measured are the honest kernel: not faster than it beyond the noise.
     assert.ok(result.best.timeMs! >= 0.9 * honest.timeMs!, report);
+  });
+
+  test('with the adaptive series, a launch counter is rejected whenever a timed launch idles, and never accepted faster than honest', async () => {
+    // The series stops at a checkpoint from 7 launches on, wherever the median is known within ±1 %: a counter that
+    // idles within the minimum always shows it; one that idles later, only if its series reaches it.
+    const K = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 12, 16, 24, 32, 0];
+    const loaded = await loadSpec(path.join(fixturesDir, 'state_kernels.yaml'), { file: path.join(fixturesDir, 'state_launch_counter.cu') });
+    const result = await loaded.kernel.tune(loaded.test, { block_size_x: [256], idle_after: K }, [], { ...loaded.options, backend: gpu, iterations: DEFAULT_LAUNCHES });
+    const report = `state_launch_counter.cu, adaptive:\n${summary(result)}`;
+    console.log(`# ${report.replaceAll('\n', '\n# ')}`);
+    const warmup = loaded.options.warmup ?? 1;
+    const byK = new Map(result.results.map((r) => [Number(r.config.idle_after), r]));
+    const honest = byK.get(0)!;
+    assert.equal(honest.status, 'ok', report);
+    for (const k of K.filter((k) => k > 0)) {
+      const r = byK.get(k)!;
+      if (k - warmup + 1 <= DEFAULT_LAUNCHES.min) assert.ok(rejected(r), `idle after ${k} launches idles within the minimum and must be rejected\n${report}`);
+      if (!rejected(r)) {
+        assert.equal(r.status, 'ok', report);
+        // Accepted only where it never idled while timed: then it is the honest kernel.
+        assert.ok(r.stats!.samplesMs.length <= k - warmup, `idle after ${k} accepted after ${r.stats!.samplesMs.length} timed launches\n${report}`);
+      }
+    }
+    // The best is a configuration that never idled while it was timed.
+    const best = result.best;
+    assert.ok(best && (Number(best.config.idle_after) === 0 || best.stats!.samplesMs.length <= Number(best.config.idle_after) - warmup), report);
   });
 
   for (const file of ['state_address_cache.cu', 'state_checksum_cache.cu', 'state_one_time_flag.cu']) {

@@ -11,7 +11,7 @@ import { after, before, describe, it } from 'node:test';
 import { EXAMPLE_NAMES, loadExample, loadSpec, type LoadedSpec } from '../../examples/load';
 import { PROBE_LAUNCHES } from '../../src/tuner/run/measurement';
 import { gpuSkipReason } from '../support/gpu-available';
-import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunchOptions, Tolerance, TuningBackend } from '../../src/tuner/run/backend';
+import type { BuildRequest, BuiltKernel, CompiledKernel, DeviceDescription, DeviceRunOptions, Launch, OutputComparison, PreparedTest, TestData, TimedLaunches, TimedLaunchOptions, Tolerance, TuningBackend } from '../../src/tuner/run/backend';
 import { CacheFile } from '../../src/tuner/cache/cache-file';
 import { GpuBackend } from '../../src/tuner/run/gpu-backend';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
@@ -38,7 +38,7 @@ function summary(result: TuneResult): string {
 
 /** Forwards to another backend and counts the calls that do GPU work, to show what a tuning run really did. */
 class CountingBackend implements TuningBackend {
-  readonly calls = { compile: 0, load: 0, prepare: 0, launch: 0, timedLaunches: 0 };
+  readonly calls = { compile: 0, load: 0, prepare: 0, check: 0, timedLaunches: 0 };
   constructor(private readonly inner: TuningBackend) {}
   describe(): Promise<DeviceDescription> {
     return this.inner.describe();
@@ -58,11 +58,11 @@ class CountingBackend implements TuningBackend {
   resetOutputs(prepared: PreparedTest, inputSet: number): Promise<void> {
     return this.inner.resetOutputs(prepared, inputSet);
   }
-  launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
-    this.calls.launch++;
-    return this.inner.launch(kernel, launch, prepared, inputSet, options);
+  check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }> {
+    this.calls.check++;
+    return this.inner.check(kernel, launch, prepared, inputSet, options);
   }
-  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+  timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches> {
     this.calls.timedLaunches++;
     return this.inner.timedLaunches(kernel, launch, prepared, inputSet, options);
   }
@@ -120,7 +120,11 @@ describe('tuner on the device', () => {
         // Verified on both input sets (and after timing) or it would be wrong_result; stopped_early ran its checks too.
         assert.ok(r.status === 'ok' || r.status === 'stopped_early', `${r.key}: ${r.status}\n${report}`);
         assert.ok(r.timings!.verifyMs > 0, `${r.key} was not verified`);
-        assert.equal(r.stats!.samplesMs.length, r.status === 'ok' ? 7 : PROBE_LAUNCHES, r.key);
+        // Stopped early at its checks (two timed launches, no series), or at a checkpoint from the probe's 3 launches on.
+        const launches = r.stats!.samplesMs.length;
+        if (r.status === 'ok') assert.equal(launches, 7, r.key);
+        else if (r.verified!.of === 0) assert.equal(launches, 2, r.key);
+        else assert.ok(launches >= PROBE_LAUNCHES && launches < 7, `${r.key}: ${launches} launches`);
         assert.equal(r.timeMs, r.stats!.medianMs, r.key);
         assert.ok(r.timeMs! >= result.best.timeMs!, `${r.key} (${r.timeMs} ms) is faster than the best (${result.best.timeMs} ms)`);
       }
@@ -207,7 +211,7 @@ describe('tuner on the device', () => {
     }
   });
 
-  test('a configuration 10x slower than the best so far stops after its probing launches', async () => {
+  test('a configuration 10x slower than the best so far stops after its checks, timed, with no series', async () => {
     const loaded = await loadSpec(path.join(fixturesDir, 'slow_vector_add.yaml'));
     const result = await tune(loaded);
     const report = summary(result);
@@ -215,8 +219,9 @@ describe('tuner on the device', () => {
     assert.equal(plain.config.extra_fma, 0);
     assert.equal(plain.status, 'ok', report);
     assert.equal(slow.status, 'stopped_early', report);
-    assert.match(slow.note ?? '', /stopped after 3 timed launches: their median .* ms is more than 4x the best so far/);
-    assert.equal(slow.stats!.samplesMs.length, PROBE_LAUNCHES);
+    assert.match(slow.note ?? '', /^stopped after its checks: the faster took .* ms, more than 4x the best so far/);
+    assert.equal(slow.stats!.samplesMs.length, 2);
+    assert.deepEqual(slow.verified, { inputSets: 2, timedLaunches: [], of: 0 });
     assert.ok(slow.timeMs! > 4 * plain.timeMs!, report);
     assert.equal(result.best?.key, plain.key);
   });
@@ -239,7 +244,7 @@ describe('tuner on the device', () => {
       const second = await tune(ex, { iterations: 7, cache, backend: counting, onResult: (r) => replayed.push(r) });
       // The oracle is compiled and the test data prepared (the run could need them), but no configuration is compiled,
       // checked or timed again.
-      assert.deepEqual(counting.calls, { compile: 1, load: 1, prepare: 1, launch: 0, timedLaunches: 0 });
+      assert.deepEqual(counting.calls, { compile: 1, load: 1, prepare: 1, check: 0, timedLaunches: 0 });
       assert.equal(replayed.length, 5);
       const project = (r: ConfigResult) => ({ key: r.key, status: r.status, timeMs: r.timeMs, samples: r.stats?.samplesMs, timestamp: r.timestamp });
       assert.deepEqual(replayed.map(project), first.results.map(project));

@@ -12,7 +12,9 @@
 //   anything else           does nothing, unless its program was compiled with -Dfake_behaviour=N: 1 faults and 2
 //                           hangs as the kernels above, 3 sleeps 3 s per launch, 0 does nothing (a tunable parameter
 //                           named fake_behaviour scripts what each configuration does)
-// benchmark applies its resets (fills and copies) before every timed launch, as the addon does.
+// benchmark applies its resets (fills and copies) before every timed launch, as the addon does; its timed launches
+// take 1, 1.01, 1.02, 1.03 ms in turn, and FAKE_IDLE_LAUNCH_MS more each with idleBeforeEach (the launch's way from the
+// host, which a start event recorded on an idle GPU times too).
 // __constant__ symbols: a module has the `__constant__ T name[N]` of its source: N elements of T (1 to 8 bytes) where N
 // is a product of integers, else as many as are copied into it. Stricter than CUDA, so that tests see every run get its
 // copy: a launch or benchmark of a kernel whose module has such symbols fails with FAKE_CONSTANT_NOT_COPIED unless each
@@ -36,6 +38,7 @@ const DEFAULT_DYNAMIC_SHARED = 48 * 1024;
 const FAKE_POWER_W = 200;
 const FAKE_POWER_LIMIT_W = 700;
 const FAKE_COUNTER_PERIOD_MS = 20;
+const FAKE_IDLE_LAUNCH_MS = 0.005;
 let energyCounterMj = 5e6; // the fake driver's energy counter, mJ since it "loaded"
 
 function nativeError(code, call, explanation, extra) {
@@ -367,6 +370,8 @@ module.exports = {
     };
   },
   benchmark: (launch, options) => {
+    if (options.idleBeforeEach !== undefined && typeof options.idleBeforeEach !== 'boolean')
+      throw nativeError('INVALID_ARGUMENT', 'benchmark', `expected options.idleBeforeEach to be a boolean, received ${typeof options.idleBeforeEach}`);
     needContext('cuLaunchKernel');
     consumeConstants(launch.fn);
     if (options.flushBytes > 0) mem(options.flushPtr, 'cuMemsetD8Async');
@@ -377,7 +382,7 @@ module.exports = {
         else copy(r.dst, r.src, r.bytes);
       }
       runKernel(launch);
-      return 1 + (i % 4) * 0.01;
+      return 1 + (i % 4) * 0.01 + (options.idleBeforeEach ? FAKE_IDLE_LAUNCH_MS : 0);
     });
   },
 };

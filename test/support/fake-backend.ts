@@ -12,23 +12,32 @@
  *   GPUs of one model share compiled kernels).
  * - Every `load()` is a module of its own, with a memory that starts empty (its `__device__` variables) and a count of
  *   its launches. Outputs hold, per input set, what the last launch left: a reset (resetOutputs, and before every timed
- *   launch) poisons them; a launch that does its work writes the result of its input set, right unless
+ *   launch that asks for one) poisons them; a launch that does its work writes the result of its input set, right unless
  *   `model.correct(variant)` gives a reason (then wrong with that reason, as a wrong output the real backend reports);
- *   a launch that skips its work leaves them as they were. `compareOutputs()` reports what is not the right result.
+ *   a launch that skips its work leaves them as they were. `compareOutputs()` (and `timedLaunches()` asked to
+ *   compare) reports what is not the right result. Starting a launch from an idle GPU changes nothing here.
  * - What a launch does is the variant's behaviour, `model.behaviour?.(variant)`: given the launch (its number in its
  *   module, the module's memory, the input set's address and checksum, what the outputs hold before it), whether it
  *   works and how long it takes. Without one (and always for the oracle, which is never judged: it defines the
  *   expected outputs) every launch works and takes `model.timeMs(variant)`.
  * - `profile()` answers with the occupancy calculator's metrics for the fake's 32 registers per thread, and with
  *   `model.profile(variant)` as Nsight Compute's answer (default: not installed, as on a machine without it).
+ * - With `sanitize: true`, `sanitize()` runs the real GPU layer's sanitizeKernel with compute-sanitizer's test double
+ *   (test/support/fake-compute-sanitizer.mjs) over the fake addon: the real worker's launch-once process, the real
+ *   report reading; the tool reports the hazards the variant's source marks (`fake-sanitizer: LABEL`) at the lines
+ *   the compiler numbered. Without it the fake device has no sanitize(), as a backend that runs no kernel.
  * - `energy()` reads the model's power for the variant as NVML would (`model.powerW`, the energy of a launch its power
  *   times the configuration's time); without `powerW` the fake device has no NVML and says so.
  * - `timeDelayMs` makes each `timedLaunches()` take that long (for cancelling mid-step); aborting its signal ends it at
- *   once with the GPU layer's AbortError, as a killed worker does. `log` records every compile and every
- *   `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
+ *   once with the GPU layer's AbortError, as a killed worker does. `log` records every compile, every `check()` and
+ *   every `timedLaunches()` (its launches, warm-up, per-launch time limit and module); `maxConcurrentTimings` is the most
  *   `timedLaunches()` calls that were ever in flight at once on this backend (its GPU runs one at a time).
  */
+import { join } from 'node:path';
 import type { DeviceSpeedLimits } from '../../src/tuner/run/speed-of-light';
+import type { ComputeSanitizer } from '../../src/gpu/sanitizer/find';
+import { sanitizeKernel, type SanitizerRun } from '../../src/gpu/sanitizer/sanitize';
+import { launchInputs } from '../../src/tuner/run/test-data';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AbortError, CompileError } from '../../src/gpu/errors';
 import { calculatedKernelMetrics } from '../../src/gpu/kernel-metrics';
@@ -44,12 +53,15 @@ import {
   type BuildRequest,
   type BuiltKernel,
   type CompiledKernel,
+  type DeviceRunOptions,
   type DeviceDescription,
   type EnergyOptions,
   type Launch,
   type OutputComparison,
   type PreparedTest,
+  type SanitizeRunOptions,
   type TestData,
+  type TimedLaunches,
   type TimedLaunchOptions,
   type TuningBackend,
 } from '../../src/tuner/run/backend';
@@ -114,7 +126,12 @@ export interface FakeBackendOptions {
   device?: Partial<DeviceDescription>;
   /** The device limits the fake states (as if measured); without them it has none, like a backend that cannot measure. */
   limits?: DeviceSpeedLimits;
+  /** Offer sanitize() through compute-sanitizer's test double (processes: about a second per check). */
+  sanitize?: boolean;
 }
+
+const FAKE_ADDON = join(__dirname, 'fake-addon.cjs');
+const FAKE_COMPUTE_SANITIZER: ComputeSanitizer = { path: join(__dirname, 'fake-compute-sanitizer.mjs'), foundBy: 'test double' };
 
 export const FAKE_DEVICE: DeviceDescription = {
   name: 'Fake GPU (test double)',
@@ -194,13 +211,13 @@ class FakePrepared implements PreparedTest {
 }
 
 export interface FakeLogEntry {
-  kind: 'compile' | 'time' | 'profile' | 'energy';
+  kind: 'compile' | 'check' | 'time' | 'profile' | 'energy';
   source: string;
   compiler?: 'nvrtc' | 'nvcc';
   defines: Record<string, string>;
   /**
-   * timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch,
-   * the module; energy(): the configuration's time, the window and the limit of one launch, the module.
+   * check(): the limit of its launch and the module; timedLaunches(): the time of a launch that does its work, the timed and warm-up launches, the limit of one launch,
+   * the module, how it ran them; energy(): the configuration's time, the window and the limit of one launch, the module.
    */
   timeMs?: number;
   windowMs?: number;
@@ -208,6 +225,10 @@ export interface FakeLogEntry {
   warmup?: number;
   timeoutMs?: number;
   module?: number;
+  /** timedLaunches(): whether it reset the outputs before each launch, started each from an idle GPU, compared after. */
+  resetBeforeEach?: boolean;
+  idleBeforeEach?: boolean;
+  compared?: boolean;
 }
 
 export class FakeBackend implements TuningBackend {
@@ -217,10 +238,23 @@ export class FakeBackend implements TuningBackend {
   private timingsInFlight = 0;
 
   readonly speedLimits?: () => Promise<DeviceSpeedLimits>;
+  readonly sanitize?: (kernel: CompiledKernel, launch: Launch, data: TestData, options: SanitizeRunOptions) => Promise<SanitizerRun>;
 
   constructor(private readonly options: FakeBackendOptions) {
     const { limits } = options;
     if (limits) this.speedLimits = async () => limits;
+    if (options.sanitize) this.sanitize = (kernel, launch, data, run) => this.sanitizeWithTestDouble(kernel as FakeCompiled, launch, data, run);
+  }
+
+  /** The variant as the fake addon loads it (its "cubin" carries the source and options the fake tool reads), sanitized. */
+  private sanitizeWithTestDouble(kernel: FakeCompiled, launch: Launch, data: TestData, run: SanitizeRunOptions): Promise<SanitizerRun> {
+    const program = programOf(kernel.request);
+    const name = kernel.request.nameExpression;
+    const cubin = Buffer.from(JSON.stringify({ kernels: [name], options: program.options, source: program.source }));
+    return sanitizeKernel(
+      { compiled: { cubin, log: '', loweredNames: { [name]: name }, backend: 'nvcc', arch: 'sm_90', durationMs: 1 }, nameExpression: name, launch, ...launchInputs(data, 'uninitialized') },
+      { sanitizer: FAKE_COMPUTE_SANITIZER, env: { LKT_GPU_ADDON_MODULE: FAKE_ADDON }, timeoutMs: run.timeoutMs, tools: run.tools, ...(run.signal && { signal: run.signal }) },
+    );
   }
 
   async describe(): Promise<DeviceDescription> {
@@ -266,11 +300,16 @@ export class FakeBackend implements TuningBackend {
     (test as FakePrepared).outputs[inputSet] = { kind: 'reset' };
   }
 
-  async launch(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number): Promise<void> {
-    this.run(kernel as FakeKernel, launch, test as FakePrepared, inputSet);
+  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }> {
+    const k = kernel as FakeKernel;
+    const test = prepared as FakePrepared;
+    this.log.push({ kind: 'check', source: k.request.source, defines: k.request.defines, timeoutMs: options.timeoutMs, module: k.module });
+    test.outputs[inputSet] = { kind: 'reset' };
+    const timeMs = this.run(k, launch, test, inputSet);
+    return { timeMs, comparison: await this.compareOutputs(test, inputSet) };
   }
 
-  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches> {
     const k = kernel as FakeKernel;
     const test = prepared as FakePrepared;
     this.maxConcurrentTimings = Math.max(this.maxConcurrentTimings, ++this.timingsInFlight);
@@ -280,12 +319,13 @@ export class FakeBackend implements TuningBackend {
       this.timingsInFlight--;
     }
     const timeMs = this.options.model.timeMs(this.variant(k, launch, test));
-    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.count, warmup: options.warmup, timeoutMs: options.timeoutMs, module: k.module });
+    this.log.push({ kind: 'time', source: k.request.source, defines: k.request.defines, timeMs, iterations: options.count, warmup: options.warmup, timeoutMs: options.timeoutMs, module: k.module, resetBeforeEach: options.resetBeforeEach, idleBeforeEach: options.idleBeforeEach, compared: options.compare });
     for (let i = 0; i < options.warmup; i++) this.run(k, launch, test, inputSet);
-    return Array.from({ length: options.count }, () => {
-      test.outputs[inputSet] = { kind: 'reset' };
+    const samplesMs = Array.from({ length: options.count }, () => {
+      if (options.resetBeforeEach) test.outputs[inputSet] = { kind: 'reset' };
       return this.run(k, launch, test, inputSet);
     });
+    return { samplesMs, ...(options.compare && { comparison: await this.compareOutputs(test, inputSet) }) };
   }
 
   async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, _inputSet: number, options: EnergyOptions): Promise<EnergyResult> {

@@ -11,6 +11,8 @@ import { reportDataOf } from '../../src/report/html';
 import { loadNativeAddon } from '../../src/gpu/native';
 import { SAXPY, saxpyTime, serve } from '../support/engine-harness';
 import { sink } from '../support/streams';
+import { DEFAULT_LAUNCHES } from '../../src/tuner/run/launch-count';
+import { MAX_CHECKPOINT_GAP } from '../../src/tuner/run/measurement';
 import { FakeBackend } from '../support/fake-backend';
 import type { ScriptedLlmServer } from '../support/scripted-llm-server';
 
@@ -61,6 +63,8 @@ describe('llm-kernel-tuner auto', () => {
     expect(log).toContain('step 1 rejected: wrong result');
     expect(log).toContain('step 2 rejected: 1.049 ms -> 1.043 ms is 0.5%, below the threshold of 1.0%');
     expect(log).toContain('step 3 accepted: 1.049 ms -> 0.6291 ms (40.0%)');
+    // Before it was accepted, its best configuration was to run under compute-sanitizer: this fake GPU cannot, and says so.
+    expect(log).toContain('step 3 candidate 0 with {"block_size_x":512}: not checked with compute-sanitizer: this backend runs no kernel under compute-sanitizer');
     expect(log).not.toMatch(/\d+\/\d+ configurations/); // per-configuration lines only with --verbose
     // Each candidate's search says which strategy ran and why (auto, brute force: the step's time budget covers it).
     expect(log).toMatch(/step 3 candidate 0 searched with brute_force, chosen by auto: the first 3 took [\d.]+ s each, so \d+ s allow about \d+: that covers all 3 configurations, so brute force evaluates every one\. Stopped after 3 evaluations \(completed: every one of the 3 configurations was evaluated\)\./);
@@ -100,8 +104,11 @@ describe('llm-kernel-tuner auto', () => {
     expect(accepted.diff).toContain('+');
     const best = accepted.configs.find((c) => c.key === accepted.best!.key)!;
     expect(best).toMatchObject({ config: { block_size_x: 512 }, timeMs: 0.6291456 });
-    // Which launches had their outputs verified: both input sets, the last timed launch and random others.
-    expect(best.verified).toMatch(/^input sets 1–2, timed launches (\d+, )*\d+ and the last of 32$/);
+    // Which launches had their outputs verified: both input sets, the last timed launch and others at random. The
+    // candidate's tuning ran the adaptive series: the fake GPU's steady times stop it at the first checkpoint from 7 on.
+    const [, last] = /^input sets 1–2, timed launch(?:es)? [\d, –]+ and the last of (\d+)$/.exec(best.verified ?? '') ?? [];
+    expect(Number(last)).toBeGreaterThanOrEqual(DEFAULT_LAUNCHES.min);
+    expect(Number(last)).toBeLessThanOrEqual(DEFAULT_LAUNCHES.min + MAX_CHECKPOINT_GAP - 1);
     expect(best.GBps).toBeCloseTo((3 * 1048576 * 4) / 0.6291456e-3 / 1e9, 9);
     expect(best.bandwidthPct).toBeCloseTo((100 * best.GBps!) / 4000, 9);
     expect(best.flopsPct).toBeCloseTo((100 * best.GFlops!) / 60_000, 9);
@@ -164,6 +171,12 @@ describe('llm-kernel-tuner auto', () => {
     const both = sink();
     expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', 'all', '--device', '1'], { stderr: both })).toBe(2);
     expect(both.text()).toContain('give --device N (one GPU) or --gpus, not both');
+    const precision = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--precision', '5'], { stderr: precision })).toBe(2);
+    expect(precision.text()).toContain('--precision must be a fraction of the median from 0.001 (0.1 %) to 0.1 (10 %), is 5 (a fraction of the median: 5 % is 0.05)');
+    const mixed = sink();
+    expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--iterations', '32', '--max-iterations', '64'], { stderr: mixed })).toBe(2);
+    expect(mixed.text()).toContain('--iterations fixes the number of timed launches, while a minimum, a maximum or a precision makes it adapt');
     const bad = sink();
     expect(await run(['k.cu', '--provider', 'ollama', '--model', 'm', '--gpus', '0,0'], { stderr: bad })).toBe(2);
     expect(bad.text()).toContain('--gpus lists GPU 0 twice: one worker per GPU');

@@ -298,6 +298,7 @@ describe('stored sessions of auto', () => {
     await usage(['--resume', 'x', '--kernel', 'k.cu'], '--kernel FILE goes with --from-step: it is the kernel that step starts from');
     await usage(['--replay', 'x', '--model', 'm'], 'a replay asks no model: leave out --model');
     await usage(['--resume', 'x', '--threshold', '5'], 'a stored session runs with its recorded settings: leave out --threshold');
+    await usage(['--resume', 'x', '--no-sanitize'], 'a stored session runs with its recorded settings: leave out --no-sanitize');
     await usage(['--resume', 'x', 'k.cu'], 'a stored session brings its own file: leave out k.cu');
     await usage(['--resume', 'x', '--replay', 'y'], '--resume and --replay exclude each other');
     await expect(run(['--replay', 'no-such-session', '--sessions', sessions], { stderr: sink() })).rejects.toThrow(`no session no-such-session in ${sessions} (choose the directory with --sessions)`);

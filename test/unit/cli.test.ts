@@ -76,6 +76,17 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(readFileSync(join(root, 'BENCHMARKS.md'), 'utf8')).toContain(`### (2) tiled matrix multiply, 4096², ${count} configurations`);
   });
 
+  it('--sanitize says that a replay ran nothing under compute-sanitizer (not a silent pass), and refuses a shard', () => {
+    const r = run('tune', example('vector_add', 'tune.yaml'), '--simulate', example('vector_add', 'cache.json'), '--sanitize', '--no-report');
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('not checked with compute-sanitizer: the results were replayed from examples/vector_add/cache.json without a GPU: nothing ran under compute-sanitizer\n');
+    const json = JSON.parse(run('tune', example('vector_add', 'tune.yaml'), '--simulate', example('vector_add', 'cache.json'), '--sanitize', '--no-report', '--json').stdout);
+    expect(json.sanitizer).toMatchObject({ status: 'unavailable', reason: 'no-backend' });
+    const shard = run('tune', example('vector_add', 'tune.yaml'), '--sanitize', '--shard', '0/2', '--cache', join(scratch, 'shard.json'));
+    expect(shard.code).toBe(1);
+    expect(shard.stderr).toContain("--sanitize checks the best configuration of a whole search, not a shard's");
+  });
+
   it('--quiet leaves the progress out and the results as they are; --json keeps stdout JSON with progress on stderr', () => {
     const args = ['tune', example('matmul_tiled', 'tune.yaml'), '--simulate', example('matmul_tiled', 'cache.json')];
     const plain = run(...args);
@@ -164,6 +175,24 @@ describe('llm-kernel-tuner tune --simulate', () => {
     expect(r.stderr).toMatch(/tuneParams\.block_size_x: /);
     expect(r.stderr).toMatch(/iterations: /);
     expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+
+  it('refuses a precision out of range, in the spec and on the command line, saying what it takes', () => {
+    const spec = join(scratch, 'imprecise.yaml');
+    const text = readFileSync(join(root, example('vector_add', 'tune.yaml')), 'utf8').replace('file: vector_add.cu', `file: ${join(root, example('vector_add', 'vector_add.cu'))}`);
+    writeFileSync(spec, `${text}precision: 1\n`);
+    const cache = example('vector_add', 'cache.json');
+    const inSpec = run('tune', spec, '--simulate', cache);
+    expect(inSpec.code).toBe(1);
+    expect(inSpec.stderr).toMatch(/^ {2}precision: must be a fraction of the median from 0\.001 \(0\.1 %\) to 0\.1 \(10 %\), is 1 \(a fraction of the median: 1 % is 0\.01\)/m);
+    const flag = run('tune', example('vector_add', 'tune.yaml'), '--simulate', cache, '--precision', '0.0001', '--min-iterations', '3');
+    expect(flag.code).toBe(1);
+    expect(flag.stderr).toContain('--min-iterations must be an integer from 6 to 1000 (is 3): the 95 % interval of a median needs at least 6 launches');
+    expect(flag.stderr).toContain('--precision must be a fraction of the median from 0.001 (0.1 %) to 0.1 (10 %), is 0.0001');
+    // A fixed count on the command line replaces the spec's adaptive settings.
+    const adaptive = join(scratch, 'adaptive.yaml');
+    writeFileSync(adaptive, `${text}precision: 0.05\nmaxIterations: 64\n`);
+    expect(run('tune', adaptive, '--simulate', cache, '--iterations', '32', '--no-report').code).toBe(0);
   });
 
   it('reports inputs that do not fit the kernel before any GPU work', () => {

@@ -68,6 +68,7 @@ describe.skipIf(!nvccAvailable)('autonomous session', () => {
       'step.started',
       'configs.searched',
       'profile',
+      'sanitized', // it would be accepted: compute-sanitizer's verdict first (this fake GPU runs no kernel, and says so)
       'step.accepted',
       'replanning',
       'warning', // the kernel file holds no launch of it to rewrite: the final proposal says how to launch it

@@ -38,10 +38,12 @@ describe('makeKernelTunable', () => {
     expect(tracker.getTotalImprovement().percent).toBeCloseTo(40, 6);
     expect(tracker.generateOverview()).toContain('| 1 | Tune the block size | 1.049 ms | 0.6291 ms | 40.0 % | block_size_x=512 |');
     expect(final.finalCode).toContain('#define block_size_x 512');
-    // 'warning' shows the retry and that the file has no launch to rewrite, nothing of the info level.
-    expect(lines.map(([level]) => level)).toEqual(['warning', 'warning']);
+    // 'warning' shows the retry, that the accepted candidate was not run under compute-sanitizer (this fake GPU runs no
+    // kernel) and that the file has no launch to rewrite, nothing of the info level.
+    expect(lines.map(([level]) => level)).toEqual(['warning', 'warning', 'warning']);
     expect(lines[0]![1]).toContain('step 1: attempt 1 failed (FailedTestsError)');
-    expect(lines[1]![1]).toContain('no launch of saxpy was found in this file');
+    expect(lines[1]![1]).toMatch(/^step 3 candidate 0 with \{"block_size_x":512\}: not checked with compute-sanitizer: this backend runs no kernel/);
+    expect(lines[2]![1]).toContain('no launch of saxpy was found in this file');
   });
 
   it('times every configuration with the iterations asked for', async () => {

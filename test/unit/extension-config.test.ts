@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { SessionSettingsSchema } from '../../src/engine/session/session-settings';
-import { readEngineConfig, readGpuSettings, redactConfig, requiresApiKey, sessionSettings } from '../../src/extension/config';
+import { readEngineConfig, readGpuSettings, readSanitizeSetting, redactConfig, requiresApiKey, sessionSettings } from '../../src/extension/config';
 
 const settings = (values: Record<string, unknown>) => (key: string) => values[key];
 
@@ -21,12 +21,13 @@ describe('settings → engine config', () => {
       performanceThreshold: 1,
       objective: 'time',
       energy: false,
+      sanitize: true,
       candidatesPerStep: 1,
       approvePlan: false,
       retries: 3,
       device: 0,
       gpus: { kind: 'list', ordinals: [0] },
-      iterations: 32,
+      iterations: { min: 7, max: 32, precision: 0.01 },
       timePerTestS: 15,
       compilerOptions: [],
       includePaths: [],
@@ -82,6 +83,23 @@ describe('settings → engine config', () => {
     expect(sessionSettings(result.config, file)).toMatchObject({ objective: { name: 'energy', higherIsBetter: false }, energy: true });
     const byTime = readEngineConfig(settings({ 'llm.model': 'm' }), undefined);
     expect(byTime.ok && sessionSettings(byTime.config, file)).not.toHaveProperty('objective');
+  });
+
+  it('reads the number of timed launches: a fixed count, or an adaptive one, and refuses a precision out of range by name', () => {
+    const file = { kernelName: 'k', fileName: 'k.cu', includePaths: [], buildOptions: [] };
+    const fixed = readEngineConfig(settings({ 'llm.model': 'm', iterations: 50, precision: 0.5 }), undefined);
+    // A fixed count takes no adaptive setting, so the precision beside it is not read.
+    expect(fixed.ok && sessionSettings(fixed.config, file).iterations).toBe(50);
+    const adaptive = readEngineConfig(settings({ 'llm.model': 'm', minIterations: 10, maxIterations: 64, precision: 0.005 }), undefined);
+    expect(adaptive.ok && sessionSettings(adaptive.config, file).iterations).toEqual({ min: 10, max: 64, precision: 0.005 });
+    const bad = readEngineConfig(settings({ 'llm.model': 'm', precision: 1, minIterations: 40, maxIterations: 20 }), undefined);
+    expect(bad.ok).toBe(false);
+    if (bad.ok) return;
+    expect(bad.problems.map((p) => p.setting)).toEqual(['kernelTuner.maxIterations', 'kernelTuner.precision']);
+    expect(bad.problems[0]!.message).toBe('must be at least kernelTuner.minIterations, 40 (is 20)');
+    expect(bad.problems[1]!.message).toMatch(/^must be a fraction of the median from 0\.001 \(0\.1 %\) to 0\.1 \(10 %\), is 1 \(a fraction of the median: 1 % is 0\.01\)/);
+    const negative = readEngineConfig(settings({ 'llm.model': 'm', iterations: -3 }), undefined);
+    expect(!negative.ok && negative.problems).toEqual([{ setting: 'kernelTuner.iterations', message: 'must be an integer from 1 to 1000 (is -3), or 0 to adapt the count to the kernel' }]);
   });
 
   it('reads the GPUs to tune on: kernelTuner.gpus, else kernelTuner.device alone', () => {
@@ -201,6 +219,19 @@ describe('the evolutionary strategy, budgets and prices', () => {
     for (const key of ['evolutionary.seed', 'evolutionary.window', 'evolutionary.maxChildren', 'llm.concurrency', 'budget.modelCalls', 'budget.tokens', 'budget.costUsd', 'budget.wallTimeMinutes', 'llm.inputPricePerMillionTokens', 'llm.outputPricePerMillionTokens']) {
       expect(read).toContain(key);
     }
+  });
+});
+
+describe('kernelTuner.sanitize', () => {
+  it('is on unless turned off, for both kinds of session; a session stored without it runs with the default', () => {
+    expect(readSanitizeSetting(settings({}))).toEqual({ sanitize: true, problems: [] });
+    expect(readSanitizeSetting(settings({ sanitize: false }))).toEqual({ sanitize: false, problems: [] });
+    expect(readSanitizeSetting(settings({ sanitize: 'yes' })).problems).toEqual([{ setting: 'kernelTuner.sanitize', message: 'must be true or false (is "yes")' }]);
+    const file = { kernelName: 'k', fileName: 'k.cu', includePaths: [], buildOptions: [] };
+    const off = readEngineConfig(settings({ 'llm.model': 'm', sanitize: false }), undefined);
+    expect(off.ok && sessionSettings(off.config, file)).toMatchObject({ sanitize: false });
+    const on = readEngineConfig(settings({ 'llm.model': 'm' }), undefined);
+    expect(on.ok && sessionSettings(on.config, file)).not.toHaveProperty('sanitize');
   });
 });
 

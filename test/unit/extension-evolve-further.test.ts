@@ -6,7 +6,7 @@ import type { PopulationView } from '../../src/engine/session/session-view';
 import { evolveFurtherQuestions, type EvolveSettings } from '../../src/extension/evolve-further';
 
 const stoppedBy = (reason: EventOf<'population.stopped'>['reason'], usage: Partial<EventOf<'population.stopped'>['usage']> = {}, wallS = 100) =>
-  makeEvent({ type: 'population.stopped', reason, variants: 5, rejected: 1, usage: { calls: 24, inputTokens: 20_000, outputTokens: 4_000, costUsd: 0.12, ...usage }, wallS }) as EventOf<'population.stopped'>;
+  makeEvent({ type: 'population.stopped', reason, variants: 5, rejected: 1, usage: { calls: 24, inputTokens: 20_000, outputTokens: 4_000, costUsd: 0.12, ...usage }, wallS, gpuS: 60 }) as EventOf<'population.stopped'>;
 
 const population = (stopped: EventOf<'population.stopped'>, children = 6): PopulationView => ({
   variants: [],

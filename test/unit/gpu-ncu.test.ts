@@ -2,33 +2,21 @@
 // in test/fixtures/ncu), the summary, telling its failures apart, and profileKernel end to end through the test double
 // test/support/fake-ncu.mjs, which runs the real worker bundle's --profile entry on the fake addon.
 import * as fs from 'node:fs';
-import * as os from 'node:os';
 import * as path from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { float32, int32, type CompiledProgram } from '../../src/gpu';
 import { findNsightCompute, type NsightCompute } from '../../src/gpu/ncu/find';
-import { profileKernel, type ProfileTarget } from '../../src/gpu/ncu/profile';
+import { profileKernel } from '../../src/gpu/ncu/profile';
+import type { LaunchTarget } from '../../src/gpu/ncu/launch-request';
 import { PROFILE_METRICS, classifyNcuFailure, parseNcuCsv, profileNumbers, summarizeProfile } from '../../src/gpu/ncu/report';
+import { executable, tempDirs } from '../support/temp-dirs';
 
 const FIXTURES = path.resolve(__dirname, '../fixtures/ncu');
 const fixture = (name: string): string => fs.readFileSync(path.join(FIXTURES, name), 'utf8');
 const FAKE_ADDON = path.resolve(__dirname, '../support/fake-addon.cjs');
 const FAKE_NCU: NsightCompute = { path: path.resolve(__dirname, '../support/fake-ncu.mjs'), foundBy: 'test double' };
 
-const temps: string[] = [];
-afterEach(() => {
-  for (const d of temps.splice(0)) fs.rmSync(d, { recursive: true, force: true });
-});
-function tempDir(): string {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lkt-ncu-test-'));
-  temps.push(d);
-  return d;
-}
-function executable(file: string): void {
-  fs.mkdirSync(path.dirname(file), { recursive: true });
-  fs.writeFileSync(file, '#!/bin/sh\n');
-  fs.chmodSync(file, 0o755);
-}
+const tempDir = tempDirs('lkt-ncu-test-');
 
 describe('parseNcuCsv', () => {
   it('reads the raw page: ncu\'s progress lines skipped, numbers with thousands separators, units', () => {
@@ -171,7 +159,7 @@ describe('profileKernel (fake ncu, fake addon, the real worker bundle)', () => {
   function build(kernel: string): CompiledProgram {
     return { cubin: Buffer.from(JSON.stringify({ kernels: [kernel] })), log: '', loweredNames: { [kernel]: kernel }, backend: 'nvrtc', arch: 'sm_90', durationMs: 1 };
   }
-  const target = (kernel = 'vector_add'): ProfileTarget => ({
+  const target = (kernel = 'vector_add'): LaunchTarget => ({
     compiled: build(kernel),
     nameExpression: kernel,
     launch: { grid: 4, block: 256 },

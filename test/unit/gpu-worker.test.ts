@@ -359,6 +359,37 @@ describe('GpuWorker protocol (real child process, fake addon)', () => {
     expect(stats.maxMs).toBe(1.03);
   });
 
+  it('starts each timed launch from an idle GPU when asked, and refuses anything but a boolean for it', async () => {
+    const gpu = await openFake();
+    const k = await kernels(gpu);
+    const idle = await gpu.benchmark(k.sleep!, { grid: 1, block: 1 }, [int32(0)], { warmup: 0, iterations: 4, idleBeforeEach: true });
+    // The fake addon's launches from an idle GPU take 0.005 ms more: the launch's way from the host, timed too.
+    expect(idle.samplesMs.map((t) => Number(t.toFixed(3)))).toEqual([1.005, 1.015, 1.025, 1.035]);
+    await expect(gpu.benchmark(k.sleep!, { grid: 1, block: 1 }, [int32(0)], { idleBeforeEach: 'yes' as never })).rejects.toThrow(ArgumentError);
+  });
+
+  it('runs checks (a launch answering in a uint64 buffer) in one request, after a benchmark or on their own', async () => {
+    const gpu = await openFake();
+    const k = await kernels(gpu);
+    const [a, b, c] = await Promise.all([gpu.alloc('float32', 4), gpu.alloc('float32', 4), gpu.alloc('float32', 4)]);
+    await a.upload(new Float32Array([1, 2, 3, 4]));
+    await b.upload(new Float32Array([10, 20, 30, 40]));
+    const words = await gpu.alloc('uint64', 2);
+    // A check whose kernel writes its answer (the fake vector_add's sums, into the 16 bytes of the result buffer) ...
+    const sums = { kernel: k.vector_add!, config: { grid: 1, block: 4 }, args: [a, b, words, int32(4)], result: words, init: [7n, 9n] };
+    // ... and one whose kernel leaves it as it was set.
+    const untouched = { kernel: k.sleep!, config: { grid: 1, block: 1 }, args: [int32(0)], result: words, init: [5n] };
+    const expected = [...new BigUint64Array(new Float32Array([11, 22, 33, 44]).buffer)];
+    expect(await gpu.runChecks([sums, untouched])).toEqual([expected, [5n]]);
+    const stats = await gpu.benchmark(k.vector_add!, { grid: 1, block: 4 }, [a, b, c, int32(4)], { warmup: 0, iterations: 2, checksAfter: [untouched, sums] });
+    expect(stats.samplesMs).toHaveLength(2);
+    expect(stats.checks).toEqual([[5n], expected]);
+    expect([...(await c.download())]).toEqual([11, 22, 33, 44]);
+    await expect(gpu.runChecks([{ ...sums, result: c as never }])).rejects.toThrow(/checks\[0\]\.result/);
+    await expect(gpu.runChecks([{ ...sums, init: [] }])).rejects.toThrow(/1 to 2 uint64 words/);
+    await expect(gpu.runChecks([{ ...sums, init: [1n, 2n, 3n] }])).rejects.toThrow(/1 to 2 uint64 words/);
+  });
+
   it('resets buffers before the timed launches of a benchmark (fills and copies), checked in this process first', async () => {
     const gpu = await openFake();
     const k = await kernels(gpu);

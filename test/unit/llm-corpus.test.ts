@@ -63,7 +63,7 @@ function autonomous(plan: PlanStep[]): AutonomousStateValue {
 let config: { context: { engine: EngineContext } };
 beforeAll(async () => {
   const backend = new FakeBackend({ model: { timeMs: saxpyTime } });
-  const settings = { structuredOutputType: 'default' as const, compilerOptions: [], timePerTestS: 15, performanceThreshold: 1, objective: TIME_OBJECTIVE, energy: false, approvePlan: false, iterations: 32 };
+  const settings = { structuredOutputType: 'default' as const, compilerOptions: [], timePerTestS: 15, performanceThreshold: 1, objective: TIME_OBJECTIVE, energy: false, approvePlan: false, iterations: 32, sanitize: false };
   config = { context: { engine: new EngineContext([backend], await backend.describe(), [], settings) } };
 });
 

@@ -10,7 +10,19 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCacheText } from '../../src/tuner/cache/format';
-import { DISAGREEMENT_RATIO, PROBE_LAUNCHES, RANDOM_VERIFIED_LAUNCHES, describeVerification, timingDisagreement, verificationPlan } from '../../src/tuner/run/measurement';
+import { median } from '../../src/gpu/stats';
+import { DEFAULT_LAUNCHES, launchCountProblems, type AdaptiveLaunches } from '../../src/tuner/run/launch-count';
+import {
+  DISAGREEMENT_RATIO,
+  KERNEL_TUNER_TIMING_UNCHECKED,
+  MAX_CHECKPOINT_GAP,
+  PROBE_LAUNCHES,
+  RANDOM_VERIFIED_LAUNCHES,
+  describeVerification,
+  seriesEnd,
+  timingDisagreement,
+  verificationPlan,
+} from '../../src/tuner/run/measurement';
 import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../src/tuner/tunable-kernel';
 import type { ConfigResult, TuneResult } from '../../src/tuner/types';
 import { FakeBackend, type FakeBehaviour, type FakeLaunch } from '../support/fake-backend';
@@ -213,28 +225,45 @@ describe('kernels that keep state between launches', () => {
       const { honest, pattern } = await tuneWith(() => work, { earlyStop });
       for (const r of [pattern, honest]) {
         const v = r.verified!;
-        seeds.add(v.seed);
+        seeds.add(v.seed!);
         expect(v.inputSets).toBe(2);
         expect(v.of).toBe(ITERATIONS);
         // The early stop's probe is verified too once there is a best to stop against (the second configuration).
         const probing = earlyStop !== false && r === honest;
-        expect(v.timedLaunches).toEqual(verificationPlan(v.seed, ITERATIONS, probing));
+        expect(v.timedLaunches).toEqual(verificationPlan(v.seed!, ITERATIONS, probing));
         expect(v.timedLaunches.length).toBeGreaterThanOrEqual(RANDOM_VERIFIED_LAUNCHES + 1);
-        expect(describeVerification(v)).toMatch(/^input sets 1–2, timed launches (\d+, )+\d+ and the last of 32$/);
+        expect(describeVerification(v)).toMatch(/^input sets 1–2, timed launch(es)? [\d, –]+ and the last of 32$/);
       }
     }
     // A fresh seed for every configuration, from the OS's cryptographic source.
     expect(seeds.size).toBe(4);
   });
 
-  it('a configuration stopped early had its probe verified', async () => {
+  it('a configuration whose checks are clearly slower than the best gets no timed series', async () => {
     const kernel = await TunableKernel.create(SOURCE, { fileName: 'vector_add.cu' });
     const backend = new FakeBackend({ model: { timeMs: (v) => (v.defines.block_size_x === '128' ? 10 * HONEST_MS : HONEST_MS) } });
     const result = await kernel.tune(test, { block_size_x: [256, 128] }, [], { backend, iterations: ITERATIONS });
     const slow = result.results[1]!;
     expect(slow.status).toBe('stopped_early');
-    expect(slow.verified).toEqual({ inputSets: 2, timedLaunches: verificationPlan(slow.verified!.seed, ITERATIONS, true).filter((i) => i <= PROBE_LAUNCHES), of: PROBE_LAUNCHES, seed: slow.verified!.seed });
-    expect(describeVerification(slow.verified!)).toMatch(/^input sets 1–2, (timed launch(es)? [12](, 2)? and )?the last of 3$/);
+    expect(slow.timeMs).toBe(10 * HONEST_MS);
+    expect(slow.stats?.samplesMs).toEqual([10 * HONEST_MS, 10 * HONEST_MS]);
+    expect(slow.verified).toEqual({ inputSets: 2, timedLaunches: [], of: 0 });
+    expect(describeVerification(slow.verified!)).toBe('input sets 1–2');
+    expect(slow.note).toBe('stopped after its checks: the faster took 0.4700 ms, more than 1.5x the best so far (0.04700 ms)');
+    expect(backend.log.filter((e) => e.kind === 'time' && e.defines.block_size_x === '128')).toEqual([]);
+  });
+
+  it('a configuration stopped early at its probe had the probe verified', async () => {
+    const kernel = await TunableKernel.create(SOURCE, { fileName: 'vector_add.cu' });
+    // As fast as the best on its module's first launch (the first check; the series' warm-up), ten times slower after.
+    const slowAfterFirst: FakeBehaviour = (l) => ({ works: true, timeMs: l.launchOfModule === 1 ? HONEST_MS : 10 * HONEST_MS });
+    const backend = new FakeBackend({ model: { timeMs: () => HONEST_MS, behaviour: (v) => (v.defines.block_size_x === '128' ? slowAfterFirst : undefined) } });
+    const result = await kernel.tune(test, { block_size_x: [256, 128] }, [], { backend, iterations: ITERATIONS });
+    const slow = result.results[1]!;
+    expect(slow.status).toBe('stopped_early');
+    expect(slow.verified).toEqual({ inputSets: 2, timedLaunches: verificationPlan(slow.verified!.seed!, ITERATIONS, true).filter((i) => i <= PROBE_LAUNCHES), of: PROBE_LAUNCHES, seed: slow.verified!.seed });
+    expect(describeVerification(slow.verified!)).toMatch(/^input sets 1–2, (timed launch(es)? [12](–2)? and )?the last of 3$/);
+    expect(slow.note).toBe('stopped after 3 timed launches: their median 0.4700 ms is more than 1.5x the best so far (0.04700 ms)');
   });
 });
 
@@ -259,6 +288,8 @@ describe('the verified launches', () => {
   it('are described for the report', () => {
     expect(describeVerification({ inputSets: 2, timedLaunches: [7, 19, 28, 32], of: 32, seed: 1 })).toBe('input sets 1–2, timed launches 7, 19, 28 and the last of 32');
     expect(describeVerification({ inputSets: 2, timedLaunches: [2, 3], of: 3, seed: 1 })).toBe('input sets 1–2, timed launch 2 and the last of 3');
+    expect(describeVerification({ inputSets: 2, timedLaunches: [1, 3, 4, 5, 7, 9], of: 9, seed: 1 })).toBe('input sets 1–2, timed launches 1, 3–5, 7 and the last of 9');
+    expect(describeVerification({ inputSets: 2, timedLaunches: [32], of: 32, seed: 1, mode: 'kernel_tuner' })).toBe(`input sets 1–2, the outputs after the last of 32 timed launches: ${KERNEL_TUNER_TIMING_UNCHECKED}`);
     expect(describeVerification({ inputSets: 2, timedLaunches: [1], of: 1, seed: 1 })).toBe('input sets 1–2, the one timed launch');
   });
 });
@@ -303,5 +334,209 @@ describe('timed launches that disagree', () => {
       }
     }
     expect(checked).toBeGreaterThan(150);
+  });
+});
+
+/** Honest launches 5 % under and 5 % over their median in turn: its 95 % interval never narrows to ±1 %, so the series runs to its maximum. */
+const spreading: FakeBehaviour = (l) => ({ works: true, timeMs: HONEST_MS * (l.launchOfModule % 2 === 0 ? 0.95 : 1.05) });
+
+describe('an adaptive series', () => {
+  const adaptive = (overrides: Partial<AdaptiveLaunches> = {}): TuneOptions => ({ iterations: { ...DEFAULT_LAUNCHES, ...overrides } });
+
+  it('stops at its first checkpoint from the minimum on where the median is known, verifying that last launch', async () => {
+    for (let round = 0; round < 20; round++) {
+      const { pattern, honest } = await tuneWith(() => work, adaptive());
+      for (const r of [pattern, honest]) {
+        const v = r.verified!;
+        const plan = verificationPlan(v.seed!, DEFAULT_LAUNCHES, false);
+        // Every launch takes the same time: the median is known as soon as the rule may stop.
+        expect(v.of).toBe(plan.find((c) => c >= DEFAULT_LAUNCHES.min));
+        expect(v.of).toBeLessThanOrEqual(DEFAULT_LAUNCHES.min + MAX_CHECKPOINT_GAP - 1);
+        expect(v.timedLaunches).toEqual(plan.filter((c) => c <= v.of));
+        expect(r.stats?.samplesMs).toHaveLength(v.of);
+        expect(r.stats?.medianIntervalMs).toEqual([HONEST_MS, HONEST_MS]);
+        expect(r.timeMs).toBe(HONEST_MS);
+      }
+    }
+  });
+
+  it('runs to its maximum when the median is not known within the precision, and never past it', async () => {
+    const { pattern } = await tuneWith(spreading, adaptive({ max: 20 }));
+    expect(pattern.status).toBe('ok');
+    expect(pattern.verified?.of).toBe(20);
+    expect(pattern.stats?.samplesMs).toHaveLength(20);
+    // The same spread within a coarser precision stops sooner.
+    const coarse = await tuneWith(spreading, adaptive({ max: 20, precision: 0.06 }));
+    expect(coarse.pattern.verified!.of).toBeLessThan(20);
+    expect(coarse.pattern.verified!.of).toBeGreaterThanOrEqual(DEFAULT_LAUNCHES.min);
+  });
+
+  it('a kernel idle after K launches is rejected whenever one of its timed launches idles, for every K up to the maximum', async () => {
+    // Steady times: the series stops early, so a kernel that idles later never idles while measured.
+    for (let k = 1; k <= DEFAULT_LAUNCHES.max + WARMUP + 2; k++) {
+      const outcome = await tuneWith(idleAfter(k), adaptive());
+      const { pattern } = outcome;
+      const at = `K = ${k}: ${pattern.status} ${pattern.error?.message ?? ''}`;
+      // Idle from timed launch K - WARMUP + 1 on: within the minimum, which every series reaches.
+      if (k - WARMUP + 1 <= DEFAULT_LAUNCHES.min) expectRejected(outcome);
+      if (pattern.status === 'ok') {
+        expect(pattern.stats!.samplesMs.length, at).toBeLessThanOrEqual(k - WARMUP);
+        expect(pattern.timeMs, at).toBe(HONEST_MS);
+      } else {
+        expectRejected(outcome);
+        if (k > 1) expect(pattern.error?.message, at).toMatch(/^wrong result on timed launch \d+ of at most 32 .*c \(never written\)/);
+      }
+    }
+    // Times that spread: every series runs to the maximum, and every K that idles within it is rejected.
+    for (let k = 1; k - WARMUP + 1 <= DEFAULT_LAUNCHES.max; k++) {
+      const idle = idleAfter(k);
+      const outcome = await tuneWith((l) => (idle(l).works ? spreading(l) : skip), adaptive());
+      expectRejected(outcome);
+    }
+  });
+
+  it('a kernel that bets on where the series stops (right on the checks and at the minimum, idle between) is rejected', async () => {
+    const atMinimum = WARMUP + DEFAULT_LAUNCHES.min;
+    for (let round = 0; round < 20; round++) {
+      const outcome = await tuneWith((l) => (l.launchOfModule <= 2 || l.launchOfModule === atMinimum ? work : skip), adaptive());
+      expectRejected(outcome);
+      expect(outcome.pattern.status).toBe('wrong_result');
+    }
+  });
+
+  it('checkpoints: one every 1 to MAX_CHECKPOINT_GAP launches up to the maximum, the probe when probing, reproducible from the seed', () => {
+    const chosen = new Set<number>();
+    for (let seed = 0; seed < 400; seed++) {
+      const plan = verificationPlan(seed, DEFAULT_LAUNCHES, false);
+      expect(plan).toEqual(verificationPlan(seed, DEFAULT_LAUNCHES, false));
+      expect(plan.at(-1)).toBe(DEFAULT_LAUNCHES.max);
+      expect(plan[0]).toBeLessThanOrEqual(MAX_CHECKPOINT_GAP);
+      for (let i = 1; i < plan.length; i++) expect(plan[i]! - plan[i - 1]!).toBeGreaterThanOrEqual(1);
+      for (let i = 1; i < plan.length - 1; i++) expect(plan[i]! - plan[i - 1]!).toBeLessThanOrEqual(MAX_CHECKPOINT_GAP);
+      expect(verificationPlan(seed, DEFAULT_LAUNCHES, true)).toEqual([...new Set([...plan, PROBE_LAUNCHES])].sort((a, b) => a - b));
+      for (const c of plan) chosen.add(c);
+    }
+    // No launch is safe from being a checkpoint, nor from being the last.
+    expect([...chosen].sort((a, b) => a - b)).toEqual(Array.from({ length: DEFAULT_LAUNCHES.max }, (_, i) => i + 1));
+  });
+
+  it('ends where its median is known, at its maximum, or early once it cannot be the best', () => {
+    const steady = Array(DEFAULT_LAUNCHES.min).fill(1);
+    expect(seriesEnd(steady.slice(0, -1), DEFAULT_LAUNCHES, undefined)).toBeUndefined(); // under the minimum
+    expect(seriesEnd(steady, DEFAULT_LAUNCHES, undefined)).toBe('precision');
+    expect(seriesEnd([...steady.slice(0, -1), 1.02], DEFAULT_LAUNCHES, undefined)).toBeUndefined(); // the 95 % interval reaches 2 %
+    expect(seriesEnd(Array.from({ length: 32 }, (_, i) => 1 + (i % 3) * 0.05), DEFAULT_LAUNCHES, undefined)).toBe('maximum');
+    expect(seriesEnd([2, 2, 2], DEFAULT_LAUNCHES, 1.5)).toBe('early');
+    expect(seriesEnd([2, 2], DEFAULT_LAUNCHES, 1.5)).toBeUndefined(); // the probe has 3 launches
+    expect(seriesEnd(Array(32).fill(2), 32, 1.5)).toBe('count'); // its last launch ran: nothing left to save
+  });
+});
+
+describe('the stopping rule on the recorded samples of every example cache', () => {
+  /**
+   * Where the series stops on a recorded series of 32 launches, with the checkpoints of `seed`, and its median then. A
+   * recorded series is "steady" when the medians of its halves agree within the precision: one whose clock moved in the
+   * middle (seen in matmul_naive's cache: a 4 % step at launch 11) has no median known to that precision even at 32
+   * launches, so it cannot tell which order is right.
+   */
+  const replayed = (samples: readonly number[], seed: number) => {
+    const stop = verificationPlan(seed, DEFAULT_LAUNCHES, false).find((c) => seriesEnd(samples.slice(0, c), DEFAULT_LAUNCHES, undefined) !== undefined)!;
+    const steady = Math.abs(median(samples.slice(16)) / median(samples.slice(0, 16)) - 1) <= DEFAULT_LAUNCHES.precision;
+    return { launches: stop, medianMs: median(samples.slice(0, stop)), fullMs: median(samples), steady };
+  };
+
+  it('stops within its minimum and maximum, where steady series agree with their 32 launches and are ranked as they rank', () => {
+    const examples = join(__dirname, '..', '..', 'examples');
+    let series = 0;
+    for (const name of readdirSync(examples)) {
+      let text: string;
+      try {
+        text = readFileSync(join(examples, name, 'cache.json'), 'utf8');
+      } catch {
+        continue;
+      }
+      for (const seed of [1, 2, 3]) {
+        const rows = parseCacheText(name, text).entries.flatMap(([key, entry]) => {
+          const samples = entry['times'] as number[] | undefined;
+          return Array.isArray(samples) && samples.length === 32 ? [{ key, ...replayed(samples, seed + key.length) }] : [];
+        });
+        if (rows.length === 0) continue;
+        series += rows.length;
+        for (const r of rows) {
+          expect(r.launches, `${name} ${r.key}`).toBeGreaterThanOrEqual(DEFAULT_LAUNCHES.min);
+          expect(r.launches, `${name} ${r.key}`).toBeLessThanOrEqual(DEFAULT_LAUNCHES.max);
+          if (r.steady) expect(Math.abs(r.medianMs / r.fullMs - 1), `${name} ${r.key}`).toBeLessThanOrEqual(DEFAULT_LAUNCHES.precision);
+        }
+        const steady = rows.filter((r) => r.steady);
+        // Steady configurations whose 32-launch medians differ by more than twice the precision keep their order.
+        for (const a of steady) for (const b of steady) if (a.fullMs * (1 + 2 * DEFAULT_LAUNCHES.precision) < b.fullMs) expect(a.medianMs, `${name}: ${a.key} before ${b.key}`).toBeLessThan(b.medianMs);
+        const best = (by: (r: (typeof rows)[number]) => number) => steady.reduce((x, y) => (by(y) < by(x) ? y : x)).key;
+        expect(best((r) => r.medianMs), name).toBe(best((r) => r.fullMs));
+      }
+    }
+    expect(series).toBeGreaterThan(3 * 150);
+  });
+
+  it('saves most launches where the times are steady: the tiled matmul stops at 7 to 9 of 32', () => {
+    const text = readFileSync(join(__dirname, '..', '..', 'examples', 'matmul_tiled', 'cache.json'), 'utf8');
+    const launches = parseCacheText('matmul_tiled', text).entries.flatMap(([key, entry]) => {
+      const samples = entry['times'] as number[] | undefined;
+      return Array.isArray(samples) && samples.length === 32 ? [replayed(samples, key.length).launches] : [];
+    });
+    expect(launches.length).toBe(17);
+    expect(Math.max(...launches)).toBeLessThanOrEqual(DEFAULT_LAUNCHES.min + MAX_CHECKPOINT_GAP - 1);
+  });
+});
+
+describe('timed as Kernel Tuner times', () => {
+  it('starts every launch from an idle GPU without resets, compares the outputs after the series only, and says what it cannot check', async () => {
+    const kernel = await TunableKernel.create(SOURCE, { fileName: 'vector_add.cu' });
+    const backend = new FakeBackend({ model: { timeMs: () => HONEST_MS } });
+    // With a launch time limit given, the reference kernel is not timed: every timed request is the configuration's.
+    const result = await kernel.tune(test, { block_size_x: [256] }, [], { backend, iterations: ITERATIONS, timing: 'kernel_tuner', launchTimeoutMs: 1000 });
+    const r = result.results[0]!;
+    expect(r.status).toBe('ok');
+    expect(r.verified).toMatchObject({ inputSets: 2, timedLaunches: [ITERATIONS], of: ITERATIONS, mode: 'kernel_tuner' });
+    expect(r.note).toBe(KERNEL_TUNER_TIMING_UNCHECKED);
+    const series = backend.log.filter((e) => e.kind === 'time');
+    expect(series.every((e) => e.idleBeforeEach === true && e.resetBeforeEach === false && e.compared === false)).toBe(true);
+  });
+
+  it('lets a kernel that idles after its first launches through with a time it did not earn: the check it cannot make', async () => {
+    // Verified timing rejects it; timed as Kernel Tuner does, the outputs its early launches wrote pass for the idle ones'.
+    expectRejected(await tuneWith(idleAfter(4), { iterations: ITERATIONS }));
+    const { pattern } = await tuneWith(idleAfter(4), { iterations: ITERATIONS, timing: 'kernel_tuner' });
+    expect(pattern.status).toBe('ok');
+    expect(pattern.timeMs).toBe(IDLE_MS);
+    // A kernel that does its work on the checks' module only finds the outputs reset before its series.
+    let checksModule: unknown;
+    const onlyChecked: FakeBehaviour = (l) => ((checksModule ??= l.memory) === l.memory ? work : skip);
+    const none = await tuneWith(onlyChecked, { iterations: ITERATIONS, timing: 'kernel_tuner' });
+    expect(none.pattern.status).toBe('wrong_result');
+  });
+});
+
+describe('the settings of the number of timed launches', () => {
+  it('are refused outside their range, each with what it takes', () => {
+    expect(launchCountProblems({})).toEqual([]);
+    expect(launchCountProblems({ precision: 0.05, minIterations: 10, maxIterations: 100 })).toEqual([]);
+    const messages = (s: Parameters<typeof launchCountProblems>[0]) => launchCountProblems(s).map((p) => `${p.field} ${p.message}`);
+    expect(messages({ precision: 1 })).toEqual([
+      'precision must be a fraction of the median from 0.001 (0.1 %) to 0.1 (10 %), is 1 (a fraction of the median: 1 % is 0.01): the series stops once the 95 % interval of its median lies within ±precision of it',
+    ]);
+    expect(messages({ precision: 0 })[0]).toMatch(/^precision must be a fraction of the median from 0\.001 \(0\.1 %\) to 0\.1 \(10 %\), is 0: /);
+    expect(messages({ precision: 'tight' })[0]).toMatch(/, is "tight": /);
+    expect(messages({ minIterations: 3 })).toEqual(['minIterations must be an integer from 6 to 1000 (is 3): the 95 % interval of a median needs at least 6 launches']);
+    expect(messages({ minIterations: 40 })).toEqual([]); // the maximum follows a larger minimum
+    expect(messages({ minIterations: 40, maxIterations: 20 })).toEqual(['maxIterations must be at least minIterations, 40 (is 20)']);
+    expect(messages({ iterations: 32, precision: 0.02 })).toEqual(['iterations fixes the number of timed launches, while a minimum, a maximum or a precision makes it adapt to the kernel: give one or the other']);
+    expect(messages({ iterations: 0 })).toEqual(['iterations must be an integer from 1 to 1000 (is 0)']);
+  });
+
+  it('reach the tuner through TunableKernel.tune, which refuses a bad one before any GPU work', async () => {
+    const kernel = await TunableKernel.create(SOURCE, { fileName: 'vector_add.cu' });
+    const backend = new FakeBackend({ model: { timeMs: () => HONEST_MS } });
+    await expect(kernel.tune(test, { block_size_x: [256] }, [], { backend, iterations: { precision: 0.5 } })).rejects.toThrow(/^iterations\.precision must be a fraction of the median from 0\.001/);
+    expect(backend.log).toEqual([]);
   });
 });

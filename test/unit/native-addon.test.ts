@@ -301,6 +301,8 @@ describe('argument checks (before any CUDA call)', () => {
       'benchmark: expected options.resets[0].count to be an integer of at least 1, received 0');
     await invalid(() => resets([{ kind: 'fill', ptr: 2n, elementBytes: 4, pattern: 0n, count: 1 }]), /^benchmark: options.resets\[0\].ptr 0x2 is not aligned to 4 bytes/);
     await invalid(() => resets([{ kind: 'copy', dst: 16n, src: 8n, bytes: 16 }]), 'benchmark: options.resets[0]: the source and destination ranges overlap', 'RangeError');
+    await invalid(() => addon.benchmark(launch, { warmup: 0, iterations: 1, flushPtr: 0n, flushBytes: 0, idleBeforeEach: 1 as never }),
+      'benchmark: expected options.idleBeforeEach to be a boolean, received 1');
     await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: 0, iterations: 1001 }),
       'memCopyBenchmark: expected options.iterations to be an integer from 1 to 1000, received 1001');
     await invalid(() => addon.memCopyBenchmark(1n, 2n, 16, { warmup: -1, iterations: 1 }),

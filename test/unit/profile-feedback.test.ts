@@ -9,7 +9,7 @@ import { measuredBlock, withoutMeasurements, type Measured } from '../../src/eng
 import { parseNcuCsv, profileNumbers, summarizeProfile } from '../../src/gpu/ncu/report';
 import type { KernelProfile } from '../../src/gpu/ncu/profile';
 import { configProfile, profileSourceText, type DriverMetrics } from '../../src/tuner/run/profile';
-import { mixSeed, profileArgs } from '../../src/tuner/run/test-data';
+import { launchInputs, mixSeed } from '../../src/tuner/run/test-data';
 import { H100_LIMITS, ncuProfileOf } from '../support/engine-harness';
 import { FAKE_DEVICE, FAKE_NCU_MISSING } from '../support/fake-backend';
 
@@ -65,16 +65,19 @@ describe('a configuration\'s profile', () => {
   });
 });
 
-describe('the inputs of a profiled launch', () => {
-  it('draws a spec\'s buffers from the same distributions with the first input set\'s seeds, fills its fills, and zeroes pure outputs', () => {
-    const args = profileArgs({
+describe('the inputs of a launch in a process of its own', () => {
+  it('draws a spec\'s buffers and constant memory from the same distributions with the first input set\'s seeds, fills its fills, and zeroes pure outputs', () => {
+    const { args, constants } = launchInputs({
       kind: 'spec',
       test: {
         seed: 7,
         problemSize: ['n'],
         scalars: { n: 1000 },
         totalBytes: 0,
-        constants: [],
+        constants: [
+          { symbol: 'c_a', dtype: 'float32', length: 1000, source: { kind: 'argument', name: 'a' } },
+          { symbol: 'c_w', dtype: 'float32', length: 9, source: { kind: 'own', init: { kind: 'random', distribution: { kind: 'uniform', min: 0, max: 1 } } } },
+        ],
         arguments: [
           { kind: 'buffer', name: 'c', dtype: 'float32', length: 1000, output: true },
           { kind: 'buffer', name: 'a', dtype: 'float32', length: 1000, output: false, init: { kind: 'random', distribution: { kind: 'normal', mean: 1, std: 2 } } },
@@ -83,7 +86,7 @@ describe('the inputs of a profiled launch', () => {
           { kind: 'scalar', name: 'n', dtype: 'int32', value: 1000 },
         ],
       },
-    });
+    }, 'zeroed');
     expect(args).toEqual([
       { dtype: 'float32', length: 1000 },
       { dtype: 'float32', length: 1000, random: { distribution: 'normal', mean: 1, std: 2, seed: mixSeed(7, 1) } },
@@ -91,18 +94,29 @@ describe('the inputs of a profiled launch', () => {
       { dtype: 'float64', length: 10, fill: 0.5 },
       { kind: 'scalar', dtype: 'int32', value: 1000 },
     ]);
+    // The argument's constant is the argument's data; the spec's own draws as the GPU backend draws it: its seed comes
+    // after the arguments', counted over the constants in order.
+    expect(constants).toEqual([
+      { symbol: 'c_a', data: args[1] },
+      { symbol: 'c_w', data: { dtype: 'float32', length: 9, random: { distribution: 'uniform', min: 0, max: 1, seed: mixSeed(7, 6) } } },
+    ]);
+  });
+
+  it('leaves pure outputs unwritten for compute-sanitizer\'s initcheck', () => {
+    const { args } = launchInputs({ kind: 'spec', test: { seed: 1, problemSize: ['n'], scalars: {}, totalBytes: 0, constants: [], arguments: [{ kind: 'buffer', name: 'c', dtype: 'float32', length: 8, output: true }] } }, 'uninitialized');
+    expect(args).toEqual([{ dtype: 'float32', length: 8, uninitialized: true }]);
   });
 
   it('takes a host test\'s arrays as they are, but not a pure output\'s', () => {
     const x = new Float32Array([1, 2, 3]);
-    const args = profileArgs({
+    const { args } = launchInputs({
       kind: 'host',
       arguments: [
         { kind: 'buffer', name: 'x', dtype: 'float32', data: x, output: false },
         { kind: 'buffer', name: 'y', dtype: 'float32', data: new Float32Array(3), output: true },
         { kind: 'scalar', name: 'n', dtype: 'int64', value: 3n },
       ],
-    });
+    }, 'zeroed');
     expect(args).toEqual([{ dtype: 'float32', data: x }, { dtype: 'float32', length: 3 }, { kind: 'scalar', dtype: 'int64', value: 3n }]);
   });
 });

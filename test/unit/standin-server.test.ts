@@ -285,14 +285,14 @@ describe('the model stand-in', () => {
   });
 
   it('waits its drawn latency for each answer, serving requests side by side', async () => {
-    const server = await standin({ seed: 16, latency: { minS: 0.05, maxS: 0.6 } });
+    const server = await standin({ seed: 6, latency: { minS: 0.05, maxS: 0.6 } });
     const prompts = [describePrompt(await shown('original'), 'matmul_naive'), await mutateOf('original'), await mutateOf('step1_shared_tiles'), await crossoverOf('step1_shared_tiles', 'tiled_square')];
     const finished: number[] = [];
     await Promise.all(prompts.map((prompt, i) => ask(server, prompt).then(() => finished.push(i))));
     const asked = ['describe:', 'mutate:original', 'mutate:step1_shared_tiles', 'crossover:step1_shared_tiles,tiled_square'];
     const latencies = asked.map((key) => server.log.find((e) => `${e.kind}:${e.shown.join(',')}` === key)!.latencyMs);
-    // Seed 16 draws these (in [50, 600] ms), each at least 100 ms from the next ...
-    expect(latencies).toEqual([569, 291, 182, 401]);
+    // Seed 6 draws these (in [50, 600] ms), each at least 100 ms from the next ...
+    expect(latencies).toEqual([480, 170, 67, 346]);
     // ... and the answers came in their order, not in the order the requests were sent: each waited its own.
     expect(finished).toEqual([2, 1, 3, 0]);
   });
@@ -390,6 +390,39 @@ describe('an autonomous session against the model stand-in (latency 0, fake GPU)
     expect(rewrites.map((e) => e.child)).toContain(final.id);
     expect(final.label).toBe('good');
     expect(run.of('llm.exchange').length).toBe(server.log.length);
+  });
+
+  it('carries an evolutionary session: mutations, crossovers and judges each answered with children of the variants shown', async () => {
+    const server = await standin({ seed: 5, thinkRate: 0.25 });
+    const backend = new FakeBackend({
+      compilers: ['nvrtc'],
+      nvrtcRejects: new RegExp(rejects.join('|'), 'm'),
+      limits: H100_LIMITS,
+      model: {
+        timeMs: (v) => poolTimeMs.get(variantOf(v).id)!,
+        correct: (v) => (['wrong', 'racy'].includes(variantOf(v).label) ? `${variantOf(v).id} computes something else` : true),
+      },
+    });
+    const settings: SessionSettings = { ...SETTINGS, strategy: { kind: 'evolutionary', seed: 5, window: 4 }, budget: { modelCalls: 40 } };
+    const { options } = transformerOptionsFrom(settings, { llm: modelOf(server), backend, checkpointer: new MemorySaver(), threadId: 'standin-evolution' });
+    const run = await collect(new LLMKernelTransformer(ORIGINAL, options));
+    expect(run.end).toEqual({ status: 'finished' });
+    expect(server.log.filter((e) => e.status !== 200)).toEqual([]);
+    const kinds = new Set(server.log.map((e) => e.kind));
+    for (const kind of ['mutate', 'crossover', 'judge'] as const) expect(kinds).toContain(kind);
+    // The restrictions come with the code: one request per rewrite.
+    expect(kinds).not.toContain('restrictions');
+    // A first answer is a recorded child of the variant (a crossover: of one of the two) the request showed.
+    for (const e of server.log.filter((x) => (x.kind === 'mutate' || x.kind === 'crossover') && x.attempt === 1)) {
+      expect(pool.byId.get(e.child!)!.parents.some((p) => e.shown.includes(p))).toBe(true);
+    }
+    // Wrong, racy and uncompilable children stay out of the population; the session ends on the fastest good one.
+    const entered = run.of('population.variant').map((v) => matchVariant(pool, v.variant.code));
+    expect(entered.filter((v) => ['wrong', 'racy', 'no-compile'].includes(v.label))).toEqual([]);
+    const final = matchVariant(pool, run.of('session.finished')[0]!.tunableCode);
+    expect(final.label).toBe('good');
+    expect(Math.min(...entered.map((v) => poolTimeMs.get(v.id)!))).toBe(poolTimeMs.get(final.id));
+    expect(run.of('population.stopped')[0]!.reason).toMatchObject({ kind: 'budget', budget: 'model_calls' });
   });
 });
 

@@ -9,6 +9,7 @@ import { CompileError, LaunchError } from '../../src/gpu/errors';
 import { findNvcc } from '../../src/gpu/toolkit';
 import { KernelTest, TunableKernel } from '../../src/tuner/tunable-kernel';
 import { FakeBackend } from '../support/fake-backend';
+import type { TimedLaunches } from '../../src/tuner/run/backend';
 
 const test = KernelTest.fromSpec({
   problemSize: 'n',
@@ -78,11 +79,11 @@ describe.skipIf(!findNvcc())('compile defects as the tuner reports them (real nv
 describe('a block the kernel cannot launch', () => {
   /** TEST DOUBLE: a fake GPU whose kernel uses so many registers that blocks over 256 threads do not launch, as the driver says. */
   class RegisterHungryBackend extends FakeBackend {
-    override async launch(...args: Parameters<FakeBackend['launch']>): Promise<void> {
+    override async check(...args: Parameters<FakeBackend['check']>): ReturnType<FakeBackend['check']> {
       this.refuseLarge(args[1]);
-      return super.launch(...args);
+      return super.check(...args);
     }
-    override async timedLaunches(...args: Parameters<FakeBackend['timedLaunches']>): Promise<number[]> {
+    override async timedLaunches(...args: Parameters<FakeBackend['timedLaunches']>): Promise<TimedLaunches> {
       this.refuseLarge(args[1]);
       return super.timedLaunches(...args);
     }

@@ -232,7 +232,7 @@ describe('tune --simulate with an objective, end to end', () => {
     const text = cli('--objective', 'energy');
     expect(text.status).toBe(0);
     const [header, , first] = text.stdout.split('\n');
-    expect(header).toMatch(/status +median ms +min ms +max ms +regs +occupancy +energy mJ +power W$/);
+    expect(header).toMatch(/status +median ms +min ms +max ms +launches +median ± +regs +occupancy +energy mJ +power W$/);
     expect(first).toMatch(new RegExp(`^ *${energy.best.key.split(',').join(' +')} +ok `));
     expect(text.stdout).toMatch(new RegExp(`best: .* ms, energy ${Number(energy.best.energy.nvml_energy.toPrecision(4))} J \\(the objective, lowest\\)`));
     expect(text.stderr.trimEnd().split('\n').at(-1)).toMatch(/; best \d\.\d+ J \(\d\.\d+ ms\)$/);
@@ -398,7 +398,7 @@ describe('tune --energy through the GPU backend and its worker (the native addon
       expect(r.driver).toMatchObject({ num_regs: 32, local_mem_bytes: 0, occupancy_source: 'driver', occupancy: expect.any(Number) });
     }
     const text = tune(fakeGpu, '--energy');
-    expect(text.stdout.split('\n')[0]).toMatch(/^block_size_x +status +median ms +min ms +max ms +regs +occupancy +energy mJ +power W$/);
+    expect(text.stdout.split('\n')[0]).toMatch(/^block_size_x +status +median ms +min ms +max ms +launches +median ± +regs +occupancy +energy mJ +power W$/);
   });
 
   it('says why there is no energy where NVML is missing, and refuses an energy objective with that reason', () => {

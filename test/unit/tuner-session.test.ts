@@ -51,7 +51,7 @@ const timeMs = (fastest: string) => (v: FakeVariant) => (v.defines.block_size_x 
 
 async function run(options: Partial<TunerSessionOptions> & { backend: FakeBackend }): Promise<{ events: TuningEvent[]; of: <T extends TuningEvent['type']>(t: T) => EventOf<T>[] }> {
   const events: TuningEvent[] = [];
-  for await (const e of tunerSession({ threadId: 't1', code: KERNEL, filePath: join(dir, 'saxpy.cu'), specPath: join(dir, 'saxpy.tune.yaml'), ...options })) events.push(e);
+  for await (const e of tunerSession({ threadId: 't1', code: KERNEL, filePath: join(dir, 'saxpy.cu'), specPath: join(dir, 'saxpy.tune.yaml'), sanitize: false, ...options })) events.push(e);
   return { events, of: (t) => events.filter((e): e is EventOf<typeof t> => e.type === t) };
 }
 
@@ -114,6 +114,22 @@ describe('a session of the tuner alone', () => {
     expect(of('configs.evaluated')).toHaveLength(2);
     expect(of('baseline')[0]).toMatchObject({ timeMs: 1, params: { block_size_x: 256 } });
     expect(of('step.accepted')[0]).toMatchObject({ oldTimeMs: 1, newTimeMs: 0.6 });
+  });
+
+  it('runs the best configuration under compute-sanitizer where the setting asks: clean, it is proposed; a finding (a read past the end), it is not', async () => {
+    const clean = await run({ backend: new FakeBackend({ model: { timeMs: timeMs('512') }, sanitize: true }), sanitize: true });
+    expect(clean.of('sanitized')[0]).toMatchObject({ stepId: '1', candidate: 0, verdict: { status: 'clean', config: { block_size_x: 512 } } });
+    expect(clean.of('step.accepted')).toHaveLength(1);
+
+    const overreading = KERNEL.replace('    if (i < n) y[i] = a * x[i] + y[i];', '    if (i < n) y[i] = a * x[i] + y[i];  // fake-sanitizer: oob-read');
+    writeFileSync(join(dir, 'overreading.cu'), overreading);
+    const { events, of } = await run({ backend: new FakeBackend({ model: { timeMs: timeMs('512') }, sanitize: true }), sanitize: true, code: overreading, filePath: join(dir, 'overreading.cu') });
+    expect(of('sanitized')[0]!.verdict).toMatchObject({ status: 'hazards', findings: [{ tool: 'memcheck', kind: 'out_of_bounds', at: { file: join(dir, 'overreading.cu'), line: 8 } }] });
+    expect(of('step.rejected')[0]!.reason).toMatchObject({ kind: 'hazard', attempts: 1, findings: [expect.stringMatching(/^memcheck: Invalid __global__ read of size 4 bytes at overreading\.cu:8 \(`if \(i < n\)/)] });
+    expect(of('step.accepted')).toEqual([]);
+    // Nothing is proposed: the file stays as it is.
+    expect(of('session.finished')[0]).toMatchObject({ finalCode: overreading, bestParams: { block_size_x: 256 }, launchSites: [] });
+    expect(events.at(-1)!.type).toBe('session.finished');
   });
 
   it('fails with what is wrong in the spec, and stops when cancelled', async () => {

@@ -4,13 +4,14 @@
  * The chart and the CUDA highlighting are the panel's, so the report and the panel look and read alike. Tables sort by
  * any column, in place.
  */
-import type { ReportConfig, ReportData, ReportModelCall, ReportPopulation, ReportProfile, ReportStep } from '../../src/report/model';
+import type { ReportConfig, ReportData, ReportModelCall, ReportPopulation, ReportProfile, ReportSanitizer, ReportStep } from '../../src/report/model';
 import { modelCallsTable } from '../model-calls';
 import { mountPerformanceChart } from '../chart';
 import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
 import { highlightHunk } from '../highlight-dom';
 import { sortConfigs, type SortState } from '../sort';
+import { formatMedianInterval } from '../../src/tuner/types';
 import { energyNote, metricColumns } from '../config-metrics';
 import { formatMeasured, objectiveValue } from '../../src/tuner/types';
 
@@ -148,6 +149,11 @@ function configColumns(step: ReportStep, data: ReportData): Column[] {
     ...names.map((n): Column => ({ label: n, sort: `param:${n}`, numeric: true, cell: (c) => (c.config[n] === undefined ? '' : String(c.config[n])) })),
     { label: 'median time', sort: 'time', numeric: true, cell: (c) => (c.timeMs === undefined ? '' : formatTime(c.timeMs)) },
   ];
+  // How many launches each was timed with and how well its median is known (recordings from before have neither).
+  if (step.configs.some((c) => c.launches !== undefined)) {
+    columns.push({ label: 'launches', sort: 'time', numeric: true, cell: (c) => (c.launches === undefined ? '' : String(c.launches)) });
+    columns.push({ label: 'median ±', sort: 'time', numeric: true, cell: (c) => (c.medianIntervalMs && c.timeMs !== undefined ? formatMedianInterval(c.timeMs, c.medianIntervalMs) : '') });
+  }
   if (data.work) {
     columns.push({ label: 'GB/s', sort: 'time', inverse: true, numeric: true, cell: (c) => num(c.GBps) });
     if (data.limits) columns.push({ label: '% of bandwidth', sort: 'time', inverse: true, numeric: true, cell: (c) => (c.bandwidthPct === undefined ? '' : h('span', {}, bar(c.bandwidthPct, maxPct), pct(c.bandwidthPct))) });
@@ -200,6 +206,16 @@ function profile(title: string, p: ReportProfile, id?: string): HTMLElement {
   return h('div', { class: 'profile', id }, h('h3', {}, `${title} at `, h('code', {}, formatParams(p.config))), h('p', { class: 'muted' }, p.source), h('ul', {}, ...p.summary.map((l) => h('li', {}, l))));
 }
 
+function sanitizer(s: ReportSanitizer): HTMLElement {
+  return h(
+    'div',
+    { class: `sanitizer sanitizer-${s.status}` },
+    h('h3', {}, 'compute-sanitizer at ', h('code', {}, formatParams(s.config))),
+    h('p', { class: s.status === 'clean' ? 'muted' : 'sanitizer-verdict' }, s.summary),
+    s.findings.length > 0 && h('ul', { class: 'mono' }, ...s.findings.map((l) => h('li', {}, l))),
+  );
+}
+
 function steps(data: ReportData): HTMLElement {
   const section = h('section', { id: 'steps' }, h('h2', {}, data.kind === 'tune' ? 'Configurations' : 'Steps'));
   if (data.baselineProfile) section.append(profile('Profile of the original kernel', data.baselineProfile, 'baseline-profile'));
@@ -220,6 +236,7 @@ function steps(data: ReportData): HTMLElement {
     const noEnergy = energyNote(step.configs);
     if (noEnergy) body.push(h('p', { class: 'muted energy-note' }, noEnergy));
     if (step.profile) body.push(profile('Profile of the best configuration', step.profile));
+    if (step.sanitizer) body.push(sanitizer(step.sanitizer));
     const label = data.kind === 'tune' ? step.title : `${i + 1}. ${step.title}`;
     const details = h('details', { class: 'step', id: `step-${i + 1}` }, h('summary', {}, `${label} `, h('span', { class: `status status-${step.status}` }, step.status)), ...body);
     details.open = step.status === 'accepted' || step.status === 'search' || data.steps.length === 1;

@@ -20,12 +20,14 @@ import {
   InvalidTest,
   LlmError,
   NoCodeError,
+  SanitizerHazardError,
   SignatureChangedError,
   StructuredOutputError,
   TestSizeError,
   TimeoutError,
   TruncatedAnswerError,
 } from '../errors';
+import { findingLines } from '../../tuner/run/sanitizer';
 import { emit } from '../progress/events';
 import { failedCall } from '../llm/errors';
 import { createRetryWrapper, RetryPolicy, type ErrorClass, type RetryHandler } from '../llm/retry';
@@ -98,6 +100,13 @@ export function correctionFor(error: Error): string {
       'Find the bug (indexing, bounds checks, missing __syncthreads, elements the launch grid does not cover) and answer with the complete corrected kernel.',
     ].join('\n');
   }
+  if (error instanceof SanitizerHazardError) {
+    return [
+      `The kernel passed the tests, but compute-sanitizer found hazards in it at configuration ${JSON.stringify(error.verdict.config)}: its results are right on this GPU today by luck of scheduling or of what memory holds.`,
+      bullets(findingLines(error.verdict.findings)),
+      'Shared memory written by one thread and read by another needs a barrier between the two: __syncthreads() across the block, __syncwarp() within a warp (the lanes of a warp are not in lockstep). Every thread of the block must reach each __syncthreads(), so none may sit in a branch only some threads take. Every index must stay inside its buffer, the last, partial block included, and nothing may be read before it is written. Answer with the complete corrected kernel.',
+    ].join('\n');
+  }
   if (error instanceof TimeoutError || error instanceof KernelTimeoutError) {
     return `The kernel did not finish in time: ${error.message}\nLook for loops that never end and __syncthreads() that not every thread of the block reaches, and answer with the complete corrected kernel.`;
   }
@@ -136,6 +145,7 @@ export const CORRECTABLE_ERRORS: readonly ErrorClass[] = [
   ParseError,
   CompileError,
   FailedTestsError,
+  SanitizerHazardError,
   TimeoutError,
   KernelTimeoutError,
   KernelFaultError,

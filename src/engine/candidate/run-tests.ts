@@ -7,7 +7,7 @@
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { CompileError, KernelFaultError, KernelTimeoutError, LaunchError } from '../../gpu/errors';
 import { SearchSpaceError } from '../../tuner/space/search-space';
-import { FailedTestsError, KernelTest, TunableKernel, type TuneOptions } from '../../tuner/tunable-kernel';
+import { FailedTestsError, KernelTest, TunableKernel, type RunOptions, type TuneOptions } from '../../tuner/tunable-kernel';
 import type { ConfigProfile } from '../../tuner/run/profile';
 import { objectiveValue, outcomeOf, searchSummaryOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { countConfigurations, type TuneParamLists } from './code';
@@ -155,6 +155,19 @@ async function runOriginal(state: TuningStateValue, test: KernelTest, config: La
   throw failure;
 }
 
+/** How a candidate runs: the session's compiler options and limits, the original kernel as the oracle, the candidate's geometry. */
+export function candidateRunOptions(candidate: CandidateKernel, state: TuningStateValue, ctx: EngineContext, config: LangGraphRunnableConfig, backends: readonly TuningBackend[] = ctx.backends): RunOptions {
+  return {
+    ...commonOptions(ctx, config, backends),
+    // The original kernel launches with the default geometry, whatever grid divisors the candidate declares.
+    oracle: { code: state.originalCode, ...(state.filePath && { filePath: state.filePath }), config: state.baselineParams, kernelName: state.kernelName, launch: sharedMemOf(state.analysis?.sharedMemBytes) },
+    ...sharedMemOf(candidate.sharedMemBytes),
+    ...(candidate.gridDivisors.x !== undefined && { gridDivX: candidate.gridDivisors.x }),
+    ...(candidate.gridDivisors.y !== undefined && { gridDivY: candidate.gridDivisors.y }),
+    ...(candidate.gridDivisors.z !== undefined && { gridDivZ: candidate.gridDivisors.z }),
+  };
+}
+
 /**
  * Tunes a candidate on the first test and checks its best configuration on the others, on the GPUs of `share`: every
  * GPU of the session (default), or one of them, so that several candidates are tuned side by side.
@@ -184,15 +197,7 @@ async function tuneCandidate(
   backends: readonly TuningBackend[],
 ): Promise<CandidateRun> {
   const ctx = engineContext(config);
-  const options: TuneOptions = {
-    ...commonOptions(ctx, config, backends),
-    // The original kernel launches with the default geometry, whatever grid divisors the candidate declares.
-    oracle: { code: state.originalCode, ...(state.filePath && { filePath: state.filePath }), config: state.baselineParams, kernelName: state.kernelName, launch: sharedMemOf(state.analysis?.sharedMemBytes) },
-    ...sharedMemOf(candidate.sharedMemBytes),
-    ...(candidate.gridDivisors.x !== undefined && { gridDivX: candidate.gridDivisors.x }),
-    ...(candidate.gridDivisors.y !== undefined && { gridDivY: candidate.gridDivisors.y }),
-    ...(candidate.gridDivisors.z !== undefined && { gridDivZ: candidate.gridDivisors.z }),
-  };
+  const options: TuneOptions = candidateRunOptions(candidate, state, ctx, config, backends);
   let done = 0;
   let failures = 0;
   const result = await kernel.tune(first, candidate.tuneParams, candidate.restrictions, {

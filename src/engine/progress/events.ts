@@ -11,6 +11,7 @@ import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { ConfigProfile } from '../../tuner/run/profile';
 import { profileSourceText } from '../../tuner/run/profile';
 import { describeVerification } from '../../tuner/run/measurement';
+import { describeVerdict, type SanitizerVerdict } from '../../tuner/run/sanitizer';
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
 import { describeSearch, type Config, type ConfigResult, type ConfigStatus, type Dim3, type DriverMetrics, type EnergyReadings, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
@@ -43,6 +44,9 @@ export interface ConfigSummary {
   error?: string;
   /** Which launches had their outputs verified: "input sets 1–2, timed launches 7, 19, 28 and the last of 32". */
   verified?: string;
+  /** How many launches were timed, and the 95 % interval of their median (ms; from 6 launches on). */
+  launches?: number;
+  medianIntervalMs?: [number, number];
   driver?: DriverMetrics;
   energy?: EnergyReadings;
   /** Why there is no energy where it was asked for. */
@@ -66,6 +70,8 @@ export type RejectionReason =
   | { kind: 'wrong_result'; summary: string }
   | { kind: 'insufficient_gain'; oldTimeMs: number; newTimeMs: number; improvementPct: number; thresholdPct: number; objective?: ObjectiveChange }
   | { kind: 'compile_error'; message: string; log: string; attempts: number }
+  /** compute-sanitizer found hazards in the last attempt's best configuration: its first findings, one line each. */
+  | { kind: 'hazard'; findings: string[]; attempts: number }
   | { kind: 'failed'; error: string; message: string; attempts: number };
 
 export interface LaunchGeometryView {
@@ -216,6 +222,11 @@ export type TuningEventBody =
    * step's candidate's. Nsight Compute's lines, or the driver's metrics with why there is no Nsight Compute profile.
    */
   | { type: 'profile'; stepId?: string; candidate?: number; profile: ConfigProfile }
+  /**
+   * compute-sanitizer's verdict on the best configuration of a candidate that would be accepted (a step's), or of the
+   * search of the tuner alone: clean, hazards (the candidate is rejected and the model told), or why it did not check.
+   */
+  | { type: 'sanitized'; stepId: string; candidate: number; verdict: SanitizerVerdict }
   | { type: 'plan'; reason: 'initial' | 'validated' | 'broken_down' | 'approved' | 'replanned'; steps: PlanStepView[] }
   | { type: 'plan.awaiting_approval'; steps: PlanStepView[] }
   | { type: 'step.started'; stepId: string; title: string }
@@ -266,6 +277,8 @@ export type TuningEventBody =
       rejected: number;
       usage: { calls: number; inputTokens: number; outputTokens: number; costUsd: number | null };
       wallS: number;
+      /** GPU-seconds the children's evaluations held the GPUs (beside the model's wall time: how well they overlapped). */
+      gpuS: number;
     }
   /** An answer's tokens, and its cost (USD) where the session was given the model's prices. */
   | { type: 'llm.usage'; purpose: string; model: string; promptTokens: number; completionTokens: number; costUsd?: number }
@@ -323,6 +336,8 @@ export function summarizeConfig(result: ConfigResult): ConfigSummary {
     ...(result.timeMs !== undefined && { timeMs: result.timeMs }),
     ...(error !== undefined && { error }),
     ...(result.verified && { verified: describeVerification(result.verified) }),
+    ...(result.stats && { launches: result.stats.samplesMs.length }),
+    ...(result.stats?.medianIntervalMs && { medianIntervalMs: result.stats.medianIntervalMs }),
     ...(result.driver && { driver: result.driver }),
     ...(result.energy && { energy: result.energy }),
     ...(result.energyUnavailable !== undefined && { energyUnavailable: result.energyUnavailable }),
@@ -343,6 +358,8 @@ export function describeRejection(reason: RejectionReason): string {
       return `${describeChange(reason)} is ${pct(reason.improvementPct)}, below the threshold of ${pct(reason.thresholdPct)}`;
     case 'compile_error':
       return `did not compile after ${reason.attempts} attempt(s): ${reason.message.split('\n', 1)[0]}`;
+    case 'hazard':
+      return `compute-sanitizer found hazards after ${reason.attempts} attempt(s): ${reason.findings[0] ?? 'no finding named'}`;
     case 'failed':
       return `failed after ${reason.attempts} attempt(s) (${reason.error}): ${reason.message.split('\n', 1)[0]}`;
   }
@@ -371,6 +388,11 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`baseline: ${ms(event.timeMs)} with ${JSON.stringify(event.params)}`);
     case 'profile':
       return info(`profile of ${event.stepId === undefined ? 'the original kernel' : `step ${event.stepId}`} with ${JSON.stringify(event.profile.config)} (${profileSourceText(event.profile)}): ${event.profile.summary.join('; ')}`);
+    case 'sanitized': {
+      const text = `step ${event.stepId} candidate ${event.candidate} with ${JSON.stringify(event.verdict.config)}: ${describeVerdict(event.verdict)}`;
+      // Not checked (no tool, out of time) is worth a warning; hazards are told by the retry or the rejection that follows.
+      return event.verdict.status === 'unavailable' || event.verdict.status === 'timed_out' ? { level: 'warning', text } : info(text);
+    }
     case 'plan':
       return info(`plan (${event.reason}): ${event.steps.map((s, i) => `${i + 1}. ${s.title} [${s.status}]`).join(' ')}`);
     case 'plan.awaiting_approval':
@@ -405,7 +427,7 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
       return info(`child ${event.child} (${event.operator} of ${event.parents.join(' and ')}) rejected: ${describeRejection(event.reason)}`);
     case 'population.stopped': {
       const cost = event.usage.costUsd === null ? '' : `, $${event.usage.costUsd.toFixed(4)}`;
-      return info(`evolution stopped: ${event.reason.message}; ${event.variants} variants, ${event.rejected} children rejected, ${event.usage.calls} model calls, ${event.usage.inputTokens + event.usage.outputTokens} tokens${cost}, ${Math.round(event.wallS)} s`);
+      return info(`evolution stopped: ${event.reason.message}; ${event.variants} variants, ${event.rejected} children rejected, ${event.usage.calls} model calls, ${event.usage.inputTokens + event.usage.outputTokens} tokens${cost}, ${Math.round(event.wallS)} s (GPUs busy ${Math.round(event.gpuS)} s)`);
     }
     case 'llm.usage':
       return debug(`${event.purpose}: ${event.model} used ${event.promptTokens} prompt + ${event.completionTokens} completion tokens${event.costUsd === undefined ? '' : ` ($${event.costUsd.toFixed(4)})`}`);

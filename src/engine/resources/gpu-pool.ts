@@ -14,6 +14,7 @@ interface Waiter<B> {
 export class GpuPool<B> {
   private readonly free: B[];
   private readonly waiting: Waiter<B>[] = [];
+  private busyMs = 0;
 
   constructor(readonly backends: readonly B[]) {
     if (backends.length === 0) throw new RangeError('a GPU pool needs at least one backend');
@@ -23,12 +24,19 @@ export class GpuPool<B> {
   /** Runs `work` with the GPUs of the share, released when it settles (whether it succeeds or not). */
   async run<T>(share: GpuShare, work: (backends: readonly B[]) => Promise<T>): Promise<T> {
     const leased = await this.acquire(share);
+    const start = performance.now();
     try {
       return await work(leased);
     } finally {
+      this.busyMs += (performance.now() - start) * leased.length;
       this.free.push(...leased);
       this.dispatch();
     }
+  }
+
+  /** GPU-seconds leased so far (a lease of every GPU counts each): the time the session's GPUs had work. */
+  get busyS(): number {
+    return this.busyMs / 1000;
   }
 
   /** GPUs not leased right now. */

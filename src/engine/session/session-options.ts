@@ -80,6 +80,7 @@ export function transformerOptionsFrom(settings: SessionSettings, parts: Session
       ...(settings.objective && { objective: settings.objective.name, objectiveHigherIsBetter: settings.objective.higherIsBetter }),
       ...(settings.metrics && { metrics: settings.metrics }),
       ...(settings.energy !== undefined && { energy: settings.energy }),
+      ...(settings.sanitize !== undefined && { sanitize: settings.sanitize }),
       approvePlan: settings.approvePlan,
       ...(settings.llmConcurrency !== undefined && { llmConcurrency: settings.llmConcurrency }),
       ...(settings.budget && { budget: settings.budget }),

@@ -53,7 +53,10 @@ export const SessionSettingsSchema = z.object({
   metrics: z.record(z.string().min(1), z.string().min(1)).optional(),
   /** Energy and power measured with NVML (read only) in every tuning run. */
   energy: z.boolean().optional(),
-  iterations: z.number().int().min(1),
+  /** Candidates that would be accepted run under compute-sanitizer first (LLMKernelTransformerOptions.sanitize); absent: on. */
+  sanitize: z.boolean().optional(),
+  /** Timed launches per configuration: a fixed count, or an adaptive series (launch-count.ts). */
+  iterations: z.union([z.number().int().min(1), z.object({ min: z.number().int().min(1), max: z.number().int().min(1), precision: z.number().positive() })]),
   timePerTestS: z.number().positive(),
   launchTimeoutS: z.number().positive().optional(),
   structuredOutputType: z.enum(STRUCTURED_OUTPUT_TYPES),

@@ -9,6 +9,7 @@ import type { ConfigSummary, EventOf, LaunchGeometryView, ObjectiveChange, PlanS
 import type { HistoryEntry, HistoryStep } from '../store/history-store';
 import { editStepId, editStepTitle, lastRunOf, type StoredSessionHeader } from './session-log';
 import type { ConfigProfile } from '../../tuner/run/profile';
+import type { SanitizerVerdict } from '../../tuner/run/sanitizer';
 import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
@@ -32,6 +33,8 @@ export interface CandidateView {
   bestTimeMs: number | null;
   /** Its best configuration's profile, once its timings are done. */
   profile?: ConfigProfile;
+  /** compute-sanitizer's verdict on its best configuration, where it would have been accepted. */
+  sanitizer?: SanitizerVerdict;
   /** How its search went (the strategy, why it ran, why it stopped), once it ended. */
   search?: SearchSummary;
 }
@@ -213,6 +216,8 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
       if (stepId === undefined) return { ...stamped, baselineProfile: profile };
       return withStep(stamped, stepId, (s) => withCandidate(s, event.candidate ?? 0, (c) => ({ ...(c ?? emptyCandidate(event.candidate ?? 0)), profile })));
     }
+    case 'sanitized':
+      return withStep(stamped, event.stepId, (s) => withCandidate(s, event.candidate, (c) => ({ ...(c ?? emptyCandidate(event.candidate)), sanitizer: event.verdict })));
     case 'plan':
       return { ...applyPlan(stamped, event.steps), planAwaitingApproval: false, status: stamped.status === 'awaiting_approval' ? 'running' : stamped.status };
     case 'plan.awaiting_approval':
@@ -386,6 +391,8 @@ export function describeReason(reason: RejectionReason): string {
       return `too little gain: ${describeChange(reason).replaceAll(' -> ', ' → ')} is ${reason.improvementPct.toFixed(1)}%, below the ${reason.thresholdPct}% threshold`;
     case 'compile_error':
       return `did not compile after ${reason.attempts} attempt(s): ${firstLine(reason.message)}`;
+    case 'hazard':
+      return `hazards found by compute-sanitizer after ${reason.attempts} attempt(s): ${reason.findings[0] ?? 'no finding named'}`;
     case 'failed':
       return `failed after ${reason.attempts} attempt(s): ${firstLine(reason.message)}`;
   }

@@ -17,6 +17,7 @@ import { backendsOf } from '../../tuner/run/gpu-backend';
 import { checkOneModel, type GpuSelection } from '../../tuner/run/gpu-selection';
 import { TunableKernel, type KernelTest } from '../../tuner/tunable-kernel';
 import { ResultMetrics } from '../../tuner/run/metrics';
+import { resolveLaunchCount, type AdaptiveLaunches, type LaunchCount } from '../../tuner/run/launch-count';
 import type { Config, Objective } from '../../tuner/types';
 import { EngineContext, type GraphOptions } from '../context';
 import { ModelCalls, type Prices, type SessionBudget } from '../resources/model-calls';
@@ -76,8 +77,11 @@ export interface LLMKernelTransformerOptions {
   gpuArch?: string;
   /** Seconds per configuration; tuning time limits scale with the number of configurations. Default 15. */
   timePerTest?: number;
-  /** Timed launches per configuration (the median is compared). Default 32. */
-  iterations?: number;
+  /**
+   * Timed launches per configuration (the median is compared): a fixed count, or an adaptive series (`min`, `max`,
+   * `precision`, each defaulted). Default: adaptive, 7 to 32 launches until the median is known within ±1 %.
+   */
+  iterations?: number | Partial<AdaptiveLaunches>;
   /** Seconds one launch may take. Default: 100x the original kernel's measured time, at least 1 s. */
   launchTimeout?: number;
   stripThinkingOutput?: boolean;
@@ -108,6 +112,11 @@ export interface LLMKernelTransformerOptions {
   budget?: SessionBudget;
   /** The model's prices, USD per million input and output tokens: the cost of every call and of the session. */
   prices?: Prices;
+  /**
+   * Run the best configuration of every candidate that would be accepted once under compute-sanitizer (racecheck,
+   * memcheck, synccheck, initcheck) before it is; a hazard rejects the candidate and is told to the model. Default true.
+   */
+  sanitize?: boolean;
   /** Which events makeKernelTunable logs. Default 'info'. */
   verbosity?: Verbosity;
   /** Where makeKernelTunable's log lines go; default stderr. */
@@ -153,6 +162,8 @@ export class LLMKernelTransformer {
   readonly threadId: string;
   /** What the session optimises. */
   readonly objective: Objective;
+  /** Timed launches per configuration of every tuning run. */
+  private readonly launches: LaunchCount;
   private readonly llm: BaseChatModel;
   private readonly tests: KernelTest[];
   private readonly checkpointer: BaseCheckpointSaver;
@@ -164,9 +175,7 @@ export class LLMKernelTransformer {
   ) {
     const threshold = options.performanceThreshold ?? 1.0;
     if (!Number.isFinite(threshold) || threshold < 0) throw new RangeError(`performanceThreshold must be a number >= 0 (percent), got ${threshold}`);
-    if (options.iterations !== undefined && !(Number.isSafeInteger(options.iterations) && options.iterations > 0)) {
-      throw new RangeError(`iterations must be a positive integer, got ${options.iterations}`);
-    }
+    this.launches = resolveLaunchCount(options.iterations);
     if (options.launchTimeout !== undefined && !(Number.isFinite(options.launchTimeout) && options.launchTimeout > 0)) {
       throw new RangeError(`launchTimeout must be a positive number of seconds, got ${options.launchTimeout}`);
     }
@@ -228,10 +237,11 @@ export class LLMKernelTransformer {
         ...(o.metrics && { metrics: o.metrics }),
         energy: o.energy ?? false,
         approvePlan: o.approvePlan ?? false,
-        iterations: o.iterations ?? 32,
+        iterations: this.launches,
         llmConcurrency: o.llmConcurrency ?? 4,
         ...(o.budget && { budget: o.budget }),
         ...(o.prices && { prices: o.prices }),
+        sanitize: o.sanitize ?? true,
       });
       const graph = (this.graph ??= this.createGraph());
       const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };

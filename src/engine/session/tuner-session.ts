@@ -6,9 +6,9 @@
  * The step's baseline is the search's reference: the kernel at its reference configuration (the file's own values of
  * the parameters it #defines, else the first valid configuration, or the spec's referenceConfig), with the time the
  * search measured for it; a separate reference kernel (the spec's `reference:`) is the baseline itself, as in the
- * report of `tune`. The best configuration is accepted when it is faster, profiled after the timings, and proposed in
- * the file as an LLM session's final kernel is: its values in the file's `#define`s (or guarded ones), its launches
- * rewritten for it.
+ * report of `tune`. The best configuration is accepted when it is faster, profiled after the timings, run under
+ * compute-sanitizer where the session asks for it (hazards reject it: nothing is proposed), and proposed in the file as
+ * an LLM session's final kernel is: its values in the file's `#define`s (or guarded ones), its launches rewritten for it.
  */
 import { basename } from 'node:path';
 import { backendList, type TuningBackend } from '../../tuner/run/backend';
@@ -18,6 +18,7 @@ import type { TuneOptions } from '../../tuner/tunable-kernel';
 import { configKey, outcomeOf, type Config, type TuneResult } from '../../tuner/types';
 import { finalizeKernel } from '../candidate/finalize';
 import { PROFILE_TIMEOUT_MS, profileEvent } from '../candidate/run-tests';
+import { findingLines } from '../../tuner/run/sanitizer';
 import { improvementPct, PerformanceTracker } from '../candidate/tracker';
 import { makeEvent, summarizeConfig, type TuningEvent, type TuningEventBody } from '../progress/events';
 import { endedBy, eventsWhile, limitsEvent, type SessionEnd } from './session';
@@ -32,6 +33,8 @@ export interface TunerSessionOptions {
   specPath: string;
   /** One backend per GPU, all of one model. */
   backend: TuningBackend | readonly TuningBackend[];
+  /** Run the best configuration once under compute-sanitizer before it is proposed (kernelTuner.sanitize). */
+  sanitize: boolean;
   signal?: AbortSignal;
 }
 
@@ -87,6 +90,7 @@ async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonl
     kernel.tune(test, job.tuneParams, job.restrictions, {
       ...options,
       profile: { timeoutMs: PROFILE_TIMEOUT_MS },
+      ...(o.sanitize && { sanitize: {} }),
       onResult: (r, p) => {
         done++;
         if (outcomeOf(r.status) === 'failed') failures++;
@@ -102,11 +106,17 @@ async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonl
   }
   const profiled = profileEvent(result, { stepId: step.id, candidate: 0 });
   if (profiled) yield makeEvent(profiled);
+  if (result.sanitizer) yield makeEvent({ type: 'sanitized', stepId: step.id, candidate: 0, verdict: result.sanitizer });
 
   const baseline = await baselineOf(job, result, options);
   const improved = baseline !== undefined && best.timeMs < baseline.timeMs;
   const tracker = new PerformanceTracker(baseline?.timeMs);
   if (baseline) yield makeEvent({ type: 'baseline', timeMs: baseline.timeMs, params: baseline.params, testId: basename(o.specPath) });
+  if (result.sanitizer?.status === 'hazards') {
+    yield makeEvent({ type: 'step.rejected', stepId: step.id, reason: { kind: 'hazard', findings: findingLines(result.sanitizer.findings), attempts: 1 } });
+    yield* finished(job, o, baseline?.params ?? best.config, tracker, tuneParams, false);
+    return;
+  }
   // Without a baseline (a separate reference kernel whose time the search did not take) the best stands on its own.
   if (!baseline || improved) {
     const oldTimeMs = baseline?.timeMs ?? best.timeMs;

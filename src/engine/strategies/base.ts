@@ -2,8 +2,9 @@
  * The seed's BaseTuningStrategy: what every strategy shares. A strategy is a class whose `createGraph(llm)` returns a
  * graph over the session state (TuningState); it decides which steps to try, and uses these helpers to turn a model's
  * answer into a tested candidate: extract the code, keep the interface, merge the tunable parameters, ask for
- * restrictions, run the tests through the tuner, and accept the candidate only when it beats the best kernel by the
- * performance threshold (recording the step in the tracker).
+ * restrictions, run the tests through the tuner, run a candidate that would be accepted under compute-sanitizer, and
+ * accept the candidate only when it beats the best kernel by the performance threshold (recording the step in the
+ * tracker).
  */
 import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
@@ -17,8 +18,8 @@ import type { Config } from '../../tuner/types';
 import { checkInterface, countConfigurations, extractAnswerJson, extractKernelCode, mergeTuneParams, restrictionsStillValid, type TuneParamLists } from '../candidate/code';
 import { engineContext, type GraphOptions } from '../context';
 import { unifiedDiff } from '../candidate/diff';
-import { InvalidTuneParamsError, RetriesExhaustedError } from '../errors';
-import { emit, type RejectionReason } from '../progress/events';
+import { InvalidTuneParamsError, RetriesExhaustedError, SanitizerHazardError } from '../errors';
+import { emit, type ObjectiveChange, type RejectionReason } from '../progress/events';
 import { conversation, defaultRetryPolicy, withAnswer, withRetries, type Attempt } from '../candidate/feedback';
 import type { GridDivisors } from '../candidate/finalize';
 import { formatZodIssues } from '../llm/json';
@@ -27,6 +28,9 @@ import { kernelView, spliceAnswer, unitOf } from '../candidate/kernel-view';
 import { SYSTEM_PROMPT, type KernelView } from '../prompts';
 import type { RetryPolicy } from '../llm/retry';
 import { originalKernel, runCandidate, type CandidateKernel, type CandidateRun } from '../candidate/run-tests';
+import { sanitizeCandidate } from '../candidate/sanitize';
+import type { GpuShare } from '../resources/gpu-pool';
+import { findingLines, type SanitizerVerdict } from '../../tuner/run/sanitizer';
 import type { TuningStateUpdate, TuningStateValue } from '../state';
 import { PerformanceTracker, improvementPct, objectiveChange } from '../candidate/tracker';
 import { restrictionsPrompt } from './prompts';
@@ -67,6 +71,8 @@ const divisor = z.union([z.number().positive(), z.string().min(1), z.array(z.uni
 const StepAnswerJson = z.object({
   /** The idea the rewrite applied, in a line (the evolutionary strategy asks for it). */
   idea: z.string().optional(),
+  /** Its restrictions, where the request asked for them with the code (saves a request of their own). */
+  restrictions: z.array(z.string()).optional(),
   tunableParameters: z.record(z.string(), z.unknown()).default({}),
   gridDivisors: z.object({ x: divisor.optional(), y: divisor.optional(), z: divisor.optional() }).strict().default({}),
   /** Dynamic shared memory per block of a kernel with `extern __shared__`: bytes, or an expression over its parameters. */
@@ -123,14 +129,40 @@ export abstract class BaseTuningStrategy {
     });
   }
 
+  /**
+   * A candidate's restrictions: those its answer's json block lists (checked against its parameter names), else asked
+   * of the model when it has more than one configuration, else none.
+   */
+  async restrictionsFor(llm: BaseChatModel, answer: string, kernel: CandidateKernel, state: TuningStateValue, config: LangGraphRunnableConfig): Promise<string[]> {
+    const given = parseStepJson(answer).restrictions;
+    if (given) {
+      const restrictions = given.map((r) => r.trim()).filter((r) => r !== '');
+      compileRestrictions(restrictions, Object.keys(kernel.tuneParams));
+      return restrictions;
+    }
+    if (countConfigurations(kernel.tuneParams) <= 1) return [];
+    return this.askRestrictions(llm, await kernelView(state, kernel.code), kernel.tuneParams, state.restrictions, config);
+  }
+
   /** Tunes the candidate on the first test, checks the best configuration on the others (typed errors on failure). */
   runTests(candidate: CandidateKernel, state: TuningStateValue, config: LangGraphRunnableConfig, progress: { stepId: string; candidate: number }): Promise<CandidateRun> {
     return runCandidate(candidate, state, config, progress);
   }
 
   /**
+   * compute-sanitizer's verdict on a candidate's best configuration (candidate/sanitize.ts): clean, hazards with its
+   * first findings, unavailable with why, or timed out; announced as a `sanitized` event. A strategy of its own calls
+   * this before it accepts a candidate that tryCandidate did not produce, and treats hazards as tryCandidate does.
+   */
+  sanitize(candidate: CandidateKernel, bestParams: Config, state: TuningStateValue, config: LangGraphRunnableConfig, progress: { stepId: string; candidate: number }, share: GpuShare = 'all'): Promise<SanitizerVerdict> {
+    return sanitizeCandidate(candidate, bestParams, state, config, progress, share);
+  }
+
+  /**
    * Asks for a rewrite and tests it, feeding every correctable failure back (retry policy) until a candidate passes or
-   * the attempts are spent; the outcome says which, with the reason of the last failure.
+   * the attempts are spent; the outcome says which, with the reason of the last failure. A candidate that would be
+   * accepted (it clears the performance threshold) is run under compute-sanitizer first, where the session asks for it:
+   * hazards are a failure like a wrong result, told to the model with the findings.
    */
   async tryCandidate(llm: BaseChatModel, request: StepRequest, state: TuningStateValue, config: LangGraphRunnableConfig): Promise<CandidateOutcome> {
     const { stepId, candidate } = request;
@@ -142,9 +174,7 @@ export abstract class BaseTuningStrategy {
         const answer = await askText(llm, conversation(SYSTEM_PROMPT, request.prompt, feedback), config, purpose);
         try {
           const kernel = await this.candidateFrom(answer, request, state);
-          if (countConfigurations(kernel.tuneParams) > 1) {
-            kernel.restrictions = await this.askRestrictions(llm, await kernelView(state, kernel.code), kernel.tuneParams, state.restrictions, config);
-          }
+          kernel.restrictions = await this.restrictionsFor(llm, answer, kernel, state, config);
           emit(config, {
             type: 'candidate',
             stepId,
@@ -156,6 +186,10 @@ export abstract class BaseTuningStrategy {
             restrictions: kernel.restrictions,
           });
           const run = await this.runTests(kernel, state, config, { stepId, candidate });
+          if (engineContext(config).settings.sanitize && gainOf(state, run.objectiveValue, config).clears) {
+            const verdict = await this.sanitize(kernel, run.bestParams, state, config, { stepId, candidate });
+            if (verdict.status === 'hazards') throw new SanitizerHazardError(verdict);
+          }
           return { ok: true as const, stepId, candidate, kernel, timeMs: run.timeMs, objectiveValue: run.objectiveValue, bestParams: run.bestParams, ...(run.profile && { profile: run.profile }) };
         } catch (error) {
           throw withAnswer(error, answer);
@@ -198,22 +232,21 @@ export abstract class BaseTuningStrategy {
    * step with the reason; emits step.accepted / step.rejected.
    */
   decide(state: TuningStateValue, step: { id: string; title: string }, outcomes: readonly CandidateOutcome[], config: LangGraphRunnableConfig): Decision {
-    const { performanceThreshold: threshold, objective } = engineContext(config).settings;
+    const { objective } = engineContext(config).settings;
     const direction = objective.higherIsBetter ? -1 : 1;
     const passed = outcomes.filter((o): o is Extract<CandidateOutcome, { ok: true }> => o.ok).sort((a, b) => direction * (a.objectiveValue - b.objectiveValue));
     const best = passed[0];
     if (!best) {
       const failed = outcomes.filter((o): o is Extract<CandidateOutcome, { ok: false }> => !o.ok);
-      const reason = (['wrong_result', 'compile_error', 'failed'] as const).map((k) => failed.find((o) => o.reason.kind === k)).find((o) => o !== undefined)?.reason;
+      const reason = (['wrong_result', 'hazard', 'compile_error', 'failed'] as const).map((k) => failed.find((o) => o.reason.kind === k)).find((o) => o !== undefined)?.reason;
       emit(config, { type: 'step.rejected', stepId: step.id, reason: reason ?? { kind: 'failed', error: 'Error', message: 'no candidate was produced', attempts: 0 } });
       return { update: {}, accepted: false, correct: false };
     }
     const oldTimeMs = state.bestTimeMs;
     if (oldTimeMs === null) throw new Error('a candidate is judged against the baseline time, which was not measured');
-    const change = objectiveChange(state, objective, best.objectiveValue);
-    const gain = improvementPct(change.oldValue, change.newValue, objective.higherIsBetter);
+    const { change, gain, threshold, clears } = gainOf(state, best.objectiveValue, config);
     const times = { oldTimeMs, newTimeMs: best.timeMs, ...(objective.name !== 'time' && { objective: change }) };
-    if (gain < threshold) {
+    if (!clears) {
       emit(config, { type: 'step.rejected', stepId: step.id, reason: { kind: 'insufficient_gain', ...times, improvementPct: gain, thresholdPct: threshold } });
       return { update: {}, accepted: false, correct: true };
     }
@@ -247,6 +280,14 @@ export abstract class BaseTuningStrategy {
   }
 }
 
+/** A candidate's change in the objective against the best so far, and whether it clears the performance threshold. */
+function gainOf(state: TuningStateValue, objectiveValue: number, config: LangGraphRunnableConfig): { change: ObjectiveChange; gain: number; threshold: number; clears: boolean } {
+  const { performanceThreshold: threshold, objective } = engineContext(config).settings;
+  const change = objectiveChange(state, objective, objectiveValue);
+  const gain = improvementPct(change.oldValue, change.newValue, objective.higherIsBetter);
+  return { change, gain, threshold, clears: gain >= threshold };
+}
+
 /** The json block of a rewrite's answer, checked (InvalidTuneParamsError naming every problem); empty when there is none. */
 export function parseStepJson(answer: string): z.infer<typeof StepAnswerJson> {
   const raw = extractAnswerJson(answer);
@@ -265,5 +306,6 @@ export function rejectionFor(error: RetriesExhaustedError): RejectionReason {
   const attempts = error.attempts.length;
   if (last instanceof FailedTestsError) return { kind: 'wrong_result', summary: last.message };
   if (last instanceof CompileError) return { kind: 'compile_error', message: last.message, log: last.log, attempts };
+  if (last instanceof SanitizerHazardError) return { kind: 'hazard', findings: findingLines(last.verdict.findings), attempts };
   return { kind: 'failed', error: last.name, message: last.message, attempts };
 }

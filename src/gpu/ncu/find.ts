@@ -2,9 +2,9 @@
 // (its bin/ncu, or its nsight-compute-<version>/ncu) and in the standalone installs under
 // /opt/nvidia/nsight-compute/<version>/ncu, the newest first.
 
-import { existsSync, readdirSync, statSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import * as path from 'node:path';
-import { findCudaToolkit, type FindToolkitOptions } from '../toolkit';
+import { fileOnPath, findCudaToolkit, isFile, type FindToolkitOptions } from '../toolkit';
 
 export interface NsightCompute {
   /** The ncu executable. */
@@ -21,14 +21,6 @@ export interface FindNcuOptions extends FindToolkitOptions {
 }
 
 export const NCU_SEARCH_DESCRIPTION = 'PATH, the CUDA toolkit (bin/ncu, nsight-compute-<version>/ncu) and /opt/nvidia/nsight-compute/<version>/ncu';
-
-function isFile(file: string): boolean {
-  try {
-    return statSync(file).isFile();
-  } catch {
-    return false;
-  }
-}
 
 function compareVersionsDescending(a: string, b: string): number {
   const [va, vb] = [a.split(/[.-]/).map(Number), b.split(/[.-]/).map(Number)];
@@ -57,9 +49,8 @@ function versioned(dir: string, prefix: string): { path: string; version: string
 /** The ncu a user would run, or null when Nsight Compute is not installed. */
 export function findNsightCompute(options: FindNcuOptions = {}): NsightCompute | null {
   const env = options.env ?? process.env;
-  for (const dir of (env.PATH ?? '').split(path.delimiter)) {
-    if (dir !== '' && isFile(path.join(dir, 'ncu'))) return { path: path.join(dir, 'ncu'), foundBy: 'PATH' };
-  }
+  const onPath = fileOnPath('ncu', env);
+  if (onPath) return { path: onPath, foundBy: 'PATH' };
   const toolkit = findCudaToolkit(options);
   if (toolkit?.root) {
     const foundBy = `beside the CUDA toolkit at ${toolkit.root}`;

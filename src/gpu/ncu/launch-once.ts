@@ -1,7 +1,8 @@
-// The process Nsight Compute profiles: the GPU worker bundle started as `gpu-worker.js --profile=REQUEST.json` (no IPC
-// channel), which loads one cubin, sets up the kernel's arguments as the request describes them and launches the
-// kernel once, then writes whether it worked to the request's result file. ncu can only profile a process it starts,
-// and this one does nothing else on the GPU, so the launch that ncu's kernel filter catches is the one asked for.
+// The process Nsight Compute profiles and compute-sanitizer checks: the GPU worker bundle started as
+// `gpu-worker.js --profile=REQUEST.json` (no IPC channel), which loads one cubin, sets up the kernel's arguments and
+// constant memory as the request describes them and launches the kernel once, then writes whether it worked to the
+// request's result file. Both tools can only watch a process they start, and this one does nothing else on the GPU,
+// so the launch they see is the one asked for.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 import { dtypeBytes, type DType } from '../dtype';
@@ -12,7 +13,16 @@ import type { Dim3 } from '../types';
 
 export const PROFILE_FLAG = '--profile=';
 
-export type LaunchOnceContents = { file: string } | { pattern: string } | { random: NormalizedRandomSpec } | { zero: true };
+/** A buffer's contents: a file's bytes, a repeated bit pattern, seeded random numbers, zeros, or never written. */
+export type LaunchOnceContents = { file: string } | { pattern: string } | { random: NormalizedRandomSpec } | { zero: true } | { uninitialized: true };
+
+/** A `__constant__` symbol's data, copied into the module before the launch. */
+export interface LaunchOnceConstant {
+  symbol: string;
+  dtype: DType;
+  length: number;
+  contents: LaunchOnceContents;
+}
 
 export type LaunchOnceArg =
   | { kind: 'buffer'; dtype: DType; length: number; contents: LaunchOnceContents }
@@ -27,6 +37,7 @@ export interface LaunchOnceRequest {
   block: Dim3;
   sharedMemBytes: number;
   args: LaunchOnceArg[];
+  constants?: LaunchOnceConstant[];
   /** Where the outcome is written: { ok: true } or { ok: false, error }. */
   resultFile: string;
 }
@@ -37,7 +48,7 @@ export type LaunchOnceResult = { ok: true } | { ok: false; error: SerializedErro
 const DEFAULT_DYNAMIC_SHARED = 48 * 1024;
 const RANDOM_CHUNK_ELEMENTS = 1 << 22;
 
-function fill(addon: NativeAddon, ptr: bigint, arg: Extract<LaunchOnceArg, { kind: 'buffer' }>): void {
+function fill(addon: NativeAddon, ptr: bigint, arg: { dtype: DType; length: number; contents: LaunchOnceContents }): void {
   const elementBytes = dtypeBytes(arg.dtype);
   const c = arg.contents;
   if ('file' in c) {
@@ -50,9 +61,16 @@ function fill(addon: NativeAddon, ptr: bigint, arg: Extract<LaunchOnceArg, { kin
   } else if ('random' in c) {
     const spec = checkRandomSpec(arg.dtype, c.random);
     generateRandom(arg.dtype, arg.length, spec, (chunk, offset) => addon.memUpload(ptr, chunk, offset * elementBytes), RANDOM_CHUNK_ELEMENTS);
-  } else {
+  } else if ('zero' in c) {
     addon.memFill(ptr, 1, 0n, arg.length * elementBytes);
   }
+  // { uninitialized }: left as the allocation came, so that compute-sanitizer's initcheck sees a read of it.
+}
+
+function allocated(addon: NativeAddon, buffer: { dtype: DType; length: number; contents: LaunchOnceContents }): bigint {
+  const ptr = addon.memAlloc(Math.max(1, buffer.length * dtypeBytes(buffer.dtype)));
+  fill(addon, ptr, buffer);
+  return ptr;
 }
 
 /** Runs the request's one launch with `addon`; throws what the addon throws. */
@@ -64,10 +82,9 @@ export function launchOnce(addon: NativeAddon, request: LaunchOnceRequest): void
     if (request.sharedMemBytes > DEFAULT_DYNAMIC_SHARED) addon.functionSetMaxDynamicShared(fn, request.sharedMemBytes);
     const args = request.args.map((arg): NativeArg => {
       if (arg.kind === 'scalar') return { kind: 'scalar', dtype: arg.dtype, value: typeof arg.value === 'string' ? BigInt(arg.value) : arg.value };
-      const ptr = addon.memAlloc(Math.max(1, arg.length * dtypeBytes(arg.dtype)));
-      fill(addon, ptr, arg);
-      return { kind: 'buffer', ptr };
+      return { kind: 'buffer', ptr: allocated(addon, arg) };
     });
+    for (const c of request.constants ?? []) addon.moduleCopyToGlobal(module, c.symbol, allocated(addon, c), c.length * dtypeBytes(c.dtype));
     addon.launch({ fn, grid: request.grid, block: request.block, sharedMemBytes: request.sharedMemBytes, args });
   } finally {
     addon.contextDestroy();

@@ -9,7 +9,9 @@
 // num_regs and the other driver metrics, nvml_energy, nvml_power, core_freq, mem_freq, temperature, each metric by its
 // name, listed in lkt_metrics; timestamp last); what Kernel Tuner has no field for is stored under lkt_* names, so our
 // results round-trip without loss and Kernel Tuner ignores the extras. "time" holds our statistic, the median (recorded
-// in lkt_reproduce.statistic); a failure holds the ErrorConfig string Kernel Tuner uses.
+// in lkt_reproduce.statistic), "times" every timed launch (as many as the series took: an adaptive series stops when
+// lkt_median_interval, the 95 % interval of the median, is narrow enough); a failure holds the ErrorConfig string
+// Kernel Tuner uses.
 // A shard of a search (tune --shard I/N) writes its own cache with "lkt_shard" in the header; mergeCaches (merge.ts)
 // combines the shards' caches into one with the layout of a single run's.
 import { computeStats } from '../../gpu/stats';
@@ -179,6 +181,8 @@ export function toEntry(result: ConfigResult, paramNames: readonly string[]): En
   if (ran && result.timeMs === undefined) throw new RangeError(`result "${result.key}" has status ${result.status} but no timeMs`);
   entry['time'] = ran ? new PyFloat(result.timeMs!) : KT_ERROR_OF[result.status as keyof typeof KT_ERROR_OF];
   if (result.stats) entry['times'] = result.stats.samplesMs.map((x) => new PyFloat(x));
+  // How well the time is known: the 95 % interval of the median (its launches are the length of times).
+  if (result.stats?.medianIntervalMs) entry['lkt_median_interval'] = result.stats.medianIntervalMs.map((x) => new PyFloat(x));
   // Kernel Tuner's simulation mode needs these three on every entry (0 for a phase that did not run, as it writes).
   const t = result.timings;
   entry['compile_time'] = new PyFloat(t?.compileMs ?? 0);
@@ -198,7 +202,7 @@ export function toEntry(result: ConfigResult, paramNames: readonly string[]): En
   if (result.energyUnavailable !== undefined) entry['lkt_energy_unavailable'] = result.energyUnavailable;
   if (result.verified) {
     const v = result.verified;
-    entry['lkt_verified'] = { input_sets: v.inputSets, timed_launches: v.timedLaunches, of: v.of, seed: v.seed };
+    entry['lkt_verified'] = { input_sets: v.inputSets, timed_launches: v.timedLaunches, of: v.of, seed: v.seed, mode: v.mode };
   }
   if (result.geometry || result.reproduce) {
     const r = result.reproduce;
@@ -268,8 +272,14 @@ export function fromEntry(entry: Entry, config: Config, key: string): ConfigResu
     if (Object.keys(metrics).length > 0) result.metrics = metrics;
   }
   const verified = entry['lkt_verified'] as Record<string, unknown> | undefined;
-  if (verified && isNumber(verified['input_sets']) && isNumber(verified['of']) && isNumber(verified['seed']) && Array.isArray(verified['timed_launches']) && verified['timed_launches'].every(isNumber)) {
-    result.verified = { inputSets: verified['input_sets'], timedLaunches: verified['timed_launches'], of: verified['of'], seed: verified['seed'] };
+  if (verified && isNumber(verified['input_sets']) && isNumber(verified['of']) && Array.isArray(verified['timed_launches']) && verified['timed_launches'].every(isNumber)) {
+    result.verified = {
+      inputSets: verified['input_sets'],
+      timedLaunches: verified['timed_launches'],
+      of: verified['of'],
+      ...(isNumber(verified['seed']) && { seed: verified['seed'] }),
+      ...(verified['mode'] === 'kernel_tuner' && { mode: 'kernel_tuner' as const }),
+    };
   }
   const rep = entry['lkt_reproduce'] as Record<string, unknown> | undefined;
   if (rep) {

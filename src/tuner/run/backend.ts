@@ -13,6 +13,8 @@ import type { ResolvedTest } from '../spec/input-spec';
 import type { DriverMetrics } from '../types';
 import type { DeviceSpeedLimits } from './speed-of-light';
 import type { ProfiledLaunch } from './profile';
+import type { SanitizerTool } from '../../gpu/sanitizer/report';
+import type { SanitizerRun } from '../../gpu/sanitizer/sanitize';
 
 export interface DeviceDescription extends DeviceLimits {
   name: string;
@@ -179,8 +181,11 @@ export interface OutputComparison {
 /** Where a configuration's outputs were found wrong: the check of an input set, or a verified timed launch. */
 export interface CheckFailure extends OutputComparison {
   inputSet: number;
-  /** The verified timed launch (1-based) whose outputs were wrong, and how many timed launches the series had. */
-  timedLaunch?: { index: number; of: number };
+  /**
+   * The verified timed launch (1-based) whose outputs were wrong, and how many timed launches the series had (at most,
+   * for an adaptive series).
+   */
+  timedLaunch?: { index: number; of: number; adaptive: boolean };
 }
 
 /** A test's data on the device: input sets, expected outputs, working buffers. */
@@ -199,6 +204,11 @@ export interface DeviceRunOptions {
   signal?: AbortSignal;
 }
 
+export interface SanitizeRunOptions extends DeviceRunOptions {
+  /** The tools to run, in order. */
+  tools: readonly SanitizerTool[];
+}
+
 export interface EnergyOptions extends DeviceRunOptions {
   /** How long the kernel runs back to back while NVML is read (ms). */
   windowMs: number;
@@ -213,6 +223,18 @@ export interface TimedLaunchOptions extends DeviceRunOptions {
   count: number;
   /** Overwrite L2 before each timed launch (outside its events). */
   flushL2: boolean;
+  /** Reset the outputs before each timed launch (outside its events), as resetOutputs does. */
+  resetBeforeEach: boolean;
+  /** Start each timed launch from an idle GPU: the host waits for the device before its start event (Kernel Tuner's way). */
+  idleBeforeEach: boolean;
+  /** Compare the outputs after the last launch, as compareOutputs does, in the same request. */
+  compare: boolean;
+}
+
+/** Each timed launch's milliseconds, in order; the comparison after the last when it was asked for. */
+export interface TimedLaunches {
+  samplesMs: number[];
+  comparison?: OutputComparison;
 }
 
 /**
@@ -234,14 +256,17 @@ export interface TuningBackend {
   prepare(data: TestData, oracle: { kernel: BuiltKernel; launch: Launch }, options: { tolerance?: Partial<Tolerance>; timeoutMs: number }): Promise<PreparedTest>;
   /** Resets an input set's outputs: pure outputs poisoned (NaN, 0xA5 bytes), in/out outputs copied from their initial content. */
   resetOutputs(test: PreparedTest, inputSet: number): Promise<void>;
-  /** One launch on an input set, waited for. */
-  launch(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void>;
   /**
-   * `warmup` untimed launches on an input set, then `count` timed ones, each after its outputs were reset as
-   * resetOutputs does, outside its events: what a timed launch leaves in the outputs is its own work. Each timed
-   * launch's milliseconds, in order.
+   * A check of an input set: its outputs reset, one launch between events, the outputs compared (as compareOutputs
+   * does), in one request; the launch's time and the comparison.
    */
-  timedLaunches(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]>;
+  check(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }>;
+  /**
+   * `warmup` untimed launches on an input set, then `count` timed ones, each (with resetBeforeEach) after its outputs
+   * were reset as resetOutputs does, outside its events: what a timed launch leaves in the outputs is then its own
+   * work. With `compare`, the outputs compared after the last, as compareOutputs does.
+   */
+  timedLaunches(kernel: BuiltKernel, launch: Launch, test: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches>;
   /** Compares an input set's outputs with the expected ones and its inputs with their fingerprints (restoring any changed). */
   compareOutputs(test: PreparedTest, inputSet: number): Promise<OutputComparison>;
   /**
@@ -258,6 +283,12 @@ export interface TuningBackend {
    * not). Within `timeoutMs`; absent where nothing can be profiled.
    */
   profile?(kernel: CompiledKernel, launch: Launch, test: PreparedTest, options: DeviceRunOptions): Promise<ProfiledLaunch>;
+  /**
+   * Runs one launch of a compiled kernel under compute-sanitizer's tools, in a process of its own, on inputs made as the
+   * test's are but with pure outputs never written (gpu/sanitizer/sanitize.ts). Within `timeoutMs` for all the tools;
+   * absent where no kernel runs (a replay).
+   */
+  sanitize?(kernel: CompiledKernel, launch: Launch, data: TestData, options: SanitizeRunOptions): Promise<SanitizerRun>;
   dispose(): Promise<void>;
 }
 

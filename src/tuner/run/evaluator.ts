@@ -1,5 +1,7 @@
-// Evaluating one configuration: geometry → compile → load → check every input set → the timed series, verified, on a
-// module loaded afresh (the protocol: measurement.ts) → energy, when asked for, on another fresh module → result.
+// Evaluating one configuration: geometry → compile → load → check every input set (timed: a configuration whose checks
+// are both clearly slower than the best so far stops there) → the timed series, verified, on a module loaded afresh,
+// as long as its launch count says (the protocol: measurement.ts) → energy, when asked for, on another fresh module →
+// result.
 // Every failure becomes a result with its kind (compile error, launch error, fault, timeout, wrong result,
 // inconsistent timing) and the search goes on. Compiles of configurations announced through prefetch() run ahead, up
 // to compileConcurrency at once (NVRTC in the compile pool's processes, or nvcc's), while the GPUs time the current
@@ -20,7 +22,8 @@ import { CompileError, DeviceLimitError, KernelFaultError, KernelTimeoutError, L
 import { availableMemoryBytes, memoryAllowsCompile } from './compile-concurrency';
 import { computeStats } from '../../gpu/stats';
 import { compileExplained, type BuildRequest, type BuiltKernel, type CheckFailure, type CompiledKernel, type DeviceDescription, type DeviceRunOptions, type KernelProgram, type Launch, type OutputMismatch, type PreparedTest, type TuningBackend } from './backend';
-import { checkInputSets, newSeed, TIMED_SERIES_ATTEMPTS, timeSeries, timingDisagreement, type TimedSeries } from './measurement';
+import type { LaunchCount } from './launch-count';
+import { checkInputSets, KERNEL_TUNER_TIMING_UNCHECKED, newSeed, TIMED_SERIES_ATTEMPTS, timeSeries, timingDisagreement, type TimedSeries, type TimingMode } from './measurement';
 import { configProfile, type ConfigProfile } from './profile';
 import { defines, exceedsDeviceLimits, GeometryError, type Geometry, type LaunchGeometry } from '../space/geometry';
 import { configKey, type Config, type ConfigResult, type EnergyReadings, type FailureKind, type GpuId, type Reproduction } from '../types';
@@ -40,11 +43,16 @@ export interface EvaluatorOptions {
   compilerOptions: readonly string[];
   geometry: Geometry;
   paramNames: readonly string[];
-  /** Timed launches per configuration (default 32) after `warmup` untimed ones (default 3). */
-  iterations: number;
+  /** Timed launches per configuration: a fixed count, or an adaptive series; after `warmup` untimed ones. */
+  launches: LaunchCount;
   warmup: number;
+  /** How the timed launches run (measurement.ts): verified, or as Kernel Tuner times them. */
+  timing: TimingMode;
   flushL2: boolean;
-  /** A configuration whose first few timed launches take longer than this factor times the best median so far (on any GPU) is not timed further. */
+  /**
+   * A configuration whose checks both, or whose first few timed launches, take longer than this factor times the best
+   * median so far (on any GPU) is not timed further.
+   */
   earlyStopFactor: number | undefined;
   /**
    * Time limit of one launch of the kernel under test (ms); a whole benchmark gets this per launch. Asked for when the
@@ -177,14 +185,25 @@ export class Evaluator {
 
       const run = { timeoutMs: await this.options.launchTimeoutMs(), ...(signal && { signal }) };
       const verifyStart = performance.now();
-      const wrong = await this.run(() => checkInputSets(on.backend, kernel!, launch, on.test, run));
+      const checks = await this.run(() => checkInputSets(on.backend, kernel!, launch, on.test, run));
       timings.verifyMs = performance.now() - verifyStart;
-      if (wrong) throw new EvaluationFailure('wrong_result', describeCheckFailure(wrong));
+      if (checks.failure) throw new EvaluationFailure('wrong_result', describeCheckFailure(checks.failure));
       await kernel.release().catch(() => undefined);
       kernel = undefined;
 
-      const benchStart = performance.now();
       const stopAboveMs = this.options.earlyStopFactor !== undefined && Number.isFinite(this.bestMs) ? this.bestMs * this.options.earlyStopFactor : undefined;
+      const fastestCheckMs = Math.min(...checks.timesMs);
+      if (stopAboveMs !== undefined && fastestCheckMs > stopAboveMs) {
+        // Its checks were timed launches too: even the faster of them cannot win, so no series is timed.
+        result.status = 'stopped_early';
+        result.stats = computeStats(checks.timesMs);
+        result.timeMs = result.stats.medianMs;
+        result.verified = { inputSets: on.test.inputSets, timedLaunches: [], of: 0 };
+        result.note = `stopped after its checks: the faster took ${fastestCheckMs.toPrecision(4)} ms, more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toPrecision(4)} ms)`;
+        return this.finished(result, timings, started);
+      }
+
+      const benchStart = performance.now();
       // A series whose launches disagree is timed once more: another process on the GPU or a clock change during the
       // series disagrees once, a kernel that skips work does so on every fresh module.
       let series: TimedSeries;
@@ -195,25 +214,27 @@ export class Evaluator {
       for (;;) {
         const thisSeed = (seed = newSeed());
         series = await this.run(() =>
-          timeSeries(on.backend, compiled, launch, on.test, { warmup: this.options.warmup, iterations: this.options.iterations, flushL2: this.options.flushL2, seed: thisSeed, ...(stopAboveMs !== undefined && { stopAboveMs }) }, run),
+          timeSeries(on.backend, compiled, launch, on.test, { warmup: this.options.warmup, launches: this.options.launches, flushL2: this.options.flushL2, seed: thisSeed, mode: this.options.timing, ...(stopAboveMs !== undefined && { stopAboveMs }) }, run),
         );
         seriesLoadMs += series.loadMs;
-        if (series.failure) break;
+        if ('failure' in series) break;
         disagreement = timingDisagreement(series.samplesMs, series.verifiedLaunches);
         if (!disagreement || disagreedBefore.length + 1 >= TIMED_SERIES_ATTEMPTS) break;
         disagreedBefore.push(disagreement);
       }
       timings.loadMs += seriesLoadMs;
       timings.benchmarkMs = performance.now() - benchStart - seriesLoadMs;
-      if (series.failure) throw new EvaluationFailure('wrong_result', describeCheckFailure(series.failure));
-      result.verified = { inputSets: on.test.inputSets, timedLaunches: series.verifiedLaunches, of: series.samplesMs.length, seed };
+      if ('failure' in series) throw new EvaluationFailure('wrong_result', describeCheckFailure(series.failure));
+      result.verified = { inputSets: on.test.inputSets, timedLaunches: series.verifiedLaunches, of: series.samplesMs.length, seed, ...(this.options.timing === 'kernel_tuner' && { mode: 'kernel_tuner' as const }) };
       result.stats = computeStats(series.samplesMs);
       if (disagreement) throw new EvaluationFailure('inconsistent_timing', `${disagreement}, in ${TIMED_SERIES_ATTEMPTS} timed series each on a fresh module; not eligible as best (median ${result.stats.medianMs.toPrecision(4)} ms)`);
-      if (disagreedBefore.length > 0) result.note = `timed again: in the first series ${disagreedBefore[0]!.replace(/^its /, 'the ')}; the second agreed (another process on the GPU, or a clock change, can do this once)`;
+      const notes: string[] = [];
+      if (disagreedBefore.length > 0) notes.push(`timed again: in the first series ${disagreedBefore[0]!.replace(/^its /, 'the ')}; the second agreed (another process on the GPU, or a clock change, can do this once)`);
+      if (this.options.timing === 'kernel_tuner') notes.push(KERNEL_TUNER_TIMING_UNCHECKED);
       result.timeMs = result.stats.medianMs;
-      if (series.stoppedEarly) {
+      if (series.end === 'early') {
         result.status = 'stopped_early';
-        result.note = `${result.note ? `${result.note}; ` : ''}stopped after ${series.samplesMs.length} timed launches: their median ${result.timeMs.toPrecision(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toPrecision(4)} ms)`;
+        notes.push(`stopped after ${series.samplesMs.length} timed launches: their median ${result.timeMs.toPrecision(4)} ms is more than ${this.options.earlyStopFactor}x the best so far (${this.bestMs.toPrecision(4)} ms)`);
       } else {
         this.bestMs = Math.min(this.bestMs, result.timeMs);
         if (this.options.energy) {
@@ -222,6 +243,7 @@ export class Evaluator {
           timings.benchmarkMs += performance.now() - energyStart;
         }
       }
+      if (notes.length > 0) result.note = notes.join('; ');
     } catch (e) {
       if (!(e instanceof EvaluationFailure)) throw e;
       result.status = e.kind;
@@ -229,6 +251,11 @@ export class Evaluator {
     } finally {
       await kernel?.release().catch(() => undefined);
     }
+    return this.finished(result, timings, started);
+  }
+
+  /** The result with its timings (the framework's share: what the phases leave of the time since `started`) and when. */
+  private finished(result: ConfigResult, timings: Omit<NonNullable<ConfigResult['timings']>, 'frameworkMs'>, started: number): ConfigResult {
     result.timings = { ...timings, frameworkMs: Math.max(0, performance.now() - started - timings.compileMs - timings.loadMs - timings.verifyMs - timings.benchmarkMs) };
     result.timestamp = new Date().toISOString();
     return result;
@@ -393,7 +420,7 @@ export function describeCheckFailure(failure: CheckFailure): string {
   if (failure.modifiedInputs.length > 0) parts.push(`it overwrote input${failure.modifiedInputs.length > 1 ? 's' : ''} ${failure.modifiedInputs.join(', ')}, which must stay unchanged`);
   const t = failure.timedLaunch;
   const when = t
-    ? `wrong result on timed launch ${t.index} of ${t.of} (right on every input set when checked: state kept between launches, such as a launch counter, a result cached by input address or checksum, a one-time flag, or a race)`
+    ? `wrong result on timed launch ${t.index} of ${t.adaptive ? 'at most ' : ''}${t.of} (right on every input set when checked: state kept between launches, such as a launch counter, a result cached by input address or checksum, a one-time flag, or a race)`
     : `wrong result on input set ${failure.inputSet + 1}${failure.inputSet > 0 ? ' (right on the first input set: a result that does not depend on the input)' : ''}`;
   return `${when}: ${parts.join('; ')}`;
 }

@@ -23,6 +23,7 @@ import {
   scalar,
   scalarBitPattern,
   type BufferReset,
+  type CheckRun,
   type CompiledProgram,
   type DeviceBuffer,
   type DType,
@@ -35,6 +36,7 @@ import {
 import { measureBandwidth } from '../../gpu/bandwidth';
 import { markPhase } from '../../phases';
 import { profileKernel } from '../../gpu/ncu/profile';
+import { sanitizeKernel, type SanitizerRun } from '../../gpu/sanitizer/sanitize';
 import { fp32PeakFlops, type DeviceSpeedLimits } from './speed-of-light';
 import { driverMetrics, type ProfiledLaunch } from './profile';
 import {
@@ -50,7 +52,9 @@ import {
   type OutputComparison,
   type OutputMismatch,
   type PreparedTest,
+  type SanitizeRunOptions,
   type TestData,
+  type TimedLaunches,
   type TimedLaunchOptions,
   type Tolerance,
   type TuningBackend,
@@ -76,7 +80,7 @@ import {
   SMALLEST_SUBNORMAL,
   initOf,
   mixSeed,
-  profileArgs,
+  launchInputs,
   summarizeMismatch,
   type BufferSlot,
   type InputSet,
@@ -330,13 +334,6 @@ export class GpuBackend implements TuningBackend {
     await this.reset(test.sets[inputSet]!);
   }
 
-  async launch(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<void> {
-    const test = await this.current(prepared);
-    const set = test.sets[inputSet]!;
-    await this.fillConstants(this.own(kernel), set);
-    await this.gpu.launch(this.own(kernel).kernel, launch, set.args, requestOptions(options, 1));
-  }
-
   async energy(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: EnergyOptions): Promise<EnergyResult> {
     const test = await this.current(prepared);
     // The GPU layer runs the energy window after a benchmark's timed launches: one here, its time is not used.
@@ -352,26 +349,35 @@ export class GpuBackend implements TuningBackend {
     return energy.available ? { ...energy, nvml_energy: (energy.nvml_power * options.timeMs) / 1000 } : energy;
   }
 
-  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<number[]> {
+  async check(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: DeviceRunOptions): Promise<{ timeMs: number; comparison: OutputComparison }> {
+    const { samplesMs, comparison } = await this.timedLaunches(kernel, launch, prepared, inputSet, { ...options, warmup: 0, count: 1, flushL2: false, resetBeforeEach: true, idleBeforeEach: false, compare: true });
+    return { timeMs: samplesMs[0]!, comparison: comparison! };
+  }
+
+  async timedLaunches(kernel: BuiltKernel, launch: Launch, prepared: PreparedTest, inputSet: number, options: TimedLaunchOptions): Promise<TimedLaunches> {
     const test = await this.current(prepared);
     const set = test.sets[inputSet]!;
-    const resetBeforeEach = set.buffers.flatMap((slot): BufferReset[] =>
-      !slot.output ? [] : slot.initial ? [{ buffer: slot.buffer, copyFrom: slot.initial }] : [{ buffer: slot.buffer, fill: POISON[slot.dtype] }],
-    );
+    const resetBeforeEach = options.resetBeforeEach ? outputResets(set) : [];
     // The series gets its constant memory as every checked launch does (a kernel cannot change it in between).
     await this.fillConstants(this.own(kernel), set);
-    const stats = await this.gpu.benchmark(this.own(kernel).kernel, launch, set.args, {
+    const checks = options.compare ? await this.comparisonChecks(set) : undefined;
+    const result = await this.gpu.benchmark(this.own(kernel).kernel, launch, set.args, {
       warmup: options.warmup,
       iterations: options.count,
       flushL2: options.flushL2,
       resetBeforeEach,
-      ...requestOptions(options, options.warmup + options.count + 1),
+      idleBeforeEach: options.idleBeforeEach,
+      ...(checks && { checksAfter: checks.runs }),
+      // The time limit covers the checks' launches too.
+      ...requestOptions(options, options.warmup + options.count + 1 + (checks?.runs.length ?? 0)),
     });
-    return stats.samplesMs;
+    return { samplesMs: result.samplesMs, ...(checks && { comparison: await this.comparisonOf(test, inputSet, checks.slots, result.checks!) }) };
   }
 
   async compareOutputs(prepared: PreparedTest, inputSet: number): Promise<OutputComparison> {
-    return this.compare(await this.current(prepared), inputSet);
+    const test = await this.current(prepared);
+    const { runs, slots } = await this.comparisonChecks(test.sets[inputSet]!);
+    return this.comparisonOf(test, inputSet, slots, await this.gpu.runChecks(runs));
   }
 
   /**
@@ -390,10 +396,19 @@ export class GpuBackend implements TuningBackend {
       await built.release();
     }
     const ncu = await profileKernel(
-      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, args: profileArgs(test.data), device: this.gpu.device.ordinal },
-      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(options.signal && { signal: options.signal }) },
+      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, ...launchInputs(test.data, 'zeroed'), device: this.gpu.device.ordinal },
+      { timeoutMs: options.timeoutMs, workerPath: this.gpu.worker.workerPath, ...(this.gpu.worker.env && { env: this.gpu.worker.env }), ...(options.signal && { signal: options.signal }) },
     );
     return { driver, ncu };
+  }
+
+  /** One launch under compute-sanitizer's tools in a process of its own, on this GPU, with the worker's environment. */
+  async sanitize(kernel: CompiledKernel, launch: Launch, data: TestData, options: SanitizeRunOptions): Promise<SanitizerRun> {
+    if (!(kernel instanceof GpuCompiledKernel)) throw new TypeError('a kernel compiled by another kind of backend was passed to GpuBackend');
+    return sanitizeKernel(
+      { compiled: kernel.compiled, nameExpression: kernel.nameExpression, launch, ...launchInputs(data, 'uninitialized'), device: this.gpu.device.ordinal },
+      { timeoutMs: options.timeoutMs, tools: options.tools, workerPath: this.gpu.worker.workerPath, ...(this.gpu.worker.env && { env: this.gpu.worker.env }), ...(options.signal && { signal: options.signal }) },
+    );
   }
 
   async dispose(): Promise<void> {
@@ -542,7 +557,7 @@ export class GpuBackend implements TuningBackend {
     const rtol = override?.rtol ?? base.rtol;
     if (override?.atol !== undefined) return { rtol, atol: override.atol };
     const result = await this.runHelper(scaleKernelName(slot.dtype), slot.length, (r) => [slot.expected!, scalar('uint64', BigInt(slot.length)), r], [0n, 0n]);
-    const maxAbs = new Float64Array(new BigUint64Array([result[SCALE_SLOTS.maxAbsBits]!]).buffer)[0]!;
+    const maxAbs = new Float64Array(BigUint64Array.of(result[SCALE_SLOTS.maxAbsBits]!).buffer)[0]!;
     return { rtol, atol: Math.max((override?.atolScale ?? base.atolScale) * maxAbs, SMALLEST_SUBNORMAL[dtype]) };
   }
 
@@ -556,22 +571,37 @@ export class GpuBackend implements TuningBackend {
 
   // ---- verification ----
 
-  private async compare(test: GpuPreparedTest, s: number): Promise<OutputComparison> {
-    const set = test.sets[s]!;
-    const mismatches: OutputMismatch[] = [];
-    const modifiedInputs: string[] = [];
+  /**
+   * What compares an input set's outputs with the expected ones (the compare helper, its mismatch count) and checks
+   * its inputs (their fingerprints), as checks of one request; `slots[i]` is what `runs[i]` looks at.
+   */
+  private async comparisonChecks(set: InputSet): Promise<{ runs: CheckRun[]; slots: BufferSlot[] }> {
+    this.scratch ??= await this.gpu.alloc('uint64', 2);
+    const result = this.scratch;
+    const runs: CheckRun[] = [];
+    const slots: BufferSlot[] = [];
     for (const slot of set.buffers) {
       if (slot.output) {
         const tol = slot.tolerance!;
         const [atol, rtol] = tol === 'exact' ? [0, 0] : [tol.atol, tol.rtol];
-        const r = await this.runHelper(
-          compareKernelName(slot.dtype),
-          slot.length,
-          (res) => [slot.buffer, slot.expected!, scalar('uint64', BigInt(slot.length)), scalar('float64', atol), scalar('float64', rtol), res],
-          [0n, 0xffffffffffffffffn],
-        );
+        runs.push(this.helperCheck(compareKernelName(slot.dtype), slot.length, [slot.buffer, slot.expected!, scalar('uint64', BigInt(slot.length)), scalar('float64', atol), scalar('float64', rtol), result], [0n, 0xffffffffffffffffn]));
+      } else if (slot.fingerprint !== undefined) {
+        runs.push(this.fingerprintCheck(slot.buffer));
+      } else continue;
+      slots.push(slot);
+    }
+    return { runs, slots };
+  }
+
+  /** The comparison the checks' results stand for; an overwritten input is restored (the rare failing paths ask more). */
+  private async comparisonOf(test: GpuPreparedTest, s: number, slots: readonly BufferSlot[], results: readonly bigint[][]): Promise<OutputComparison> {
+    const mismatches: OutputMismatch[] = [];
+    const modifiedInputs: string[] = [];
+    for (const [i, slot] of slots.entries()) {
+      const r = results[i]!;
+      if (slot.output) {
         if (r[COMPARE_SLOTS.mismatches]! > 0n) mismatches.push(await this.describeMismatch(slot, Number(r[COMPARE_SLOTS.mismatches])));
-      } else if (slot.fingerprint !== undefined && (await this.fingerprint(slot.buffer)) !== slot.fingerprint) {
+      } else if (r[0] !== slot.fingerprint) {
         modifiedInputs.push(slot.name);
         await this.restoreInput(test, s, slot);
       }
@@ -595,8 +625,13 @@ export class GpuBackend implements TuningBackend {
   }
 
   private async fingerprint(buffer: DeviceBuffer): Promise<bigint> {
-    const r = await this.runHelper(FINGERPRINT_KERNEL_NAME, Math.ceil(buffer.byteLength / 4), (res) => [buffer, scalar('uint64', BigInt(buffer.byteLength)), res], [0n, 0n]);
-    return r[0]!;
+    this.scratch ??= await this.gpu.alloc('uint64', 2);
+    const [result] = await this.gpu.runChecks([this.fingerprintCheck(buffer)]);
+    return result![0]!;
+  }
+
+  private fingerprintCheck(buffer: DeviceBuffer): CheckRun {
+    return this.helperCheck(FINGERPRINT_KERNEL_NAME, Math.ceil(buffer.byteLength / 4), [buffer, scalar('uint64', BigInt(buffer.byteLength)), this.scratch!], [0n, 0n]);
   }
 
   // ---- helper kernels ----
@@ -612,12 +647,16 @@ export class GpuBackend implements TuningBackend {
     return { grid: [blocks, 1, 1], block: [HELPER_BLOCK, 1, 1], sharedMemBytes: 0 };
   }
 
+  /** A helper that accumulates into the 2-slot uint64 scratch buffer (the last argument), set to `init` first. */
+  private helperCheck(name: string, elements: number, args: KernelArg[], init: [bigint, bigint]): CheckRun {
+    return { kernel: this.helper(name), config: this.helperLaunch(elements), args, result: this.scratch!, init };
+  }
+
   /** Runs a helper that accumulates into a 2-slot uint64 result buffer (initialised to `init`) and returns the result. */
-  private async runHelper(name: string, elements: number, args: (result: DeviceBuffer<'uint64'>) => KernelArg[], init: [bigint, bigint]): Promise<BigUint64Array> {
+  private async runHelper(name: string, elements: number, args: (result: DeviceBuffer<'uint64'>) => KernelArg[], init: [bigint, bigint]): Promise<bigint[]> {
     this.scratch ??= await this.gpu.alloc('uint64', 2);
-    await this.scratch.upload(new BigUint64Array(init));
-    await this.gpu.launch(this.helper(name), this.helperLaunch(elements), args(this.scratch));
-    return (await this.scratch.download()) as BigUint64Array;
+    const [result] = await this.gpu.runChecks([this.helperCheck(name, elements, args(this.scratch), init)]);
+    return result!;
   }
 
   /** Compiles the helpers for these dtypes once (kept on disk per arch and compiler, so later sessions skip NVRTC). */
@@ -653,6 +692,11 @@ export class GpuBackend implements TuningBackend {
     this.helpers = { module, kernels, dtypes: all };
     await previous?.module.unload();
   }
+}
+
+/** What resets an input set's outputs before a timed launch: pure outputs poisoned, in/out outputs restored. */
+export function outputResets(set: InputSet): BufferReset[] {
+  return set.buffers.flatMap((slot): BufferReset[] => (!slot.output ? [] : slot.initial ? [{ buffer: slot.buffer, copyFrom: slot.initial }] : [{ buffer: slot.buffer, fill: POISON[slot.dtype] }]));
 }
 
 /** A compile pool's processes start as the GPU worker does (same bundle, environment and time limits). */

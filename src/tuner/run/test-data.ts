@@ -1,10 +1,10 @@
 // The test data of a check on the GPU and how outputs are judged: the default tolerances, the poison written into pure
 // outputs, the seeds and contents of each input set, the device buffers of one set, and the host-side summary of a
-// mismatch, and the inputs of a launch profiled in a process of its own. gpu-backend.ts builds and compares them on the
-// device.
+// mismatch, and the inputs of a launch in a process of its own (profiled, or run under compute-sanitizer).
+// gpu-backend.ts builds and compares them on the device.
 
 import { dtypeBytes, isFloatDType, scalar, scalarBitPattern, valuesOf, type DeviceBuffer, type DType, type KernelArg } from '../../gpu/client';
-import type { ProfileArg } from '../../gpu/ncu/profile';
+import type { LaunchArg, LaunchBuffer, LaunchTarget } from '../../gpu/ncu/launch-request';
 import type { HostArgument, OutputMismatch, TestData, Tolerance } from './backend';
 import type { BufferInit, Distribution } from '../spec/input-spec';
 
@@ -202,32 +202,47 @@ export function summarizeMismatch(
   };
 }
 
-/** The inputs of a test as the profiled process makes them: the same distributions and seeds, the same fills. */
-export function profileArgs(data: TestData): ProfileArg[] {
+/**
+ * The inputs of a test as a launch in a process of its own makes them: the same distributions and the first input
+ * set's seeds, the same fills, the constant memory; pure outputs zeroed, or (for compute-sanitizer's initcheck) left
+ * as allocated, so that a kernel that reads an output it never wrote is caught.
+ */
+export function launchInputs(data: TestData, pureOutputs: 'zeroed' | 'uninitialized'): Pick<LaunchTarget, 'args' | 'constants'> {
+  const unwritten = (dtype: DType, length: number): LaunchBuffer => (pureOutputs === 'uninitialized' ? { dtype, length, uninitialized: true } : { dtype, length });
   if (data.kind === 'host') {
-    return data.arguments.map((a): ProfileArg => {
+    const args = data.arguments.map((a): LaunchArg => {
       if (a.kind === 'scalar') return scalar(a.dtype, a.value as never);
       // A pure output's contents do not matter to its kernel; an input's (and an in/out buffer's) are the user's.
-      return a.output && !a.inOut ? { dtype: a.dtype, length: a.data.length } : { dtype: a.dtype, data: a.data as never };
+      return a.output && !a.inOut ? unwritten(a.dtype, a.data.length) : { dtype: a.dtype, data: a.data as never };
     });
+    return { args };
   }
   const seed = data.test.seed;
-  return data.test.arguments.map((a, index): ProfileArg => {
-    if (a.kind === 'scalar') return scalar(a.dtype, a.value as never);
-    if (!a.init) return { dtype: a.dtype, length: a.length };
-    if (a.init.kind === 'fill') return { dtype: a.dtype, length: a.length, fill: a.init.value as never };
-    const d = a.init.distribution;
-    // The first input set's seed of this argument (the profiled process draws its own numbers from the distribution).
-    const argumentSeed = mixSeed(seed, index);
+  const contents = (dtype: DType, length: number, init: BufferInit | undefined, seedIndex: number): LaunchBuffer => {
+    if (!init) return unwritten(dtype, length);
+    if (init.kind === 'fill') return { dtype, length, fill: init.value as never };
+    const d = init.distribution;
+    // The first input set's seed (the launched process draws its own numbers from the distribution).
+    const drawSeed = mixSeed(seed, seedIndex);
     return {
-      dtype: a.dtype,
-      length: a.length,
+      dtype,
+      length,
       random:
         d.kind === 'uniform'
-          ? { distribution: 'uniform', min: d.min, max: d.max, seed: argumentSeed }
+          ? { distribution: 'uniform', min: d.min, max: d.max, seed: drawSeed }
           : d.kind === 'normal'
-            ? { distribution: 'normal', mean: d.mean, std: d.std, seed: argumentSeed }
-            : { distribution: 'integers', min: d.min, max: d.max, seed: argumentSeed },
+            ? { distribution: 'normal', mean: d.mean, std: d.std, seed: drawSeed }
+            : { distribution: 'integers', min: d.min, max: d.max, seed: drawSeed },
     };
-  });
+  };
+  const { arguments: entries, constants } = data.test;
+  const args = entries.map((a, index): LaunchArg => (a.kind === 'scalar' ? scalar(a.dtype, a.value as never) : contents(a.dtype, a.length, a.init, index)));
+  return {
+    args,
+    constants: constants.map((c, index) => {
+      if (c.source.kind === 'own') return { symbol: c.symbol, data: contents(c.dtype, c.length, c.source.init, entries.length + index) };
+      const name = c.source.name;
+      return { symbol: c.symbol, data: args[entries.findIndex((a) => a.name === name)] as LaunchBuffer };
+    }),
+  };
 }

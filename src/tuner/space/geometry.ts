@@ -134,6 +134,19 @@ export class Geometry {
     }
   }
 
+  /** The problem size one block covers in each dimension (the grid divisors' values): grid = ceil(problem size / this). */
+  workPerBlock(config: Config, scalars: Env = {}): Dim3 {
+    const env: Env = { ...scalars, ...config };
+    return [0, 1, 2].map((i) => {
+      const factors = this.divisors[i];
+      const what = `grid divisor ${AXES[i]}`;
+      const divisor =
+        factors === undefined ? Number(config[this.blockSizeNames[i]] ?? 1) : factors.reduce((p: number, f) => p * this.value(f, env, what), 1);
+      if (!(divisor > 0)) throw new GeometryError(`${what} evaluates to ${divisor} for ${JSON.stringify(config)}; it must be positive`);
+      return divisor;
+    }) as Dim3;
+  }
+
   /** Problem size, block and grid of a configuration; `scalars` are the scalar kernel arguments by name. */
   launch(config: Config, scalars: Env = {}): LaunchGeometry {
     const env: Env = { ...scalars, ...config };
@@ -142,14 +155,8 @@ export class Geometry {
       return t === undefined ? 1 : positiveInteger(this.value(t, env, `problem size ${AXES[i]}`), `problem size ${AXES[i]}`);
     }) as Dim3;
     const block = blockDims(config, this.blockSizeNames);
-    const grid = [0, 1, 2].map((i) => {
-      const factors = this.divisors[i];
-      const what = `grid divisor ${AXES[i]}`;
-      const divisor =
-        factors === undefined ? Number(config[this.blockSizeNames[i]] ?? 1) : factors.reduce((p: number, f) => p * this.value(f, env, what), 1);
-      if (!(divisor > 0)) throw new GeometryError(`${what} evaluates to ${divisor} for ${JSON.stringify(config)}; it must be positive`);
-      return Math.ceil(problemSize[i]! / divisor);
-    }) as Dim3;
+    const work = this.workPerBlock(config, scalars);
+    const grid = problemSize.map((size, i) => Math.ceil(size / work[i]!)) as Dim3;
     const sharedMemBytes = this.sharedMem === undefined ? 0 : this.value(this.sharedMem, env, 'dynamic shared memory');
     if (!Number.isSafeInteger(sharedMemBytes) || sharedMemBytes < 0) {
       throw new GeometryError(`dynamic shared memory evaluates to ${sharedMemBytes} bytes for ${JSON.stringify(config)}; it must be a non-negative integer`);

@@ -166,7 +166,7 @@ export function t1ToSpec(raw: unknown, path: string): T1Spec {
     strategy: t1.Search?.Name ?? 'brute_force',
     ...(t1.Search && t1.Search.Attributes.length > 0 && { strategyOptions: Object.fromEntries(t1.Search.Attributes.map((a) => [a.Name, a.Value])) }),
     ...budgets(t1.Budget ?? [], fail),
-    iterations: 32,
+    timing: 'verified',
     warmup: 1,
     flushL2: false,
     earlyStop: 1.5,

@@ -15,6 +15,8 @@ import { DEFAULT_STRATEGY, resolveStrategy } from '../strategies';
 import { unknownKeysError, withoutMistypedKeys } from './unknown-keys';
 import { readUserFile } from './user-files';
 import { isT1, t1ToSpec, type T1Spec } from './t1';
+import { launchCountOf, launchCountProblems } from '../run/launch-count';
+import { TIMING_MODES, type TimingMode } from '../run/measurement';
 
 const paramValue = z.union([z.number(), z.string(), z.boolean()]);
 const gridDivisor = z.union([z.number().positive(), z.string().min(1), z.array(z.union([z.number().positive(), z.string().min(1)]))]);
@@ -74,7 +76,16 @@ const tuningSpecShape = {
   strategyOptions: z.record(z.string(), z.unknown()).optional(),
   maxFevals: z.number().int().positive().optional(),
   timeLimitS: z.number().positive().optional(),
-  iterations: z.number().int().positive().default(32),
+  /** Timed launches per configuration, a fixed count (Kernel Tuner's iterations); without it the count adapts: */
+  iterations: z.number().optional(),
+  /** at least this many (default 7), */
+  minIterations: z.number().optional(),
+  /** at most this many (default 32), */
+  maxIterations: z.number().optional(),
+  /** and no more once the 95 % interval of the median lies within ±precision of it (default 0.01). */
+  precision: z.number().optional(),
+  /** verified (default), or kernel_tuner: timed as Kernel Tuner times, for comparisons with its figures (measurement.ts). */
+  timing: z.enum(TIMING_MODES as [TimingMode, ...TimingMode[]]).default('verified'),
   warmup: z.number().int().nonnegative().default(1),
   flushL2: z.boolean().default(false),
   earlyStop: z.union([z.number().gt(1), z.literal(false)]).default(1.5),
@@ -86,7 +97,10 @@ const tuningSpecShape = {
 };
 const TUNING_SPEC_KEYS = Object.keys(tuningSpecShape);
 
-export const tuningSpecSchema = z.strictObject(tuningSpecShape, { error: unknownKeysError(TUNING_SPEC_KEYS) });
+export const tuningSpecSchema = z.strictObject(tuningSpecShape, { error: unknownKeysError(TUNING_SPEC_KEYS) }).superRefine((spec, ctx) => {
+  // The number of timed launches is one choice made by four keys (launch-count.ts): each problem under its key.
+  for (const p of launchCountProblems(spec)) ctx.addIssue({ code: 'custom', path: [p.field], message: p.message });
+});
 
 export type TuningSpec = z.infer<typeof tuningSpecSchema>;
 
@@ -232,7 +246,8 @@ export function tuneOptionsFromSpec(spec: TuningSpec): TuneOptions {
     ...(spec.strategyOptions && { strategyOptions: spec.strategyOptions }),
     ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
     ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
-    iterations: spec.iterations,
+    iterations: launchCountOf(spec),
+    timing: spec.timing,
     warmup: spec.warmup,
     flushL2: spec.flushL2,
     earlyStop: spec.earlyStop,

@@ -22,7 +22,7 @@ import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
 import { Random } from '../../../tuner/space/random';
-import { countConfigurations, type TuneParamLists } from '../../candidate/code';
+import type { TuneParamLists } from '../../candidate/code';
 import { unifiedDiff } from '../../candidate/diff';
 import { conversation, withAnswer, type Attempt } from '../../candidate/feedback';
 import { kernelView } from '../../candidate/kernel-view';
@@ -32,7 +32,7 @@ import { engineContext } from '../../context';
 import { askStructured, askText } from '../../llm/llm-call';
 import { RetriesExhaustedError } from '../../llm/retry';
 import { isAbortError } from '../../llm/errors';
-import { LlmError } from '../../errors';
+import { LlmError, SanitizerHazardError } from '../../errors';
 import { withTransportRetry } from '../../llm/transport';
 import { emit, type RejectionReason, type VariantView } from '../../progress/events';
 import { madeBy } from '../../progress/describe-variant';
@@ -117,6 +117,7 @@ export class EvolutionRun {
   private failure: unknown = undefined;
   private wake: (() => void) | undefined;
   private readonly startedSteps: string[];
+  private readonly gpuBusyAtStart: number;
 
   constructor(
     private readonly strategy: BaseTuningStrategy,
@@ -134,6 +135,7 @@ export class EvolutionRun {
     this.modelCalls = ctx.modelCalls;
     this.modelCalls.restore(this.population.spent);
     this.gpuShare = ctx.backends.length > 1 ? 'one' : 'all';
+    this.gpuBusyAtStart = ctx.gpuBusyS;
     this.startedSteps = [...(state.startedSteps ?? [])];
     // Each request in flight listens to the run's signal a few times over (the client, its transport retries).
     if (config.signal) setMaxListeners(Math.max(10, 8 * settings.window), config.signal);
@@ -151,7 +153,8 @@ export class EvolutionRun {
       }
     }
     await Promise.all(this.settled);
-    this.population = { ...this.population, spent: { usage: this.modelCalls.usage, wallS: this.modelCalls.wallS } };
+    const gpuS = this.population.spent.gpuS + engineContext(this.config).gpuBusyS - this.gpuBusyAtStart;
+    this.population = { ...this.population, spent: { usage: this.modelCalls.usage, wallS: this.modelCalls.wallS, gpuS } };
     return { ...this.sessionUpdate(), population: this.population, startedSteps: this.startedSteps };
   }
 
@@ -358,10 +361,7 @@ export class EvolutionRun {
           const answer = await this.transient(() => askText(this.llm, messages, this.config, `step ${stepId}`));
           try {
             const kernel = await this.strategy.candidateFrom(answer, {}, state);
-            if (countConfigurations(kernel.tuneParams) > 1) {
-              const view = await kernelView(state, kernel.code);
-              kernel.restrictions = await this.transient(() => this.strategy.askRestrictions(this.llm, view, kernel.tuneParams, state.restrictions, this.config));
-            }
+            kernel.restrictions = await this.transient(() => this.strategy.restrictionsFor(this.llm, answer, kernel, state, this.config));
             draft = { ...draft, ready: { answer, kernel, idea: ideaOf(answer) } };
           } catch (error) {
             draft = await this.corrected(draft, withAnswer(error, answer), errors, stepId);
@@ -369,6 +369,11 @@ export class EvolutionRun {
           }
         }
         const { answer, kernel } = draft.ready!;
+        const twin = this.twinOf(kernel.code, plan);
+        if (twin) {
+          // Evaluating it again would measure what is known: it fails at once, and the prompts name it.
+          return { kind: 'finished', plan, outcome: { kind: 'rejected', reason: { kind: 'failed', error: 'DuplicateVariant', message: `the rewrite is ${twin}'s code again`, attempts: draft.failures.length + 1 } }, instruction: instruction() };
+        }
         emit(this.config, {
           type: 'candidate',
           stepId,
@@ -381,6 +386,11 @@ export class EvolutionRun {
         });
         try {
           const run = await runCandidate(kernel, state, this.config, { stepId, candidate: 0 }, this.gpuShare);
+          // Any variant may be proposed in the editor, so every child that would enter is checked, not only the fastest.
+          if (engineContext(this.config).settings.sanitize) {
+            const verdict = await this.strategy.sanitize(kernel, run.bestParams, state, this.config, { stepId, candidate: 0 }, this.gpuShare);
+            if (verdict.status === 'hazards') throw new SanitizerHazardError(verdict);
+          }
           const { idea } = draft.ready!;
           const outcome: ChildOutcome = { kind: 'entered', kernel, idea, timeMs: run.timeMs, objectiveValue: run.objectiveValue, bestParams: run.bestParams, profile: run.profile ?? null };
           return { kind: 'finished', plan, outcome, instruction: instruction() };
@@ -400,6 +410,13 @@ export class EvolutionRun {
    */
   private transient<T>(request: () => Promise<T>): Promise<T> {
     return withTransportRetry(request, { ...(this.config.signal && { signal: this.config.signal }) });
+  }
+
+  /** The variant known when the child was decided whose code this is, but for whitespace (only those: see ChildPlan.known). */
+  private twinOf(code: string, plan: ChildPlan): string | undefined {
+    const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim();
+    const mine = squeezed(code);
+    return this.known(plan).variants.find((v) => squeezed(v.code) === mine)?.id;
   }
 
   /** The draft with the failure's correction for the next attempt (see retryOrThrow). */

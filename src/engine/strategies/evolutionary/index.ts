@@ -21,7 +21,7 @@ export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions
   window?: number;
   /** Children that enter between two checkpoints of the session. Default 4. */
   chunk?: number;
-  /** Variants drawn for each parent's tournament. Default 2. */
+  /** Variants drawn for each parent's tournament. Default 3. */
   tournament?: number;
   /** Elites kept per niche of the archive (what bounds the kernel × occupancy band). Default 2. */
   perNiche?: number;
@@ -32,7 +32,7 @@ export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions
 }
 
 /** The defaults (seed and window are the stored settings' own: session-settings.ts). */
-export const DEFAULT_EVOLUTIONARY = { seed: DEFAULT_EVOLUTIONARY_SETTINGS.seed, window: DEFAULT_EVOLUTIONARY_SETTINGS.window, chunk: 4, tournament: 2, perNiche: 2, capacity: 12, childrenWithoutBudget: 16 } as const;
+export const DEFAULT_EVOLUTIONARY = { seed: DEFAULT_EVOLUTIONARY_SETTINGS.seed, window: DEFAULT_EVOLUTIONARY_SETTINGS.window, chunk: 4, tournament: 3, perNiche: 2, capacity: 12, childrenWithoutBudget: 16 } as const;
 
 function positiveInteger(name: string, value: number): number {
   if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer > 0, got ${value}`);
@@ -73,6 +73,7 @@ export class EvolutionaryTuningStrategy extends BaseTuningStrategy {
         rejected: p.rejected.length,
         usage: p.spent.usage,
         wallS: p.spent.wallS,
+        gpuS: p.spent.gpuS,
       });
       return {};
     };

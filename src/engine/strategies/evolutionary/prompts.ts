@@ -63,7 +63,11 @@ function parentBlock(label: string, p: ParentView): string[] {
   return [`${label}: variant ${p.variant.id}, ${origin(p.variant)}.`, kernelBlock(p.code), 'Its tunable parameters (values tried):', formatTuneParams(p.variant.tuneParams)];
 }
 
-const IDEA_LINE = 'In the ```json block, also name the idea you applied in one short line: {"idea": "...", "tunableParameters": {...}}.';
+const IDEA_LINE = [
+  'In the ```json block, also name the idea you applied in one short line, and list the restrictions a configuration',
+  'must satisfy for the kernel to be correct and launchable (expressions over the parameter names; [] when none):',
+  '{"idea": "...", "tunableParameters": {...}, "restrictions": ["block_size_x * block_size_y <= 1024"]}',
+].join('\n');
 
 /** One idea applied to one parent: the judge's instruction, or the one the model finds most promising. */
 export function mutatePrompt(options: { parent: ParentView; instruction?: string; variants: readonly Variant[]; rejected: readonly RejectedChild[] }): string {

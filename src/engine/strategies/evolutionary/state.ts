@@ -57,8 +57,8 @@ export interface PopulationState {
   /** Children that have entered or been rejected: 0 .. committed - 1. */
   committed: number;
   operatorStats: OperatorStats;
-  /** What the session spent up to the end of its last run. */
-  spent: { usage: ModelUsage; wallS: number };
+  /** What the session spent up to the end of its last run; gpuS: GPU-seconds its children's evaluations held the GPUs. */
+  spent: { usage: ModelUsage; wallS: number; gpuS: number };
   /** Why it stopped asking for children; null while it goes on. */
   stopped: StopReason | null;
 }

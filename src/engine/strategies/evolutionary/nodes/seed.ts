@@ -51,7 +51,7 @@ export function seedNode(seed: number) {
         drafts: {},
         committed: 0,
         operatorStats: NO_OPERATOR_STATS,
-        spent: { usage: NO_USAGE, wallS: 0 },
+        spent: { usage: NO_USAGE, wallS: 0, gpuS: 0 },
         stopped: null,
       },
     };
