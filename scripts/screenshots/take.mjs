@@ -9,8 +9,8 @@
 // third step runs, with the step's candidate node selected.
 // --lineage: only the lineage tree, from a recorded evolutionary session: a stored session file (as `auto` keeps it,
 // or the extension's **Export as JSON report**; e.g. test/fixtures/sessions/evolution-saxpy.fake-gpu.json, recorded on
-// the fake GPU) drawn by the panel with the variant VARIANT selected (default: the fastest), into
-// media/screenshots/lineage.png (or FILE.png).
+// the fake GPU), or a session's events as a JSON array (bench/evolution.ts's evolution-session.events.json), drawn by
+// the panel with the variant VARIANT selected (default: the fastest), into media/screenshots/lineage.png (or FILE.png).
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
@@ -84,11 +84,18 @@ async function reportAndGraph(browser) {
   return [`${join('media', 'screenshots', 'report.png')} (from ${report})`, join('media', 'screenshots', 'graph.png')];
 }
 
+/** What the panel's header says of a session known by its events alone (the tree does not show it). */
+function headerOf(events) {
+  const started = events.find((e) => e.type === 'session.started');
+  const kernelName = started?.kernel.name ?? 'kernel';
+  return { sessionId: 'recording', kernelName, fileName: `${kernelName}.cu`, startedAt: events[0]?.at ?? new Date().toISOString(), model: 'recorded session', strategy: 'evolutionary' };
+}
+
 /** The lineage tree of a recorded evolutionary session, a variant selected. */
 async function lineage(browser, file) {
   const stored = JSON.parse(readFileSync(resolve(file), 'utf8'));
-  const report = stored.report ?? stored;
-  if (!Array.isArray(report.events) || !report.header) throw new Error(`${file} holds no session report (header and events): give a stored session file`);
+  const report = Array.isArray(stored) ? { header: headerOf(stored), events: stored } : (stored.report ?? stored);
+  if (!Array.isArray(report.events) || !report.header) throw new Error(`${file} holds no session (a stored session file, or a session's events): give one of those`);
   const variants = report.events.filter((e) => e.type === 'population.variant');
   if (variants.length === 0) throw new Error(`${file} is no evolutionary session: its events have no population`);
   const select = values.select ?? variants.findLast((e) => e.best).variant.id;
