@@ -49,13 +49,14 @@ export async function restoreFocus(root: HTMLElement, memo: FocusMemo | undefine
   if (!memo) return;
   let el: Element | null = memo.anchor === '#app' ? root : root.querySelector(memo.anchor);
   for (const [tag, index] of memo.path) el = el ? ([...el.children].filter((c) => c.tagName === tag)[index] ?? null) : null;
-  if (!(el instanceof HTMLElement)) return;
+  // A drawn node (the graphs', the lineage tree's) is an SVG element that takes the focus like an HTML one.
+  if (!(el instanceof HTMLElement || el instanceof SVGElement)) return;
   const rendering: Promise<unknown>[] = [];
   for (let up: Element | null = el; up && up !== root; up = up.parentElement) {
     if ('updateComplete' in up) rendering.push((up as Element & { updateComplete: Promise<unknown> }).updateComplete);
   }
   await Promise.all(rendering);
-  const target = memo.inShadow ? el.shadowRoot?.querySelector<HTMLElement>('[tabindex="0"]') : el;
+  const target: HTMLOrSVGElement | null | undefined = memo.inShadow ? el.shadowRoot?.querySelector<HTMLElement>('[tabindex="0"]') : el;
   target?.focus({ preventScroll: true });
 }
 

@@ -1,6 +1,7 @@
 /**
  * Where each node and edge of a graph goes, laid out by dagre (Sugiyama-style layered layout, the algorithm Mermaid's
- * flowcharts use; 50 KB, no eval, nothing remote). Pure geometry: the panel turns it into SVG elements.
+ * flowcharts use; 50 KB, no eval, nothing remote): the session's graphs here, the lineage of a population in
+ * lineage-layout.ts. Pure geometry: the panels turn it into SVG elements.
  */
 import { graphlib, layout } from '@dagrejs/dagre';
 import type { GraphEdgeView, GraphNodeView, GraphView } from '../src/engine/progress/events';
@@ -34,40 +35,72 @@ export interface GraphLayout {
 }
 
 /** 12 px text: about 7 px per character, plus padding. */
-const CHAR_WIDTH = 7;
+export const CHAR_WIDTH = 7;
 const NODE_HEIGHT = 28;
 
-export function layoutGraph(graph: GraphView): GraphLayout {
+/** What dagre places: boxes by id, and edges between them with an optional label box. */
+export interface DagInput {
+  nodes: { id: string; width: number; height: number }[];
+  edges: { source: string; target: string; labelSize?: { width: number; height: number } }[];
+  /** Space between nodes of a rank, and between ranks. */
+  spacing?: { node: number; rank: number };
+}
+
+export interface DagLayout {
+  width: number;
+  height: number;
+  /** Centres, by id. */
+  nodes: Map<string, { x: number; y: number }>;
+  /** By edge index; undefined for an edge dagre could not place (an end that is no node). */
+  edges: ({ path: string; end: { x: number; y: number; angle: number }; label?: { x: number; y: number } } | undefined)[];
+}
+
+/** Places a directed graph top to bottom (dagre): node centres, each edge's curve and arrow end, and its label's centre. */
+export function layoutDag(input: DagInput): DagLayout {
   const g = new graphlib.Graph({ multigraph: true });
-  g.setGraph({ rankdir: 'TB', nodesep: 18, ranksep: 30, edgesep: 10, marginx: 6, marginy: 6 });
+  g.setGraph({ rankdir: 'TB', nodesep: input.spacing?.node ?? 18, ranksep: input.spacing?.rank ?? 30, edgesep: 10, marginx: 6, marginy: 6 });
   g.setDefaultEdgeLabel(() => ({}));
-  for (const node of graph.nodes) {
-    const label = nodeLabel(node.id);
-    g.setNode(node.id, { width: Math.max(56, label.length * CHAR_WIDTH + 24), height: NODE_HEIGHT });
-  }
-  graph.edges.forEach((e, i) => {
-    if (g.hasNode(e.source) && g.hasNode(e.target)) g.setEdge(e.source, e.target, { minlen: 1 }, String(i));
+  for (const node of input.nodes) g.setNode(node.id, { width: node.width, height: node.height });
+  input.edges.forEach((e, i) => {
+    if (g.hasNode(e.source) && g.hasNode(e.target)) g.setEdge(e.source, e.target, { minlen: 1, ...(e.labelSize && { width: e.labelSize.width, height: e.labelSize.height, labelpos: 'c' }) }, String(i));
   });
   layout(g);
   const size = g.graph() as { width?: number; height?: number };
-  const nodes = graph.nodes.map((node): PlacedNode => {
-    const placed = g.node(node.id) as { x: number; y: number; width: number; height: number };
-    return { ...node, label: nodeLabel(node.id), x: placed.x, y: placed.y, width: placed.width, height: placed.height, terminal: node.id === '__start__' || node.id === '__end__' };
-  });
-  const edges = graph.edges.flatMap((e, i): PlacedEdge[] => {
-    const placed = g.edge({ v: e.source, w: e.target, name: String(i) }) as { points?: { x: number; y: number }[] } | undefined;
+  const nodes = new Map(
+    input.nodes.map((n) => {
+      const { x, y } = g.node(n.id) as { x: number; y: number };
+      return [n.id, { x, y }];
+    }),
+  );
+  const edges = input.edges.map((e, i) => {
+    const placed = g.edge({ v: e.source, w: e.target, name: String(i) }) as { points?: { x: number; y: number }[]; x?: number; y?: number } | undefined;
     const points = placed?.points ?? [];
-    if (points.length < 2) return [];
+    if (points.length < 2) return undefined;
     const [last, before] = [points.at(-1)!, points.at(-2)!];
-    return [
-      {
-        ...e,
-        path: smoothPath(points),
-        end: { x: last.x, y: last.y, angle: (Math.atan2(last.y - before.y, last.x - before.x) * 180) / Math.PI },
-      },
-    ];
+    return {
+      path: smoothPath(points),
+      end: { x: last.x, y: last.y, angle: (Math.atan2(last.y - before.y, last.x - before.x) * 180) / Math.PI },
+      ...(e.labelSize && placed?.x !== undefined && placed.y !== undefined && { label: { x: placed.x, y: placed.y } }),
+    };
   });
   return { width: Math.ceil(size.width ?? 0), height: Math.ceil(size.height ?? 0), nodes, edges };
+}
+
+export function layoutGraph(graph: GraphView): GraphLayout {
+  const boxes = graph.nodes.map((node) => {
+    const label = nodeLabel(node.id);
+    return { node, label, width: Math.max(56, label.length * CHAR_WIDTH + 24), height: NODE_HEIGHT };
+  });
+  const placed = layoutDag({ nodes: boxes.map((b) => ({ id: b.node.id, width: b.width, height: b.height })), edges: graph.edges });
+  const nodes = boxes.map(({ node, label, width, height }): PlacedNode => {
+    const { x, y } = placed.nodes.get(node.id)!;
+    return { ...node, label, x, y, width, height, terminal: node.id === '__start__' || node.id === '__end__' };
+  });
+  const edges = graph.edges.flatMap((e, i): PlacedEdge[] => {
+    const at = placed.edges[i];
+    return at ? [{ ...e, path: at.path, end: at.end }] : [];
+  });
+  return { width: placed.width, height: placed.height, nodes, edges };
 }
 
 const f = (n: number) => n.toFixed(1);

@@ -6,24 +6,10 @@
 import type { GraphView, JsonPreview } from '../src/engine/progress/events';
 import { layoutGraph, type GraphLayout, type PlacedNode } from './graph-layout';
 import { nodeKey, nodeLabel, splitNodeKey, type GraphModel, type NodeRun, type NodeState } from './graph-model';
-
-const SVG = 'http://www.w3.org/2000/svg';
+import { arrowDefs, el, onActivate, svg } from './svg-dom';
 
 /** Runs shown for the selected node, newest first. */
 const RUNS_SHOWN = 5;
-
-function svg<K extends keyof SVGElementTagNameMap>(tag: K, attrs: Record<string, string | number>): SVGElementTagNameMap[K] {
-  const el = document.createElementNS(SVG, tag);
-  for (const [name, value] of Object.entries(attrs)) el.setAttribute(name, String(value));
-  return el;
-}
-
-function el<K extends keyof HTMLElementTagNameMap>(tag: K, className?: string, text?: string): HTMLElementTagNameMap[K] {
-  const e = document.createElement(tag);
-  if (className) e.className = className;
-  if (text !== undefined) e.textContent = text;
-  return e;
-}
 
 function nodeTitle(graph: GraphView, node: PlacedNode, state: NodeState | undefined): string {
   const runs = state?.runs.length ?? 0;
@@ -49,17 +35,14 @@ function layoutOf(graph: GraphView): GraphLayout {
 function drawGraph(graph: GraphView, model: GraphModel, selected: string | undefined, onSelect: (key: string) => void): HTMLElement {
   const placed = layoutOf(graph);
   const root = svg('svg', { class: 'graph', viewBox: `0 0 ${placed.width} ${placed.height}`, width: placed.width, height: placed.height, role: 'group', 'aria-label': `graph ${graph.name}` });
-  const defs = svg('defs', {});
-  const marker = svg('marker', { id: `arrow-${graph.id.replace(/[^\w-]/g, '_')}`, viewBox: '0 0 8 8', refX: 7, refY: 4, markerWidth: 7, markerHeight: 7, orient: 'auto-start-reverse' });
-  marker.append(svg('path', { d: 'M0,0 L8,4 L0,8 z', class: 'arrow' }));
-  defs.append(marker);
-  root.append(defs);
+  const arrow = `arrow-${graph.id.replace(/[^\w-]/g, '_')}`;
+  root.append(arrowDefs(arrow));
   for (const edge of placed.edges) {
     const from = model.nodes[nodeKey(graph.id, edge.source)];
     const to = model.nodes[nodeKey(graph.id, edge.target)];
     // An edge both of whose ends ran was (most likely) taken.
     const taken = (from?.runs.length ?? 0) > 0 && ((to?.runs.length ?? 0) > 0 || edge.target === '__end__');
-    const path = svg('path', { d: edge.path, class: `edge${edge.conditional ? ' conditional' : ''}${taken ? ' taken' : ''}`, 'marker-end': `url(#${marker.id})` });
+    const path = svg('path', { d: edge.path, class: `edge${edge.conditional ? ' conditional' : ''}${taken ? ' taken' : ''}`, 'marker-end': `url(#${arrow})` });
     root.append(path);
   }
   for (const node of placed.nodes) {
@@ -89,11 +72,7 @@ function drawGraph(graph: GraphView, model: GraphModel, selected: string | undef
       badge.textContent = `${runs > 1 ? `×${runs}` : ''}${state?.retries ? ` ↻${state.retries}` : ''}`.trim();
       g.append(badge);
     }
-    if (!node.terminal) {
-      const select = () => onSelect(key);
-      g.addEventListener('click', select);
-      g.addEventListener('keydown', (e) => (e.key === 'Enter' || e.key === ' ') && (e.preventDefault(), select()));
-    }
+    if (!node.terminal) onActivate(g, () => onSelect(key));
     root.append(g);
   }
   const figure = el('figure', 'graph-figure');

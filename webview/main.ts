@@ -10,10 +10,10 @@ import '@vscode-elements/elements/dist/vscode-collapsible/index.js';
 import '@vscode-elements/elements/dist/vscode-progress-ring/index.js';
 import '@vscode-elements/elements/dist/vscode-textarea/index.js';
 import '@vscode-elements/elements/dist/vscode-textfield/index.js';
-import type { ConfigSummary, TuningEvent } from '../src/engine/progress/events';
+import type { ConfigSummary, EventOf, TuningEvent } from '../src/engine/progress/events';
 import { describeChange } from '../src/engine/progress/describe-change';
 import type { EditedPlanStep, FromWebviewMessage, RelatedSeries, ToWebviewMessage } from '../src/extension/protocol';
-import { reduceAll, speedup, usageText, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
+import { decidedCandidate, reduceAll, speedup, usageText, type CandidateView, type SessionHeader, type SessionView, type StepView } from '../src/engine/session/session-view';
 import { startedStepsOf } from '../src/engine/session/session-log';
 import { profileSourceText, type ConfigProfile } from '../src/tuner/run/profile';
 import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../src/tuner/run/sanitizer';
@@ -25,6 +25,8 @@ import { formatParams, formatTime, type ChartData } from './chart-series';
 import { parseUnifiedDiff, sideBySide, type DiffHunk, type DiffLine } from './diff-rows';
 import { highlightHunk, highlightLines } from './highlight-dom';
 import { renderGraphSection } from './graph-panel';
+import { renderLineageSection } from './lineage-panel';
+import { modelCallsTable } from './model-calls';
 import { reduceGraphAll, type GraphModel } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
 import { energyNote, metricColumns } from './config-metrics';
@@ -40,6 +42,8 @@ interface UiState {
   planSent?: boolean;
   /** The graph node whose runs are shown (graph-model's nodeKey). */
   graphNode?: string;
+  /** The lineage tree's node whose details are shown (a variant's id, or a child's step). */
+  lineageNode?: string;
 }
 
 interface Persisted {
@@ -72,6 +76,8 @@ let state: Persisted = restored ?? {
 // What the events say, derived again only when they change: a redraw for the UI's own state (a sort, a resize) reuses it.
 let view: SessionView | undefined;
 let graph: GraphModel = reduceGraphAll([]);
+/** The session's model calls, in order. */
+let calls: EventOf<'llm.usage'>[] = [];
 /** The steps that ran: a branch can start from any of them. */
 let startedSteps: ReadonlySet<string> = new Set();
 let frame = 0;
@@ -85,6 +91,7 @@ function commit(rebuild: boolean): void {
   if (rebuild) {
     view = state.header ? reduceAll(state.header, state.events) : undefined;
     graph = reduceGraphAll(state.events);
+    calls = state.events.filter((e): e is EventOf<'llm.usage'> => e.type === 'llm.usage');
     startedSteps = new Set(startedStepsOf(state.events).map((s) => s.stepId));
   }
   if (!frame) frame = requestAnimationFrame(() => ((frame = 0), render()));
@@ -295,6 +302,42 @@ function renderChart(data: ChartData): HTMLElement {
     chart: mountPerformanceChart(holder, data),
   };
   return chartView.section;
+}
+
+/** An evolutionary session's population as a lineage tree; a node's details draw its parts as the steps do. */
+function renderLineage(v: SessionView): HTMLElement | null {
+  const sessionId = state.sessionId;
+  if (!v.population || !sessionId) return null;
+  return renderLineageSection(
+    { population: v.population, live: state.live, finished: v.status === 'completed', calls, selected: state.ui.lineageNode },
+    {
+      select: (id) => ((state.ui.lineageNode = id), commit(false)),
+      propose: (variantId) => post({ type: 'proposeVariant', sessionId, variantId }),
+      branch: (variantId) => post({ type: 'branchVariant', sessionId, variantId }),
+      evolveFurther: () => post({ type: 'evolveFurther', sessionId }),
+    },
+    {
+      diff: renderDiff,
+      step: (stepId, withDiff) => {
+        const step = v.steps[stepId];
+        const candidate = step && decidedCandidate(step);
+        return step && candidate ? renderCandidate(step, candidate, v.objective, withDiff) : null;
+      },
+      profile: renderProfile,
+    },
+  );
+}
+
+/** Every call to the model, its tokens and cost: closed until asked for. */
+function renderModelCalls(): HTMLElement | null {
+  if (calls.length === 0) return null;
+  const collapsible = h('vscode-collapsible', { heading: 'Model calls', description: `${calls.length} call(s)`, open: state.ui.open['model-calls'] ?? false, id: 'model-calls' });
+  collapsible.addEventListener('vsc-collapsible-toggle', (e) => {
+    state.ui.open['model-calls'] = (e as CustomEvent<{ open: boolean }>).detail.open;
+    api.setState(state);
+  });
+  collapsible.append(h('div', { class: 'model-calls-holder' }, modelCallsTable(calls, 'Every request to the model, in order')));
+  return collapsible;
 }
 
 function renderGraph(): HTMLElement | null {
@@ -531,7 +574,9 @@ function render(): void {
   const tables = chartDataElement(data);
   if (tables) chart.append(tables);
   app.replaceChildren(
-    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), chart, renderGraph(), renderAnalysis(view), renderSteps(view)].filter((x): x is HTMLElement => x !== null),
+    ...[renderHeader(view), renderNotices(view), renderFinal(view), renderPlanEditor(view), renderLineage(view), chart, renderGraph(), renderAnalysis(view), renderSteps(view), renderModelCalls()].filter(
+      (x): x is HTMLElement => x !== null,
+    ),
   );
   exposeCollapsibles(app);
   void restoreFocus(app, memo);

@@ -7,7 +7,8 @@
 import { defaultTuningSteps } from '../engine/strategies/explicit/steps';
 import type { ProviderConfig } from '../engine/llm/providers';
 import type { StructuredOutputType } from '../engine/llm/structured';
-import { STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session/session-settings';
+import { DEFAULT_EVOLUTIONARY_SETTINGS, STRUCTURED_OUTPUT_TYPES, type SessionSettings } from '../engine/session/session-settings';
+import type { Prices, SessionBudget } from '../engine/resources/model-calls';
 import { parseGpuSelection, singleGpu, type GpuSelection } from '../tuner/run/gpu-selection';
 import { DEFAULT_LAUNCHES, launchCountOf, launchCountProblems, type LaunchCount, type LaunchCountSettings } from '../tuner/run/launch-count';
 import { ALLOWED_NAMES, refusedCompilerOptions } from './compiler-options';
@@ -20,13 +21,20 @@ export type ExplicitStepId = string;
 
 export type StrategyConfig =
   | { kind: 'autonomous'; breakdownSteps: boolean; maxBreakdowns: number; withReplanning: boolean; maxReplanning: number }
-  | { kind: 'explicit'; steps: ExplicitStepId[] };
+  | { kind: 'explicit'; steps: ExplicitStepId[] }
+  | Extract<SessionSettings['strategy'], { kind: 'evolutionary' }>;
 
 export interface EngineConfig {
   llm: ProviderConfig;
   structuredOutputType: StructuredOutputType;
   stripThinkingOutput: boolean;
   strategy: StrategyConfig;
+  /** Requests to the model at once (kernelTuner.llm.concurrency). */
+  llmConcurrency: number;
+  /** What a session may spend (kernelTuner.budget.*); empty: no limit. */
+  budget: SessionBudget;
+  /** The model's prices, USD per million tokens (kernelTuner.llm.*PricePerMillionTokens): the cost of every call. */
+  prices?: Prices;
   performanceThreshold: number;
   /** What every step must improve (kernelTuner.objective): time, energy or edp, all lower-is-better. */
   objective: 'time' | 'energy' | 'edp';
@@ -173,7 +181,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
   const structuredOutputType = oneOf('llm.structuredOutput', STRUCTURED_OUTPUT_TYPES, 'default');
   const stripThinkingOutput = bool('llm.stripThinking', true);
 
-  const kind = oneOf('strategy', ['autonomous', 'explicit'] as const, 'autonomous');
+  const kind = oneOf('strategy', ['autonomous', 'explicit', 'evolutionary'] as const, 'autonomous');
   let strategy: StrategyConfig;
   if (kind === 'autonomous') {
     strategy = {
@@ -182,6 +190,14 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
       maxBreakdowns: number('autonomous.maxBreakdowns', 1, 1, 5, true),
       withReplanning: bool('autonomous.withReplanning', true),
       maxReplanning: number('autonomous.maxReplanning', 3, 1, 10, true),
+    };
+  } else if (kind === 'evolutionary') {
+    const maxChildren = number('evolutionary.maxChildren', 0, 0, 10_000, true);
+    strategy = {
+      kind,
+      seed: number('evolutionary.seed', DEFAULT_EVOLUTIONARY_SETTINGS.seed, 0, 2 ** 31 - 1, true),
+      window: number('evolutionary.window', DEFAULT_EVOLUTIONARY_SETTINGS.window, 1, 32, true),
+      ...(maxChildren > 0 && { maxChildren }),
     };
   } else {
     const steps = strings('explicit.steps', EXPLICIT_STEP_IDS);
@@ -212,6 +228,37 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     gpus = read.gpus;
     return read.device;
   };
+  /** A price, USD per million tokens; null: not given. */
+  const price = (name: string): number | null => {
+    const v = get(name) ?? null;
+    if (v === null) return null;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+      problem(name, `must be a number of USD per million tokens, 0 or more, or null when unknown (is ${JSON.stringify(v)})`);
+      return null;
+    }
+    return v;
+  };
+  const spending = (): Pick<EngineConfig, 'llmConcurrency' | 'budget' | 'prices'> => {
+    const llmConcurrency = number('llm.concurrency', 4, 1, 64, true);
+    const limits: Required<SessionBudget> = {
+      modelCalls: number('budget.modelCalls', 0, 0, 1_000_000, true),
+      tokens: number('budget.tokens', 0, 0, 1e12, true),
+      costUsd: number('budget.costUsd', 0, 0, 1e6, false),
+      wallTimeS: number('budget.wallTimeMinutes', 0, 0, 7 * 24 * 60, false) * 60,
+    };
+    // 0: no limit.
+    const budget = Object.fromEntries(Object.entries(limits).filter(([, value]) => value > 0)) as SessionBudget;
+    const [input, output] = [price('llm.inputPricePerMillionTokens'), price('llm.outputPricePerMillionTokens')];
+    if ((input === null) !== (output === null)) {
+      const [given, missing] = input === null ? ['llm.outputPricePerMillionTokens', 'llm.inputPricePerMillionTokens'] : ['llm.inputPricePerMillionTokens', 'llm.outputPricePerMillionTokens'];
+      problem(missing, `is not set, but ${key(given)} is: set both prices (USD per million input and output tokens, as your provider lists them) or neither`);
+    }
+    const prices = input !== null && output !== null ? { inputPerMTok: input, outputPerMTok: output } : undefined;
+    if (budget.costUsd !== undefined && !prices) {
+      problem('budget.costUsd', `needs the model's prices to count the cost: set ${key('llm.inputPricePerMillionTokens')} and ${key('llm.outputPricePerMillionTokens')} (USD per million tokens), or set the budget to 0`);
+    }
+    return { llmConcurrency, budget, ...(prices && { prices }) };
+  };
   /** kernelTuner.sanitize, read in its place among the settings. */
   const sanitize = (): boolean => {
     const read = readSanitizeSetting(get);
@@ -226,6 +273,7 @@ export function readEngineConfig(get: SettingGetter, apiKey: string | undefined)
     structuredOutputType,
     stripThinkingOutput,
     strategy,
+    ...spending(),
     performanceThreshold: number('performanceThreshold', 1.0, 0, 100, false),
     objective: oneOf('objective', ['time', 'energy', 'edp'] as const, 'time'),
     energy: bool('energy', false),
@@ -280,7 +328,10 @@ export function sessionSettings(config: EngineConfig, file: SessionFile): Sessio
     ...(file.filePath !== undefined && { filePath: file.filePath }),
     includePaths: file.includePaths,
     compilerOptions: [...file.buildOptions, ...config.compilerOptions],
-    strategy: config.strategy.kind === 'explicit' ? config.strategy : { ...config.strategy, candidatesPerStep: config.candidatesPerStep },
+    strategy: config.strategy.kind === 'autonomous' ? { ...config.strategy, candidatesPerStep: config.candidatesPerStep } : config.strategy,
+    llmConcurrency: config.llmConcurrency,
+    ...(Object.keys(config.budget).length > 0 && { budget: config.budget }),
+    ...(config.prices && { prices: config.prices }),
     retries: config.retries,
     performanceThreshold: config.performanceThreshold,
     ...(config.objective !== 'time' && { objective: { name: config.objective, higherIsBetter: false } }),

@@ -52,6 +52,8 @@ export interface SessionRequest {
   config: EngineConfig;
   /** Start the session as a branch of another one; ignored once the session has started. */
   branch?: BranchOptions;
+  /** The session (`threadId`) is a finished evolutionary one: it goes on evolving its population within `settings.budget`. */
+  evolveFurther?: boolean;
   /** Answer from this recording instead of asking the model, plan approvals included. */
   replay?: { exchanges: LlmExchange[]; approvals: PlanApproval[] };
   /** Where the file checkpointer keeps this window's sessions. */

@@ -25,7 +25,9 @@ import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
 import { isSessionReport } from './report';
-import { reduceAll, stepCode } from '../engine/session/session-view';
+import { reduceAll, stepCode, type SessionView } from '../engine/session/session-view';
+import { evolveFurtherQuestions, type EvolveSettings } from './evolve-further';
+import { variantKernel } from './variant-kernel';
 import { SessionManager, type StartRequest } from './sessions';
 import { specsBeside, specsForKernel } from '../tuner/spec/spec-files';
 import type { GpuSelection } from '../tuner/run/gpu-selection';
@@ -93,7 +95,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
         return;
       case 'showDiff':
       case 'openSideBySide': {
-        const shown = await showSessionDiff(message.sessionId, message.stepId);
+        const shown = await showSessionDiff(message.sessionId, { stepId: message.stepId });
         if (shown && message.type === 'openSideBySide') await inlineDiff.openSideBySide(shown);
         return;
       }
@@ -102,6 +104,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
         return;
       case 'exportChart':
         await exportChart(message.sessionId, message.format, message.data);
+        return;
+      case 'proposeVariant':
+        await showSessionDiff(message.sessionId, { variantId: message.variantId });
+        return;
+      case 'branchVariant':
+        await branchFromVariant(message.sessionId, message.variantId);
+        return;
+      case 'evolveFurther':
+        await evolveFurther(message.sessionId);
         return;
       case 'ready':
       case 'rendered':
@@ -123,16 +134,34 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     void announceSaved(`Saved the chart to ${relative(dest)}.`, dest);
   }
 
-  /** Opens the inline diff of a session's final kernel (or of one accepted step). Returns the document's uri. */
-  async function showSessionDiff(sessionId: string, stepId: string | null): Promise<vscode.Uri | undefined> {
+  /** The session as its panel shows it (from its log). */
+  async function sessionView(sessionId: string): Promise<SessionView | undefined> {
+    const snapshot = await sessions.snapshot(sessionId);
+    return snapshot && reduceAll(snapshot.header, snapshot.events);
+  }
+
+  /** Which kernel of a session: the final one (no step), an accepted step's, or a variant of its population. */
+  type SessionKernel = { stepId: string | null } | { variantId: string };
+
+  /** Opens the inline diff of a kernel of a session (SessionKernel). Returns the document's uri. */
+  async function showSessionDiff(sessionId: string, which: SessionKernel): Promise<vscode.Uri | undefined> {
     const entry = await history.get(sessionId);
     if (!entry) throw new Error(`no session ${sessionId} in the history`);
-    const snapshot = await sessions.snapshot(sessionId);
-    const view = snapshot ? reduceAll(snapshot.header, snapshot.events) : undefined;
-    const code = stepId === null ? (view?.final?.finalCode ?? entry.finalCode) : view && stepCode(view, stepId);
-    if (!code) throw new Error(stepId === null ? 'this session has no final kernel' : 'this step changed nothing that could be applied');
+    const view = await sessionView(sessionId);
+    let code: string | undefined;
+    let title: string;
+    if ('variantId' in which) {
+      if (!view) throw new Error('this session has no population');
+      const variant = await variantKernel(view, which.variantId);
+      code = variant.code;
+      title = `${entry.kernelName}: variant ${variant.variant.id}`;
+    } else {
+      const { stepId } = which;
+      code = stepId === null ? (view?.final?.finalCode ?? entry.finalCode) : view && stepCode(view, stepId);
+      if (!code) throw new Error(stepId === null ? 'this session has no final kernel' : 'this step changed nothing that could be applied');
+      title = stepId === null ? `${entry.kernelName} tuned` : `${entry.kernelName} after ${view?.steps[stepId]?.title ?? stepId}`;
+    }
     const uri = entry.fileUri ? vscode.Uri.parse(entry.fileUri) : vscode.Uri.file(entry.filePath);
-    const title = stepId === null ? `${entry.kernelName} tuned` : `${entry.kernelName} after ${view?.steps[stepId]?.title ?? stepId}`;
     await sessions.showDiff(sessionId, entry.kernelName, code, entry.originalCode, uri, title);
     return uri;
   }
@@ -279,7 +308,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   }
 
   /** What a session builds on: an interrupted one to continue, a stored one to branch or to replay. */
-  type StoredStart = { resume: HistoryEntry } | { branch: NonNullable<StartRequest['branch']> } | { replay: HistoryEntry };
+  type StoredStart = { resume: HistoryEntry; evolveFurther?: EvolveSettings } | { branch: NonNullable<StartRequest['branch']> } | { replay: HistoryEntry };
 
   /**
    * Whether a new session must wait, or may not run at all: the workspace is not trusted (tuning compiles and runs its
@@ -320,7 +349,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     // A replay asks no model: only the GPU has to be there.
     const ready = await preflight(config.gpus, stored && 'replay' in stored ? undefined : { config, endpoint });
     if (!ready) return;
-    const doing = !stored ? 'tuning' : 'resume' in stored ? 'resuming' : 'branch' in stored ? `branching ${stored.branch.parent.id} at step ${stored.branch.stepId}:` : `replaying ${stored.replay.id}:`;
+    const doing = !stored ? 'tuning' : 'resume' in stored ? (stored.evolveFurther ? 'evolving further' : 'resuming') : 'branch' in stored ? `branching ${stored.branch.parent.id} at step ${stored.branch.stepId}:` : `replaying ${stored.replay.id}:`;
     log.info(`${doing} ${target.kernelName} in ${relative(target.document.uri)} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
     log.debug(`engine config: ${JSON.stringify(redactConfig(config))}`);
     try {
@@ -487,6 +516,33 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     await tune(undefined, { branch: { parent, stepId: about.stepId, stepTitle: about.stepTitle, editedCode: document.getText() } });
   }
 
+  /**
+   * "Branch from here" on a variant of an evolutionary session: a new session, a branch from the variant's child step
+   * with the variant's code (its values defined) in place, which enters the branch's population as its kernel.
+   */
+  async function branchFromVariant(sessionId: string, variantId: string): Promise<void> {
+    const entry = await entryFor(sessionId);
+    const view = entry && (await sessionView(entry.id));
+    if (!entry || !view) return;
+    const { variant, code } = await variantKernel(view, variantId);
+    if (!variant.stepId) return void vscode.window.showInformationMessage(`${variant.id} is where the session started, not a child of it: tune the kernel again to start from it.`);
+    await tune(undefined, { branch: { parent: entry, stepId: variant.stepId, stepTitle: `${view.steps[variant.stepId]?.title ?? variant.stepId}, which made ${variant.id}`, editedCode: code } });
+  }
+
+  /** "Evolve further" on a finished evolutionary session: more of whatever stopped it (asked), then its population evolves on. */
+  async function evolveFurther(sessionId: string): Promise<void> {
+    const entry = await entryFor(sessionId);
+    if (!entry) return;
+    if (entry.status !== 'completed' || entry.run?.strategy.kind !== 'evolutionary') return void vscode.window.showInformationMessage('Only a finished evolutionary session can evolve further.');
+    let settings: EvolveSettings = { budget: entry.run.budget ?? {}, strategy: entry.run.strategy };
+    for (const question of evolveFurtherQuestions(settings, (await sessionView(sessionId))?.population)) {
+      const answer = await vscode.window.showInputBox({ title: question.title, prompt: question.prompt, value: question.value, validateInput: question.validate, ignoreFocusOut: true });
+      if (answer === undefined) return;
+      settings = question.apply(settings, answer);
+    }
+    await tune(undefined, { resume: entry, evolveFurther: settings });
+  }
+
   async function pickReplayable(): Promise<HistoryEntry | undefined> {
     const replayable = (await history.list()).sessions.filter((s) => s.replayable);
     if (replayable.length === 0) return void vscode.window.showInformationMessage('No stored session has recorded model exchanges to replay.');
@@ -563,7 +619,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     }),
     command('kernelTuner.history.applyAgain', async (arg) => {
       const entry = await entryFor(arg);
-      if (entry) await showSessionDiff(entry.id, null);
+      if (entry) await showSessionDiff(entry.id, { stepId: null });
     }),
     command('kernelTuner.history.resume', async (arg) => {
       const entry = await entryFor(arg);

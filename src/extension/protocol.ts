@@ -56,6 +56,12 @@ export interface FromWebviewMap {
   branch: { sessionId: string; stepId: string };
   /** Save the performance chart: `data` is a PNG data URL or the text of an SVG document (see chart-export.ts). */
   exportChart: { sessionId: string; format: ChartImageFormat; data: string };
+  /** Show a variant of an evolutionary session's population, its values defined, as a proposal in the editor. */
+  proposeVariant: { sessionId: string; variantId: string };
+  /** Start a new evolutionary session from a variant: a branch of the session from the variant's child step. */
+  branchVariant: { sessionId: string; variantId: string };
+  /** A finished evolutionary session goes on evolving (the host asks for a larger budget). */
+  evolveFurther: { sessionId: string };
 }
 
 export type ChartImageFormat = 'png' | 'svg';
@@ -126,6 +132,9 @@ const FROM_WEBVIEW: { [K in keyof FromWebviewMap]: Record<keyof FromWebviewMap[K
   rendered: { sessionId: id, eventCount: count },
   branch: { sessionId: id, stepId: id },
   exportChart: { sessionId: id, format: oneOf(['png', 'svg']), data: text(MAX_CHART_IMAGE_CHARS) },
+  proposeVariant: { sessionId: id, variantId: id },
+  branchVariant: { sessionId: id, variantId: id },
+  evolveFurther: { sessionId: id },
 };
 
 /** Checks a message from the webview; throws ProtocolError naming the first bad field. Unknown fields are dropped. */

@@ -123,6 +123,7 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
         threadId: request.threadId,
         signal: request.signal,
         ...(request.branch && { branch: request.branch }),
+        ...(request.evolveFurther && { evolveFurther: true }),
       });
       warnings = built.warnings;
       transformer = new LLMKernelTransformer(request.code, built.options);

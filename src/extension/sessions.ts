@@ -10,6 +10,7 @@ import { newSessionId, type HistoryEntry, type HistoryStore } from '../engine/st
 import { lockSession, type SessionLock } from '../engine/store/session-lock';
 import type { LlmExchange } from '../engine/llm/exchange';
 import { approvalsOf, branchOptionsOf, eventsBeforeStep, inheritedEvents } from '../engine/session/session-log';
+import { replaySettings, type SessionSettings } from '../engine/session/session-settings';
 import { modelSettings, sessionSettings, type EngineConfig } from './config';
 import type { BackendLease, EngineRuntime, SessionRun } from './engine-api';
 import type { InlineDiffController } from './inline-diff';
@@ -56,6 +57,11 @@ export interface StartRequest {
   checkpointDir: string;
   /** Continue this interrupted history session instead of starting a new one. */
   resume?: HistoryEntry;
+  /**
+   * With `resume`, a finished evolutionary session: it evolves its population further, with these settings in place of
+   * its recorded ones (a larger budget, more children).
+   */
+  evolveFurther?: Pick<SessionSettings, 'budget' | 'strategy'>;
   /** Start a new session as a branch of this stored one, from one of its steps, as it was or with an edited kernel. */
   branch?: { parent: HistoryEntry; stepId: string; stepTitle?: string; editedCode?: string };
   /** Run this stored session's graph again with its recorded answers (a new session, no model). */
@@ -168,7 +174,7 @@ export class SessionManager implements vscode.Disposable {
   }
 
   private async startHolding(request: StartRequest, lock: SessionLock | undefined): Promise<{ sessionId: string; finished: Promise<void> }> {
-    const { document, kernelName, config, runtime, backend, resume, branch, replay } = request;
+    const { document, kernelName, config, runtime, backend, resume, branch, replay, evolveFurther } = request;
     // A branch or a replay is a new session built on a stored one; a resume continues the stored one itself.
     const source = resume ?? branch?.parent ?? replay;
     const sessionId = resume?.id ?? newSessionId();
@@ -186,9 +192,9 @@ export class SessionManager implements vscode.Disposable {
     // A resumed session and a branch ask the model configured now; a replay asks none. A session stored by an older
     // version has no settings: it goes on with today's (as it always did).
     const settings = replay
-      ? replay.run
+      ? replay.run && replaySettings(replay.run, stored?.events ?? [])
       : source?.run
-        ? { ...source.run, model: modelSettings(config) }
+        ? { ...source.run, ...evolveFurther, model: modelSettings(config) }
         : sessionSettings(config, { kernelName: source?.kernelName ?? kernelName, fileName: header.fileName, ...fileContext(document.uri, config.includePaths) });
     if (!settings) throw new Error(`session ${replay!.id} was stored without its settings (by an older version): it cannot be replayed`);
     const session = this.liveSession(header, events, document.uri, originalCode, replay !== undefined);
@@ -232,6 +238,7 @@ export class SessionManager implements vscode.Disposable {
           settings,
           config,
           ...(branchOptions && { branch: branchOptions }),
+          ...(evolveFurther && { evolveFurther: true }),
           ...(replay && { replay: { exchanges: replay.llmExchanges ?? [], approvals: approvalsOf(stored?.events ?? []) } }),
           checkpointDir: request.checkpointDir,
           signal: session.abort.signal,

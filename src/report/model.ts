@@ -4,8 +4,9 @@
  * came from: the device and its measured limits, the compiler and its options, the work model of a launch, and what
  * reproduces the run (command, spec, cache, session). Pure; no vscode, no GPU.
  */
-import type { ConfigSummary, EventOf, TuningEvent } from '../engine/progress/events';
-import { acceptedTimeline, decidedCandidate, focusStep, reduceAll, warningsOf, type SessionHeader } from '../engine/session/session-view';
+import type { ConfigSummary, EventOf, TuningEvent, VariantView } from '../engine/progress/events';
+import { acceptedTimeline, decidedCandidate, describeReason, focusStep, reduceAll, warningsOf, type PopulationView, type SessionHeader } from '../engine/session/session-view';
+import { madeBy, nicheText } from '../engine/progress/describe-variant';
 import type { DeviceDescription } from '../tuner/run/backend';
 import { profileSourceText, type ConfigProfile } from '../tuner/run/profile';
 import { findingLines, shownFindings, verdictSummary, type SanitizerVerdict } from '../tuner/run/sanitizer';
@@ -69,6 +70,55 @@ function reportProfile(profile: ConfigProfile): ReportProfile {
   return { config: profile.config, source: `${profileSourceText(profile)}${why}`, summary: profile.summary };
 }
 
+/** A variant of an evolutionary session as the report's population table shows it. */
+export interface ReportVariant {
+  id: string;
+  /** How it was made: "crossover of v1 and v2" (madeBy). */
+  madeBy: string;
+  parents: string[];
+  operator: VariantView['operator'];
+  timeMs: number;
+  /** The original's time over its own. */
+  speedup: number | null;
+  /** What bounds it and its occupancy band, in words: its niche in the archive. */
+  niche: string;
+  /** The session's kernel, in the archive (a parent of the next children), or retired from it. */
+  state: 'best' | 'archive' | 'retired';
+  idea: string;
+  bestConfig: Config;
+}
+
+export interface ReportPopulation {
+  variants: ReportVariant[];
+  /** Children kept out of the population, and why. */
+  rejected: { stepId: string; madeBy: string; reason: string }[];
+  /** Why the session stopped asking for children. */
+  stopped?: string;
+}
+
+export type ReportModelCall = Pick<EventOf<'llm.usage'>, 'purpose' | 'promptTokens' | 'completionTokens' | 'costUsd'>;
+
+function reportPopulation(p: PopulationView): ReportPopulation {
+  const original = p.variants.find((v) => v.operator === 'original');
+  const retired = new Set(p.retired);
+  return {
+    variants: p.variants.map((v) => ({
+      id: v.id,
+      madeBy: madeBy(v.operator, v.parents),
+      parents: v.parents,
+      operator: v.operator,
+      timeMs: v.timeMs,
+      speedup: original && v.timeMs > 0 ? original.timeMs / v.timeMs : null,
+      niche: nicheText(v),
+      state: v.id === p.bestId ? 'best' : retired.has(v.id) ? 'retired' : 'archive',
+      idea: v.instruction,
+      bestConfig: v.bestParams,
+    })),
+    rejected: p.children.flatMap((c) => (c.rejection ? [{ stepId: c.stepId, madeBy: madeBy(c.operator, c.parents), reason: describeReason(c.rejection) }] : [])),
+    ...(p.stopped && { stopped: p.stopped.reason.message }),
+  };
+}
+
 export interface ReportDevice {
   name: string;
   arch?: string;
@@ -108,6 +158,10 @@ export interface ReportData {
   steps: ReportStep[];
   /** The step whose configurations the chart shows (the panel's choice); absent in reports written before it was kept. */
   chartStepId?: string;
+  /** An evolutionary session's population: its variants, the children that made none, why it stopped. */
+  population?: ReportPopulation;
+  /** A session's requests to the model, in order: tokens, and cost where the session knew the prices. */
+  modelCalls?: ReportModelCall[];
   reproduce: {
     /** The command that reruns this (the tuner's, as it was called). */
     command: string;
@@ -289,6 +343,8 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     timeline,
     steps,
     ...(chartStep && { chartStepId: chartStep.id }),
+    ...(view.population && { population: reportPopulation(view.population) }),
+    modelCalls: of('llm.usage').map(({ purpose, promptTokens, completionTokens, costUsd }) => ({ purpose, promptTokens, completionTokens, ...(costUsd !== undefined && { costUsd }) })),
     reproduce: input.reproduce,
   };
 }

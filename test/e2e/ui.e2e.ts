@@ -21,9 +21,9 @@ import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Frame, Locator, Page } from 'playwright-core';
 import type { TuningEvent } from '../../src/engine/progress/events';
-import { HistoryStore } from '../../src/engine/store/history-store';
+import { HistoryEntrySchema, HistoryStore } from '../../src/engine/store/history-store';
 import { buildReport } from '../../src/extension/report';
-import { historyFields, reduceAll, type SessionHeader } from '../../src/engine/session/session-view';
+import { historyFields, reduceAll, type PopulationView, type SessionHeader } from '../../src/engine/session/session-view';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
 import { after, before, describe, it, runAll } from '../extension/runner';
 
@@ -91,6 +91,23 @@ async function seedH100Session(o: UiTestOptions): Promise<{ original: string; fi
   return { original, finalCode: view.final!.finalCode };
 }
 
+/**
+ * The recorded evolutionary session (recorded on the fake GPU: test/fixtures/sessions/evolution-saxpy.fake-gpu.json) in
+ * the history as it was stored, its file in the workspace's evolution/ folder (apart from the live sessions' saxpy.cu);
+ * returns its population and the file as it was.
+ */
+async function seedEvolutionSession(o: UiTestOptions): Promise<{ original: string; population: PopulationView }> {
+  const entry = HistoryEntrySchema.parse(JSON.parse(readFileSync(join(o.fixtures, 'sessions', 'evolution-saxpy.fake-gpu.json'), 'utf8')));
+  const file = join(o.workspace, 'evolution', 'saxpy.cu');
+  mkdirSync(join(o.workspace, 'evolution'), { recursive: true });
+  writeFileSync(file, entry.originalCode);
+  const { header, events } = entry.report as { header: SessionHeader; events: TuningEvent[] };
+  const store = new HistoryStore(join(o.userData, 'User', 'globalStorage', 'llm-kernel-tuner.llm-kernel-tuner', 'history'));
+  // Dated before the live sessions: the history lists those first.
+  await store.save({ ...entry, filePath: 'evolution/saxpy.cu', fileUri: pathToFileURL(file).href, createdAt: '2000-01-01T00:00:00.000Z' });
+  return { original: entry.originalCode, population: reduceAll(header, events).population! };
+}
+
 /** Matches a text exactly (the whole of it). */
 function exactly(text: string): RegExp {
   return new RegExp(`^${text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`);
@@ -135,6 +152,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     await page.locator(`.monaco-workbench.${kind}`).waitFor({ timeout: 10_000 });
   };
   let h100: { original: string; finalCode: string };
+  let evolution: { original: string; population: PopulationView };
   /** The workspace's settings for the live sessions: the scripted server, one correction per failing step. */
   const liveSettings = (): Record<string, unknown> => ({ 'kernelTuner.llm.provider': 'openai', 'kernelTuner.llm.model': 'scripted-model', 'kernelTuner.llm.baseUrl': `${server.url}/v1`, 'kernelTuner.retries': 1 });
   /** The code keeps the window's width; the panels (`what`) sit below it, in a second group. */
@@ -271,6 +289,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       writeFileSync(join(o.workspace, '.vscode', 'settings.json'), JSON.stringify(liveSettings(), null, 2));
       mkdirSync(o.shots, { recursive: true });
       h100 = await seedH100Session(o);
+      evolution = await seedEvolutionSession(o);
       context = await o.launchBrowser();
       page = context.pages()[0] ?? (await context.newPage());
       page.on('console', (m) => {
@@ -452,6 +471,54 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       // A clean window for the live session.
       await closeAllEditors();
     }), 90_000);
+
+    it('an evolutionary session (recorded on the fake GPU) opens from the history as its lineage tree; a node shows its diff; a variant that is not the best is proposed in the editor', step('lineage', async () => {
+      const { population, original } = evolution;
+      const kept = population.variants.findLast((v) => v.child !== null && v.id !== population.bestId)!;
+      const best = population.variants.find((v) => v.id === population.bestId)!;
+      const markers = (code: string) => code.split('\n').filter((l) => l.startsWith('// FAKE_SPEED'));
+      const onlyBest = markers(best.code).find((m) => !markers(kept.code).includes(m))!;
+      const evolutionFile = () => readFileSync(join(o.workspace, 'evolution', 'saxpy.cu'), 'utf8');
+      await sideBar('Kernel Tuner');
+      await page.locator('.monaco-list-row', { hasText: 'saxpy' }).first().click({ timeout: 15_000 });
+      const frame = await panelFrame(page, '#lineage svg.lineage', 30_000);
+      check((await frame.locator('header').innerText()).includes('FAKE GPU recording'), 'the panel says the session was recorded on the fake GPU');
+      const nodes = await frame.locator('g.lineage-node').evaluateAll((gs) => gs.map((g) => g.getAttribute('data-node')));
+      const rejected = population.children.filter((c) => c.rejection).map((c) => c.stepId);
+      check(JSON.stringify([...nodes].sort()) === JSON.stringify([...population.variants.map((v) => v.id), ...rejected].sort()), `a node per variant and rejected child, got ${JSON.stringify(nodes)}`);
+      check((await frame.locator(`g.lineage-node.best[data-node="${best.id}"]`).count()) === 1, 'the fastest variant is marked');
+      await frame.locator(`g.lineage-node[data-node="${kept.id}"]`).click();
+      const details = frame.locator('#lineage-details');
+      await details.locator('h3', { hasText: `${kept.id}: ` }).waitFor({ timeout: 10_000 });
+      const added = await details.locator('table.diff tr.add td.code').allInnerTexts();
+      check(added.includes(markers(kept.code).at(-1)!), `the diff of ${kept.id} against ${kept.parents[0]} adds its line, got ${JSON.stringify(added)}`);
+      await clearNotifications();
+      await shot('lineage-01-tree');
+      await details.locator('#propose-variant').click();
+      await lens('Accept All').waitFor({ timeout: 30_000 });
+      for (const marker of markers(kept.code)) await page.locator('.monaco-editor .view-line', { hasText: marker }).first().waitFor({ timeout: 10_000 });
+      await page.locator('.monaco-editor .view-line', { hasText: `#define block_size_x ${kept.bestParams.block_size_x}` }).first().waitFor({ timeout: 10_000 });
+      check((await page.locator('.monaco-editor .view-line', { hasText: onlyBest }).count()) === 0, `the proposal is ${kept.id}'s, not the fastest's (no "${onlyBest}")`);
+      await shot('lineage-02-proposal');
+      const saveEvolution = async (expected: (text: string) => boolean, what: string) => {
+        await palette('View: Focus First Editor Group');
+        await page.keyboard.press('Control+S');
+        for (let i = 0; i < 50 && !expected(evolutionFile()); i++) await page.waitForTimeout(200);
+        check(expected(evolutionFile()), what);
+      };
+      await lens('Reject All').click();
+      await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
+      await saveEvolution((text) => text === original, 'after Reject All the file is byte for byte what it was');
+      // The report again (the file may have opened over it), the variant still shown.
+      await tab('Report: saxpy').first().click();
+      await (await panelFrame(page, '#lineage-details #propose-variant', 30_000)).locator('#propose-variant').click();
+      await lens('Accept All').click();
+      await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
+      await saveEvolution((text) => markers(kept.code).every((m) => text.includes(m)) && !text.includes(onlyBest) && text.includes(`#define block_size_x ${kept.bestParams.block_size_x}`), `after Accept All the file is ${kept.id} with its values defined`);
+      await page.keyboard.press('Control+Z');
+      await saveEvolution((text) => text === original, 'after one Undo the file is what it was');
+      await closeAllEditors();
+    }), 120_000);
 
     it('opens the kernel and shows the "Tune kernel" lens', step('open', async () => {
       await closeAllEditors();

@@ -73,11 +73,21 @@ function describeError(error: unknown): string {
   return error instanceof Error ? (error.stack ?? error.message) : String(error);
 }
 
-/** Runs every registered suite; resolves with the results (it never rejects: callers decide what a failure means). */
+/**
+ * Runs every registered suite; resolves with the results (it never rejects: callers decide what a failure means).
+ * KERNEL_TUNER_TEST_GREP (scripts/test-extension.mjs --grep) runs only the tests whose title holds its text (a suite
+ * without one is left out, hooks and all); the others count as skipped.
+ */
 export async function runAll(label: string): Promise<TestResult[]> {
   const results: TestResult[] = [];
   const log = (line: string) => console.log(line);
+  const grep = process.env.KERNEL_TUNER_TEST_GREP;
+  const wanted = (suite: Suite, test: TestCase) => !grep || `${suite.title} › ${test.title}`.includes(grep);
   for (const suite of suites) {
+    if (!suite.tests.some((t) => wanted(suite, t))) {
+      for (const t of suite.tests) results.push({ title: `${suite.title} › ${t.title}`, status: 'skipped', ms: 0 });
+      continue;
+    }
     log(`  ${suite.title}`);
     let setupError: string | undefined;
     for (const hook of suite.before) {
@@ -90,6 +100,10 @@ export async function runAll(label: string): Promise<TestResult[]> {
     }
     for (const test of suite.tests) {
       const title = `${suite.title} › ${test.title}`;
+      if (!wanted(suite, test)) {
+        results.push({ title, status: 'skipped', ms: 0 });
+        continue;
+      }
       if (setupError !== undefined) {
         results.push({ title, status: 'failed', ms: 0, error: `before hook failed: ${setupError}` });
         log(`    ✗ ${test.title} (before hook failed)`);

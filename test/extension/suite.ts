@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KernelTunerApi } from '../../src/extension/extension';
 import type { PendingChange } from '../../src/extension/inline-diff';
+import type { HistoryEntry } from '../../src/engine/store/history-store';
 import type { FakeBackend } from '../support/fake-backend';
 import { isSessionReport } from '../../src/extension/report';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
@@ -636,6 +637,40 @@ describe('Tune parameters: the tuner alone', () => {
     await params.save();
     assertEqual(readFileSync(params.uri.fsPath, 'utf8'), PARAMS, 'the file on disk, byte for byte');
   });
+});
+
+const RECORDED_LONG_AGO = '2000-01-01T00:00:00.000Z';
+
+describe('an evolutionary session in the history', () => {
+  it('keeps its population: its children as steps (kept, accepted, rejected), and its report opens and draws every event', async () => {
+    api = await extensionApi();
+    const root = vscode.extensions.getExtension(EXTENSION_ID)!.extensionPath;
+    // Recorded on the fake GPU with scripted answers (its header says so): test/unit/evolution-recording.test.ts.
+    const entry = JSON.parse(readFileSync(join(root, 'test', 'fixtures', 'sessions', 'evolution-saxpy.fake-gpu.json'), 'utf8')) as HistoryEntry;
+    const file = workspaceUri('evolution', 'saxpy.cu');
+    await vscode.workspace.fs.writeFile(file, new TextEncoder().encode(entry.originalCode));
+    // Dated before any session this window tunes: the suites find those as the newest saxpy sessions.
+    await api.history.save({ ...entry, filePath: 'evolution/saxpy.cu', fileUri: file.toString(), createdAt: RECORDED_LONG_AGO });
+    const sessions = await until('the session in the history tree', async () => {
+      const nodes = await api.historyTree.getChildren();
+      return nodes.some((n) => n.kind === 'session' && n.summary.id === entry.id) && nodes;
+    });
+    const node = sessions.find((n) => n.kind === 'session' && n.summary.id === entry.id)!;
+    const steps = await api.historyTree.getChildren(node);
+    assertEqual(
+      steps.map((s) => (s.kind === 'step' ? `${s.step.stepId} ${s.step.status}` : '')),
+      entry.steps.map((s) => `${s.stepId} ${s.status}`),
+      'a step per child, as the session ended',
+    );
+    const statuses = new Set(entry.steps.map((s) => s.status));
+    assert(statuses.has('kept') && statuses.has('accepted') && statuses.has('rejected'), `kept, accepted and rejected children, got ${[...statuses].join(', ')}`);
+    const kept = steps.find((s) => s.kind === 'step' && s.step.status === 'kept')!;
+    assertEqual((api.historyTree.getTreeItem(kept).iconPath as vscode.ThemeIcon).id, 'type-hierarchy-sub', 'the icon of a child kept in the population');
+    await vscode.commands.executeCommand('kernelTuner.history.open', entry.id);
+    const events = (entry.report as { events: unknown[] }).events.length;
+    await until(`the panel to draw all ${events} events`, () => api.panels.renderedEvents(entry.id) === events, 30_000);
+    api.panels.close(entry.id);
+  }, 60_000);
 });
 
 describe('the window closes with reports and a proposal open', () => {

@@ -45,6 +45,25 @@ describe('the session log', () => {
     expect(exchangesOf(log)).toEqual([exchange]);
   });
 
+  it("cuts a branch's inheritance where the strategy's node run that started the step began: the branch starts from the checkpoint before it", () => {
+    const node = (node: string, graph: string, task: string) => makeEvent({ type: 'graph.node', graph, node, task, phase: 'started' });
+    const child = (n: number): TuningEventBody => ({ type: 'population.child', child: n, stepId: `c${n}`, operator: 'mutate', parents: ['v0'] });
+    const evolving = [
+      log[0]!,
+      node('tune', 'session', 's'),
+      node('evolve', 'tune', 'e1'),
+      makeEvent(child(0)),
+      makeEvent({ type: 'step.started', stepId: 'c0', title: 'mutation of v0' }),
+      node('evolve', 'tune', 'e2'),
+      makeEvent(child(1)),
+      makeEvent({ type: 'step.started', stepId: 'c1', title: 'mutation of v0' }),
+      makeEvent({ type: 'step.started', stepId: 'c2', title: 'mutation of v0' }),
+    ];
+    // The run that started c2 began at e2: c1, decided and started in it, is not in the checkpoint the branch starts from.
+    expect(eventsBeforeStep(evolving, 'c2')).toEqual(evolving.slice(0, 5));
+    expect(eventsBeforeStep(evolving, 'c0')).toEqual(evolving.slice(0, 2));
+  });
+
   it("finds in a branch's log what it inherited: everything before the run that branched off", () => {
     const inherited = eventsBeforeStep(log, '2');
     const own = [

@@ -1,4 +1,7 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { SessionSettingsSchema } from '../../src/engine/session/session-settings';
 import { readEngineConfig, readGpuSettings, readSanitizeSetting, redactConfig, requiresApiKey, sessionSettings } from '../../src/extension/config';
 
 const settings = (values: Record<string, unknown>) => (key: string) => values[key];
@@ -13,6 +16,8 @@ describe('settings → engine config', () => {
       structuredOutputType: 'default',
       stripThinkingOutput: true,
       strategy: { kind: 'autonomous', breakdownSteps: false, maxBreakdowns: 1, withReplanning: true, maxReplanning: 3 },
+      llmConcurrency: 4,
+      budget: {},
       performanceThreshold: 1,
       objective: 'time',
       energy: false,
@@ -119,6 +124,101 @@ describe('settings → engine config', () => {
     const bad = readEngineConfig(settings({ 'llm.model': 'm', strategy: 'explicit', 'explicit.steps': ['warp_magic'] }), undefined);
     expect(bad.ok).toBe(false);
     if (!bad.ok) expect(bad.problems[0]).toMatchObject({ setting: 'kernelTuner.explicit.steps', message: expect.stringContaining('warp_magic') });
+  });
+});
+
+describe('the evolutionary strategy, budgets and prices', () => {
+  const file = { kernelName: 'k', fileName: 'k.cu', includePaths: [], buildOptions: [] };
+
+  it('reads the evolutionary strategy, the budgets (0: no limit), the prices and the model calls in flight into the session settings', () => {
+    const result = readEngineConfig(
+      settings({
+        'llm.model': 'm',
+        strategy: 'evolutionary',
+        'evolutionary.seed': 7,
+        'evolutionary.window': 2,
+        'evolutionary.maxChildren': 24,
+        'llm.concurrency': 3,
+        'budget.modelCalls': 40,
+        'budget.tokens': 0,
+        'budget.costUsd': 1.5,
+        'budget.wallTimeMinutes': 90,
+        'llm.inputPricePerMillionTokens': 3,
+        'llm.outputPricePerMillionTokens': 15,
+      }),
+      undefined,
+    );
+    expect(result.ok).toBe(true);
+    if (!result.ok) return;
+    expect(result.config).toMatchObject({
+      strategy: { kind: 'evolutionary', seed: 7, window: 2, maxChildren: 24 },
+      llmConcurrency: 3,
+      budget: { modelCalls: 40, costUsd: 1.5, wallTimeS: 5400 },
+      prices: { inputPerMTok: 3, outputPerMTok: 15 },
+    });
+    expect(result.config.budget).not.toHaveProperty('tokens');
+    const stored = sessionSettings(result.config, file);
+    expect(stored).toMatchObject({
+      strategy: { kind: 'evolutionary', seed: 7, window: 2, maxChildren: 24 },
+      llmConcurrency: 3,
+      budget: { modelCalls: 40, costUsd: 1.5, wallTimeS: 5400 },
+      prices: { inputPerMTok: 3, outputPerMTok: 15 },
+    });
+    expect(SessionSettingsSchema.parse(stored)).toEqual(stored);
+  });
+
+  it('leaves out what is not set: no children limit (the budget decides), no budget, no prices', () => {
+    const result = readEngineConfig(settings({ 'llm.model': 'm', strategy: 'evolutionary' }), undefined);
+    expect(result.ok && result.config.strategy).toEqual({ kind: 'evolutionary', seed: 0, window: 4 });
+    const stored = result.ok ? sessionSettings(result.config, file) : undefined;
+    expect(stored).not.toHaveProperty('budget');
+    expect(stored).not.toHaveProperty('prices');
+    expect(stored?.strategy).toEqual({ kind: 'evolutionary', seed: 0, window: 4 });
+  });
+
+  it('names what is wrong: one price without the other, a cost budget without prices, out-of-range values', () => {
+    const problems = (values: Record<string, unknown>) => {
+      const r = readEngineConfig(settings({ 'llm.model': 'm', ...values }), undefined);
+      return r.ok ? [] : r.problems;
+    };
+    expect(problems({ 'llm.inputPricePerMillionTokens': 3 })).toEqual([
+      {
+        setting: 'kernelTuner.llm.outputPricePerMillionTokens',
+        message: 'is not set, but kernelTuner.llm.inputPricePerMillionTokens is: set both prices (USD per million input and output tokens, as your provider lists them) or neither',
+      },
+    ]);
+    expect(problems({ 'budget.costUsd': 2 })).toEqual([
+      {
+        setting: 'kernelTuner.budget.costUsd',
+        message:
+          "needs the model's prices to count the cost: set kernelTuner.llm.inputPricePerMillionTokens and kernelTuner.llm.outputPricePerMillionTokens (USD per million tokens), or set the budget to 0",
+      },
+    ]);
+    expect(problems({ strategy: 'evolutionary', 'evolutionary.window': 0, 'evolutionary.seed': 1.5, 'llm.concurrency': 0, 'budget.modelCalls': -1, 'llm.inputPricePerMillionTokens': -3, 'llm.outputPricePerMillionTokens': '15' })).toEqual([
+      { setting: 'kernelTuner.evolutionary.seed', message: 'must be an integer from 0 to 2147483647 (is 1.5)' },
+      { setting: 'kernelTuner.evolutionary.window', message: 'must be an integer from 1 to 32 (is 0)' },
+      { setting: 'kernelTuner.llm.concurrency', message: 'must be an integer from 1 to 64 (is 0)' },
+      { setting: 'kernelTuner.budget.modelCalls', message: 'must be an integer from 0 to 1000000 (is -1)' },
+      { setting: 'kernelTuner.llm.inputPricePerMillionTokens', message: 'must be a number of USD per million tokens, 0 or more, or null when unknown (is -3)' },
+      { setting: 'kernelTuner.llm.outputPricePerMillionTokens', message: 'must be a number of USD per million tokens, 0 or more, or null when unknown (is "15")' },
+    ]);
+  });
+
+  it('takes a price of 0 (a local model) as known: every call then costs $0', () => {
+    const result = readEngineConfig(settings({ 'llm.model': 'm', 'llm.inputPricePerMillionTokens': 0, 'llm.outputPricePerMillionTokens': 0 }), undefined);
+    expect(result.ok && result.config.prices).toEqual({ inputPerMTok: 0, outputPerMTok: 0 });
+  });
+
+  it('declares every setting it reads in the manifest, with the defaults it assumes', () => {
+    const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')).contributes.configuration.properties as Record<string, { default: unknown; enum?: string[] }>;
+    expect(manifest['kernelTuner.strategy']!.enum).toEqual(['autonomous', 'explicit', 'evolutionary']);
+    const read: string[] = [];
+    const result = readEngineConfig((key) => (read.push(key), key === 'strategy' ? 'evolutionary' : manifest[`kernelTuner.${key}`]?.default), undefined);
+    expect(result.ok).toBe(true);
+    for (const key of read) expect(manifest, key).toHaveProperty([`kernelTuner.${key}`]);
+    for (const key of ['evolutionary.seed', 'evolutionary.window', 'evolutionary.maxChildren', 'llm.concurrency', 'budget.modelCalls', 'budget.tokens', 'budget.costUsd', 'budget.wallTimeMinutes', 'llm.inputPricePerMillionTokens', 'llm.outputPricePerMillionTokens']) {
+      expect(read).toContain(key);
+    }
   });
 });
 

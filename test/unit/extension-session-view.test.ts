@@ -59,7 +59,7 @@ describe('session view reducer', () => {
     expect(view.steps['2']!.status).toBe('accepted');
     expect(view.steps['2']!.candidates[0]!.configs.map((c) => c.key)).toEqual(['128', '512']);
     expect(view.steps['2']!.candidates[0]).toMatchObject({ total: 2, failures: 1, bestTimeMs: 1.5 });
-    expect(view.usage).toEqual({ promptTokens: 150, completionTokens: 25, calls: 2 });
+    expect(view.usage).toEqual({ promptTokens: 150, completionTokens: 25, calls: 2, costUsd: null });
     expect(view.eventCount).toBe(15);
     expect(view.firstEventAt).toBe('2026-01-01T10:00:00.000Z');
     expect(view.lastEventAt).toBe('2026-01-01T10:00:14.000Z');
@@ -288,5 +288,23 @@ describe('profiles in the session view and its report', () => {
     expect(data.baselineProfile).toEqual({ config: { block_size_x: 256 }, source: "the driver's metrics: Nsight Compute is not installed. Nsight Compute (ncu) is not installed: looked on PATH", summary: ['saxpy: 40 registers per thread'] });
     expect(data.steps[1]!.profile).toEqual({ config: { block_size_x: 128 }, source: 'Nsight Compute 2025.3.1, one launch', summary: ['saxpy: memory-bound, DRAM throughput 91% of peak'] });
     expect(data.steps[0]!.profile).toBeUndefined();
+  });
+});
+
+describe('an evolutionary session evolved further', () => {
+  it('runs again in the view: the resumed run is running, and its population stops anew', () => {
+    const recorded = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'sessions', 'evolution-saxpy.fake-gpu.json'), 'utf8')) as { report: { header: SessionHeader; events: TuningEvent[] } };
+    const { header: h, events } = recorded.report;
+    const finished = reduceAll(h, events);
+    expect(finished.status).toBe('completed');
+    expect(finished.population!.stopped).toBeDefined();
+    const started = events.find((e) => e.type === 'session.started')!;
+    const again = reduceAll(h, [...events, { ...started, resumed: true }]);
+    expect(again.status).toBe('running');
+    expect(again.population!.stopped).toBeUndefined();
+    expect(again.population!.variants).toEqual(finished.population!.variants);
+    // A finished session reported again (a stream of it that only reports) is completed again with its end.
+    const finish = events.find((e) => e.type === 'session.finished')!;
+    expect(reduceAll(h, [...events, { ...started, resumed: true }, finish]).status).toBe('completed');
   });
 });

@@ -4,7 +4,8 @@
  * The chart and the CUDA highlighting are the panel's, so the report and the panel look and read alike. Tables sort by
  * any column, in place.
  */
-import type { ReportConfig, ReportData, ReportProfile, ReportSanitizer, ReportStep } from '../../src/report/model';
+import type { ReportConfig, ReportData, ReportModelCall, ReportPopulation, ReportProfile, ReportSanitizer, ReportStep } from '../../src/report/model';
+import { modelCallsTable } from '../model-calls';
 import { mountPerformanceChart } from '../chart';
 import { formatParams, formatTime } from '../chart-series';
 import { parseUnifiedDiff } from '../diff-rows';
@@ -61,10 +62,23 @@ function summary(data: ReportData): HTMLElement {
       best?.GBps !== undefined && card(`achieved bandwidth${best.bandwidthPct !== undefined ? ` (${pct(best.bandwidthPct)} of the limit)` : ''}`, `${num(best.GBps)} GB/s`, 'best-bandwidth'),
       best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
       card('configurations', String(s.evaluations)),
+      ...modelCards(data.modelCalls ?? []),
     ),
     s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, formatParams(s.bestConfig))),
     (data.warnings ?? []).length > 0 && h('ul', { class: 'warnings', id: 'warnings' }, ...data.warnings!.map((w) => h('li', {}, w))),
   );
+}
+
+/** The model's calls, tokens and cost (where the prices were known), for a session that asked any. */
+function modelCards(calls: readonly ReportModelCall[]): HTMLElement[] {
+  if (calls.length === 0) return [];
+  const tokens = calls.reduce((n, c) => n + c.promptTokens + c.completionTokens, 0);
+  const priced = calls.filter((c) => c.costUsd !== undefined);
+  return [
+    card('model calls', String(calls.length), 'model-call-count'),
+    card('tokens (prompt and completion)', tokens.toLocaleString('en'), 'model-tokens'),
+    ...(priced.length > 0 ? [card('cost of the model', `$${priced.reduce((n, c) => n + c.costUsd!, 0).toFixed(4)}`, 'model-cost')] : []),
+  ];
 }
 
 function device(data: ReportData): HTMLElement {
@@ -231,6 +245,26 @@ function steps(data: ReportData): HTMLElement {
   return section;
 }
 
+/** An evolutionary session's variants and the children that made none. */
+function population(p: ReportPopulation): HTMLElement {
+  const table = (head: string[], rows: Child[][], id: string) =>
+    h('div', { class: 'table-holder' }, h('table', { class: 'grid', id }, h('thead', {}, h('tr', {}, ...head.map((c) => h('th', {}, c)))), h('tbody', {}, ...rows.map((r) => h('tr', {}, ...r.map((c) => h('td', {}, c)))))));
+  const state = { best: 'the fastest (the session\'s kernel)', archive: 'in the archive', retired: 'retired' };
+  return h(
+    'section',
+    { id: 'population' },
+    h('h2', {}, 'Population'),
+    p.stopped && h('p', { id: 'population-stopped' }, `Evolution stopped: ${p.stopped}.`),
+    table(
+      ['Variant', 'Made by', 'Parents', 'Time', 'Speed-up', 'Niche', 'State', 'Best configuration', 'Idea'],
+      p.variants.map((v) => [v.id, v.madeBy, v.parents.join(', '), time(v.timeMs), v.speedup === null ? '' : `${v.speedup.toFixed(2)}×`, v.niche, state[v.state], formatParams(v.bestConfig), v.idea]),
+      'variants',
+    ),
+    p.rejected.length > 0 && h('h3', {}, 'Children kept out of the population'),
+    p.rejected.length > 0 && table(['Child', 'Made by', 'Why'], p.rejected.map((r) => [r.stepId, r.madeBy, r.reason]), 'rejected'),
+  );
+}
+
 function reproduce(data: ReportData): HTMLElement {
   const r = data.reproduce;
   return h(
@@ -259,7 +293,9 @@ document.getElementById('report')!.replaceChildren(
   summary(data),
   chart(data),
   device(data),
+  ...(data.population ? [population(data.population)] : []),
   steps(data),
+  ...((data.modelCalls ?? []).length > 0 ? [h('section', { id: 'model-calls' }, h('h2', {}, 'Model calls'), h('div', { class: 'table-holder' }, modelCallsTable(data.modelCalls!, 'Every request to the model, in order')))] : []),
   reproduce(data),
   h('footer', {}, `llm-kernel-tuner report (${data.format}). One file, no network: the data is in the page.`),
 );

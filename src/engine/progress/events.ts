@@ -15,6 +15,7 @@ import { describeVerdict, type SanitizerVerdict } from '../../tuner/run/sanitize
 import type { DeviceSpeedLimits, LaunchWork } from '../../tuner/run/speed-of-light';
 import { describeSearch, type Config, type ConfigResult, type ConfigStatus, type Dim3, type DriverMetrics, type EnergyReadings, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
 import type { LlmExchange } from '../llm/exchange';
+import type { GridDivisors } from '../candidate/finalize';
 import { describeChange } from './describe-change';
 import { describeStop } from './describe-stop';
 
@@ -124,6 +125,9 @@ export interface VariantView {
   occupancy: string;
   /** The whole file, tunable (its parameters as preprocessor names). */
   code: string;
+  /** How its grid is computed, and its dynamic shared memory: what its code with its best values defined needs (finalize.ts). */
+  gridDivisors?: GridDivisors;
+  sharedMemBytes?: number | string;
   /** Unified diff from its first parent. */
   diff: string;
   profile?: ConfigProfile;

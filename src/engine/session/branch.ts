@@ -20,12 +20,10 @@ import { engineContext } from '../context';
 import { emit } from '../progress/events';
 import { unitOf } from '../candidate/kernel-view';
 import { originalKernel, runCandidate } from '../candidate/run-tests';
-import { editStepId, editStepTitle } from './session-log';
+import { editStepId, editStepTitle, TUNE_NODE } from './session-log';
 import type { TuningStateUpdate, TuningStateValue } from '../state';
 import { improvementPct, objectiveChange, PerformanceTracker } from '../candidate/tracker';
 
-/** The node of the session graph that runs the tuning strategy (its subgraph's checkpoints live under `tune:<task>`). */
-export const TUNE_NODE = 'tune';
 
 /** What a session graph offers for time travel (a compiled graph with a checkpointer). */
 export interface HistoryGraph {

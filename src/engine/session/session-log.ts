@@ -63,13 +63,20 @@ export function approvalsOf(events: readonly TuningEvent[]): PlanApproval[] {
 
 const ENDINGS: readonly TuningEvent['type'][] = ['session.finished', 'session.failed', 'session.cancelled', 'llm.exchange'];
 
+/** The node of the session graph that runs the tuning strategy: its graph's events name it, its checkpoints live under `tune:<task>`. */
+export const TUNE_NODE = 'tune';
+
 /**
  * What a branch that starts again at step `stepId` inherits of its parent's log: everything before the step started
- * (analysis, tests, baseline, plan, earlier steps), without the parent's model exchanges and endings.
+ * (analysis, tests, baseline, plan, earlier steps), without the parent's model exchanges and endings. The branch starts
+ * from the checkpoint before the run of the strategy's node that started the step (branch.ts), so the log is cut where
+ * that run started: what it did before the step (an evolutionary run's earlier children) the branch does anew.
  */
 export function eventsBeforeStep(events: readonly TuningEvent[], stepId: string): TuningEvent[] {
   const start = events.findIndex((e) => e.type === 'step.started' && e.stepId === stepId);
-  return (start === -1 ? events : events.slice(0, start)).filter((e) => !ENDINGS.includes(e.type));
+  if (start === -1) return events.filter((e) => !ENDINGS.includes(e.type));
+  const run = events.slice(0, start).findLastIndex((e) => e.type === 'graph.node' && e.graph === TUNE_NODE && e.phase === 'started');
+  return events.slice(0, run === -1 ? start : run).filter((e) => !ENDINGS.includes(e.type));
 }
 
 /**

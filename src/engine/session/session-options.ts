@@ -9,7 +9,6 @@ import { defaultRetryPolicy } from '../candidate/feedback';
 import type { BranchOptions, SessionSettings } from './session-settings';
 import { AutonomousTuningStrategy } from '../strategies/autonomous';
 import { EvolutionaryTuningStrategy } from '../strategies/evolutionary';
-import type { TuningEvent } from '../progress/events';
 import { defaultTuningSteps, ExplicitTuningStrategy, type TuningStep } from '../strategies/explicit';
 import { NaiveLLMTester } from '../testing/naive';
 import type { LLMKernelTransformerOptions } from './transformer';
@@ -97,15 +96,3 @@ export function transformerOptionsFrom(settings: SessionSettings, parts: Session
   };
 }
 
-
-/**
- * The settings a recorded session replays with: the recording's answers bound it, not its budgets (a replay takes no
- * time of the model and may run on another GPU at another speed); an evolutionary session asks for exactly the
- * children it decided, in the same order.
- */
-export function replaySettings(settings: SessionSettings, events: readonly TuningEvent[]): SessionSettings {
-  const { budget: _budget, ...rest } = settings;
-  if (settings.strategy.kind !== 'evolutionary') return rest;
-  const children = events.filter((e) => e.type === 'population.child').length;
-  return { ...rest, strategy: { ...settings.strategy, maxChildren: Math.max(1, children) } };
-}

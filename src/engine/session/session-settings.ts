@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { PricesSchema, SessionBudgetSchema } from '../resources/model-calls';
+import type { TuningEvent } from '../progress/events';
 
 /** The structured-output modes (llm/structured.ts), as settings name them. */
 export const STRUCTURED_OUTPUT_TYPES = ['default', 'jsonSchema', 'functionCalling', 'jsonMode', 'jsonify'] as const;
@@ -84,4 +85,17 @@ export interface BranchOptions {
   parentThreadId: string;
   fromStepId: string;
   code?: string;
+}
+
+/**
+ * The settings a recorded session replays with: the recording's answers bound it, not its budgets (a replay takes no
+ * time of the model and may run on another GPU at another speed); an evolutionary session asks for exactly the
+ * children it decided, in the same order.
+ */
+export function replaySettings(settings: SessionSettings, events: readonly TuningEvent[]): SessionSettings {
+  const { budget: _budget, ...rest } = settings;
+  if (settings.strategy.kind !== 'evolutionary') return rest;
+  // By number: a run that stopped before its checkpoint decided its children again in the next one.
+  const children = new Set(events.flatMap((e) => (e.type === 'population.child' ? [e.child] : []))).size;
+  return { ...rest, strategy: { ...settings.strategy, maxChildren: Math.max(1, children) } };
 }

@@ -185,9 +185,11 @@ export function reduce(view: SessionView, event: TuningEvent): SessionView {
     case 'session.started':
       return {
         ...stamped,
-        // A resumed run goes on from where tuning stopped.
+        // A resumed run goes on from where tuning stopped; a run of a finished session that goes on (an evolutionary
+        // session evolved further) runs again, and its population stops anew.
         stoppedEarly: undefined,
-        status: TERMINAL.includes(stamped.status) ? stamped.status : 'running',
+        status: TERMINAL.includes(stamped.status) && !event.resumed ? stamped.status : 'running',
+        ...(stamped.population && { population: withoutStop(stamped.population) }),
         threadId: event.threadId,
         kernel: event.kernel,
         device: event.device,
@@ -329,6 +331,10 @@ export function usageText(u: UsageView): string {
 }
 
 const NO_POPULATION: PopulationView = { variants: [], retired: [], children: [] };
+
+function withoutStop({ stopped: _stopped, ...population }: PopulationView): PopulationView {
+  return population;
+}
 
 function withChild(p: PopulationView, child: number, change: (c: ChildView) => ChildView): PopulationView {
   return { ...p, children: p.children.map((c) => (c.child === child ? change(c) : c)) };

@@ -27,7 +27,7 @@ import { RetriesExhaustedError } from '../llm/retry';
 import { BudgetExhaustedError } from '../resources/model-calls';
 import { makeEvent, type TuningEvent } from '../progress/events';
 import { TuningState, type TuningStateValue } from '../state';
-import { TUNE_NODE } from './branch';
+import { TUNE_NODE } from './session-log';
 import { finishedEvent } from './graph/nodes/finish';
 
 /** Whether an error is the model's misbehaviour rather than a cancel, a GPU or tuner failure, or a bug (see above). */

@@ -35,6 +35,7 @@ import { isAbortError } from '../../llm/errors';
 import { LlmError, SanitizerHazardError } from '../../errors';
 import { withTransportRetry } from '../../llm/transport';
 import { emit, type RejectionReason, type VariantView } from '../../progress/events';
+import { madeBy } from '../../progress/describe-variant';
 import { SYSTEM_PROMPT, type Measured } from '../../prompts';
 import type { ModelCalls } from '../../resources/model-calls';
 import type { GpuShare } from '../../resources/gpu-pool';
@@ -94,6 +95,8 @@ export function viewOf(v: Variant): VariantView {
     bound: v.bound,
     occupancy: v.occupancy,
     code: v.code,
+    gridDivisors: v.gridDivisors,
+    ...(v.sharedMemBytes !== null && { sharedMemBytes: v.sharedMemBytes }),
     diff: v.diff,
     ...(v.profile && { profile: v.profile }),
   };
@@ -341,7 +344,7 @@ export class EvolutionRun {
     const state = this.parentState(parents[0]!, parents[1]);
     let draft: ChildDraft = this.population.drafts[plan.child] ?? { feedback: [], failures: [] };
     if (!this.startedSteps.includes(stepId)) {
-      this.startedSteps.push(...this.strategy.startStep({ ...this.session, startedSteps: [] }, { id: stepId, title: this.title(plan) }, this.config).startedSteps);
+      this.startedSteps.push(...this.strategy.startStep({ ...this.session, startedSteps: [] }, { id: stepId, title: madeBy(plan.operator, plan.parents) }, this.config).startedSteps);
     }
     const errors: Error[] = draft.failures.map((name) => Object.assign(new Error(name), { name }));
     const instruction = () => draft.instruction ?? draft.ready?.idea ?? '';
@@ -423,10 +426,6 @@ export class EvolutionRun {
     return { ...rest, feedback: next.feedback, failures: errors.map((e) => e.name) };
   }
 
-  private title(plan: Pick<ChildPlan, 'operator' | 'parents'>): string {
-    if (plan.operator === 'crossover') return `crossover of ${plan.parents.join(' and ')}`;
-    return `${plan.operator === 'judge' ? 'judge-led mutation' : 'mutation'} of ${plan.parents[0]}`;
-  }
 
   // ------------------------------------------------------------------ entering children
 
@@ -516,7 +515,7 @@ export class EvolutionRun {
     const tracker = new PerformanceTracker(line[0]!.timeMs);
     for (let i = 1; i < line.length; i++) {
       const v = line[i]!;
-      tracker.addStep({ description: `${v.id}: ${v.instruction || this.title({ operator: v.operator as Operator, parents: v.parents })}`, code: v.code, oldTimeMs: line[i - 1]!.timeMs, newTimeMs: v.timeMs, tunableParams: v.tuneParams, restrictions: v.restrictions, bestParams: v.bestParams });
+      tracker.addStep({ description: `${v.id}: ${v.instruction || madeBy(v.operator, v.parents)}`, code: v.code, oldTimeMs: line[i - 1]!.timeMs, newTimeMs: v.timeMs, tunableParams: v.tuneParams, restrictions: v.restrictions, bestParams: v.bestParams });
     }
     this.session = {
       ...this.session,

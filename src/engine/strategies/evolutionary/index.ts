@@ -1,6 +1,7 @@
 // The evolutionary strategy: a population of verified, tuned variants, evolved by the model and the GPU at once.
 //   seed → evolve ⟲ (one run per checkpoint: see controller.ts) → conclude
-// Its state is the session's (the population channel), so a finished session can evolve on, and a branch from it too.
+// Its state is the session's (the population channel), so a finished session can evolve on, and a branch from it too
+// (the branch's kernel is adopted where evolve starts again: nodes/seed.ts).
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { END, START, StateGraph, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { GraphOptions } from '../../context';
@@ -11,7 +12,7 @@ import { TuningState, type TuningStateUpdate, type TuningStateValue } from '../.
 import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';
 import { EvolutionRun, type EvolutionSettings } from './controller';
 import { DEFAULT_EVOLUTIONARY_SETTINGS } from '../../session/session-settings';
-import { seedNode } from './nodes/seed';
+import { seedNode, withBranchKernel } from './nodes/seed';
 
 export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions {
   /** Seeds every choice of operator and parents; the same seed, answers and measurements make the same session. Default 0. */
@@ -60,7 +61,8 @@ export class EvolutionaryTuningStrategy extends BaseTuningStrategy {
     const evolve = async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<TuningStateUpdate> => {
       const budgeted = Object.keys(engineContext(config).modelCalls.budget).length > 0;
       const maxChildren = this.settings.maxChildren ?? (budgeted ? undefined : DEFAULT_EVOLUTIONARY.childrenWithoutBudget);
-      return new EvolutionRun(this, llm, state, config, { ...this.settings, ...(maxChildren !== undefined && { maxChildren }) }).run();
+      const population = withBranchKernel(state, config, this.settings.archive);
+      return new EvolutionRun(this, llm, { ...state, population }, config, { ...this.settings, ...(maxChildren !== undefined && { maxChildren }) }).run();
     };
     const conclude = async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<TuningStateUpdate> => {
       const p = state.population!;
@@ -76,7 +78,7 @@ export class EvolutionaryTuningStrategy extends BaseTuningStrategy {
       return {};
     };
     return new StateGraph(TuningState)
-      .addNode('seed', seedNode(this.seed, this.settings.archive))
+      .addNode('seed', seedNode(this.seed))
       .addNode('evolve', evolve, { retryPolicy: options.transportRetryPolicy ?? transportRetryPolicy })
       .addNode('conclude', conclude)
       .addEdge(START, 'seed')
