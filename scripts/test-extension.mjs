@@ -9,8 +9,9 @@
 //      extension as users get it: packaged with vsce and installed from the .vsix.
 // Sessions run on the scripted LLM server and the fake GPU backend (the extension's test hook). Prints
 // "N passed, N failed, N skipped" and writes test-results/extension-tests.json for scripts/test.mjs.
-//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--update-screenshots]
+//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--grep=REGEX] [--update-screenshots]
 // --update-screenshots: the UI test also writes the README's screenshots (media/screenshots/).
+// --grep: only the tests whose "suite › test" title matches (the others are reported as skipped).
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -22,6 +23,9 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const args = new Set(process.argv.slice(2));
 const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length);
+const grep = [...args].find((a) => a.startsWith('--grep='))?.slice('--grep='.length);
+// Read by the test runner in the extension host (code-server passes its environment on) and in this process (UI test).
+if (grep) process.env.KERNEL_TUNER_TEST_GREP = grep;
 const results = join(root, 'test-results');
 const work = join(root, '.tmp', 'extension-tests');
 const reportFile = join(work, 'report.jsonl');
