@@ -11,7 +11,8 @@
  * - Accept All is two edits: the proposal comes out, then the new code goes in. One Undo gives back the file without
  *   the proposal, a second one the open proposal.
  * - Undo / Redo: every text the document had during a review is remembered with its review state (ReviewTimeline), so
- *   when Undo or Redo brings a text back, its hunks, lenses and colours come back with it.
+ *   when Undo or Redo brings a text back, its hunks, lenses and colours come back with it. A decision that changes no
+ *   text (Accept of a change that only adds lines) is an undo step too: its lines are replaced by themselves.
  * - Save: while a proposal is open, a save writes the file without it, as if every pending change were rejected, the
  *   user's own edits kept; the proposal goes back into the editor right after (the editor stays dirty).
  * - Auto-save "afterDelay" (the default of VS Code for the Web and code-server) saves a dirty document a second after
@@ -289,7 +290,7 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
       if (!d) return false;
       const state = d.state!;
       const hunk = hunkId !== undefined ? state.pending.find((h) => h.hunk.id === hunkId) : this.hunkAtCursor(d);
-      return hunk ? this.apply(d, action(state, hunk.hunk.id)) : false;
+      return hunk ? this.apply(d, action(state, hunk.hunk.id), hunk) : false;
     });
   }
 
@@ -314,12 +315,19 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     return d;
   }
 
-  /** Applies a transition's edits as one edit (one undo step); the change event moves the review to `t.next`. */
-  private async apply(d: DocReview, t: Transition): Promise<boolean> {
+  /**
+   * Applies a transition's edits as one edit (one undo step); the change event moves the review to `t.next`. A decision
+   * on one change (`decided`) that leaves the text as it was is an undo step all the same: that change's lines are
+   * replaced by themselves, an edit the editor keeps only when it is labelled (unlabelled, it is reduced to nothing).
+   */
+  private async apply(d: DocReview, t: Transition, decided?: HunkState): Promise<boolean> {
     const doc = this.document(d.uri);
     if (!doc) return false;
-    d.timeline.remember(t.next.text, t.next);
-    const applied = t.edits.length === 0 || (await vscode.workspace.applyEdit(this.workspaceEdit(doc, t.edits)));
+    const unchanged = decided !== undefined && d.state !== null && t.next.text === d.state.text;
+    if (unchanged) d.timeline.rememberUnchanged(d.state!, t.next);
+    else d.timeline.remember(t.next.text, t.next);
+    const edits = unchanged ? [{ start: decided.start, end: decided.end, text: t.next.text.slice(decided.start, decided.end) }] : t.edits;
+    const applied = edits.length === 0 || (await vscode.workspace.applyEdit(this.workspaceEdit(doc, edits, unchanged ? { needsConfirmation: false, label: 'Kernel Tuner: decide a proposed change' } : undefined)));
     if (!applied) {
       this.log.warn(`the editor refused an edit of ${d.uri.toString()}; the proposal is unchanged`);
       return false;
@@ -329,9 +337,9 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     return true;
   }
 
-  private workspaceEdit(doc: vscode.TextDocument, edits: readonly OffsetEdit[]): vscode.WorkspaceEdit {
+  private workspaceEdit(doc: vscode.TextDocument, edits: readonly OffsetEdit[], metadata?: vscode.WorkspaceEditEntryMetadata): vscode.WorkspaceEdit {
     const edit = new vscode.WorkspaceEdit();
-    for (const e of edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text);
+    for (const e of edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text, metadata);
     return edit;
   }
 
@@ -400,6 +408,14 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
       // Every change taken (or typed) in: the review is over.
       if (text === d.aside.proposed) this.endAside(d);
       return;
+    }
+    // An Undo or Redo that leaves the text as it was steps through the decisions that changed no text.
+    if (d.state !== null && text === d.state.text && e.reason !== undefined) {
+      const back = e.reason === vscode.TextDocumentChangeReason.Undo ? d.timeline.undoUnchanged(d.state) : d.timeline.redoUnchanged(d.state);
+      if (back) {
+        this.setState(d, back);
+        return;
+      }
     }
     const known = d.timeline.recall(text);
     if (known !== undefined) {

@@ -401,9 +401,16 @@ export function describeHunk(h: HunkState, text: string): string {
 /**
  * Remembers the review state of each text the document had (bounded, most recent kept), so that when Undo or Redo
  * brings the document back to one of them the review comes back with it. `null` marks a text with no review open.
+ *
+ * A decision that leaves the text as it was (Accept of a change that only adds lines, Reject of one that only removes
+ * lines) is an undo step of its own too (the editor records it as the change's lines replaced by themselves), but the
+ * text cannot tell its before from its after: such decisions are kept in order, and an Undo or Redo that leaves the
+ * text as it was steps through them.
  */
 export class ReviewTimeline {
   private readonly states = new Map<string, ReviewState | null>();
+  private readonly unchanged: { before: ReviewState; after: ReviewState }[] = [];
+  private readonly undone: { before: ReviewState; after: ReviewState }[] = [];
 
   constructor(private readonly capacity = 64) {}
 
@@ -416,6 +423,32 @@ export class ReviewTimeline {
   /** The state remembered for this text; undefined when the text was never seen (a new edit). */
   recall(text: string): ReviewState | null | undefined {
     return this.states.get(text);
+  }
+
+  /** A decision from `before` to `after` that leaves the text as it was. */
+  rememberUnchanged(before: ReviewState, after: ReviewState): void {
+    this.unchanged.push({ before, after });
+    if (this.unchanged.length > this.capacity) this.unchanged.shift();
+    this.undone.length = 0;
+    this.remember(after.text, after);
+  }
+
+  /** The state an Undo that left the text as it was brings back from `current`; undefined when it undid no decision. */
+  undoUnchanged(current: ReviewState | null): ReviewState | undefined {
+    const last = this.unchanged.at(-1);
+    if (!last || last.after !== current) return undefined;
+    this.undone.push(this.unchanged.pop()!);
+    this.remember(last.before.text, last.before);
+    return last.before;
+  }
+
+  /** The state a Redo that left the text as it was brings back from `current`; undefined when it redid no decision. */
+  redoUnchanged(current: ReviewState | null): ReviewState | undefined {
+    const last = this.undone.at(-1);
+    if (!last || last.before !== current) return undefined;
+    this.unchanged.push(this.undone.pop()!);
+    this.remember(last.after.text, last.after);
+    return last.after;
   }
 }
 

@@ -254,6 +254,30 @@ describe('a tuning session', () => {
     await document.save();
   });
 
+  it('Accept on a change that only adds lines, then Undo: the review is back with that change pending; Redo decides it again', async () => {
+    await fresh();
+    // Opened while the file is in no editor, as from the history: the change of the chosen values comes first.
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === document.uri.toString());
+    await vscode.window.tabGroups.close(tabs);
+    const pending = await applyAgain();
+    const added = pending[0]!;
+    assertEqual([added.kind, added.oldText], ['values', ''], 'the first change only adds lines');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk', document.uri, added.id), 'Accept on the first change');
+    const others = pending.slice(1).map((p) => p.id);
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.id), others, 'the others pending');
+    await inEditor('undo', document);
+    assertEqual(document.getText(), display, 'undo of the Accept: the whole proposal in the document');
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.id), pending.map((p) => p.id), 'every change pending again');
+    await inEditor('redo', document);
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.id), others, 'redo: the change accepted again');
+    await inEditor('undo', document);
+    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length, 'undo again: pending again');
+    await inEditor('undo', document);
+    assertEqual(document.getText(), SAXPY, 'a second undo: the file without the proposal');
+    assert(!api.inlineDiff.hasReview(document.uri), 'no review');
+    await document.save();
+  });
+
   it('follows the user\'s edits: lines above and below move the changes, typing in a change stays in it, an edit across one withdraws it', async () => {
     await fresh();
     const pending = await applyAgain();

@@ -280,6 +280,31 @@ describe('reading a review', () => {
     timeline.remember('third', null);
     expect(timeline.recall(ORIGINAL)).toBeUndefined();
   });
+
+  it('the timeline steps through decisions that left the text as it was, back and forth, and only from their states', () => {
+    const s = open(ORIGINAL, PROPOSED);
+    const values = s.pending[0]!;
+    expect(s.text.slice(values.start, values.mid)).toBe('');
+    const accepted = run(s, acceptHunk(s, values.hunk.id));
+    expect(accepted.text).toBe(s.text);
+    const timeline = new ReviewTimeline();
+    timeline.remember(s.text, s);
+    timeline.rememberUnchanged(s, accepted);
+    expect(timeline.recall(s.text)).toBe(accepted);
+    expect(timeline.redoUnchanged(accepted)).toBeUndefined();
+    expect(timeline.undoUnchanged(s)).toBeUndefined();
+    expect(timeline.undoUnchanged(accepted)).toBe(s);
+    expect(timeline.recall(s.text)).toBe(s);
+    expect(timeline.undoUnchanged(s)).toBeUndefined();
+    expect(timeline.redoUnchanged(s)).toBe(accepted);
+    expect(timeline.recall(s.text)).toBe(accepted);
+    // A new decision of the kind forgets what was undone.
+    timeline.undoUnchanged(accepted);
+    timeline.rememberUnchanged(s, accepted);
+    timeline.undoUnchanged(accepted);
+    timeline.rememberUnchanged(s, { ...accepted });
+    expect(timeline.redoUnchanged(s)).toBeUndefined();
+  });
 });
 
 /** The original with the chosen hunks applied, line by line: the reference the review must agree with. */
