@@ -153,6 +153,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     check(matmulFile() === expected, what);
   };
   const lens = (title: string) => page.locator('.codelens-decoration a', { hasText: title }).first();
+  /** How many lens lines of changes the editor shows ("Accept | Reject | ..."). */
+  const acceptLensLines = () => page.locator('.codelens-decoration').evaluateAll((els) => els.filter((e) => (e.querySelector('a')?.textContent ?? '').trim() === 'Accept').length);
   /** Closes what a step may have left open over the window: the palette or another quick input, a dialog, a menu. */
   const quiet = async () => {
     for (let i = 0; i < 3; i++) {
@@ -426,6 +428,29 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await save(h100.original, 'after one Undo the file is the original');
     }), 90_000);
 
+    it('Accept on the first change, then Undo: the review is back with that change pending, its file\'s lens line in view', step('h100-undo-accept', async () => {
+      const frame = await h100Panel();
+      await frame.locator('#show-diff').click();
+      await lens('Accept All').waitFor({ timeout: 30_000 });
+      const left = (text: string) => page.locator('.statusbar-item', { hasText: text }).first().waitFor({ timeout: 10_000 });
+      await left('5 changes to review');
+      await page.locator('.codelens-decoration a', { hasText: /^\s*Accept\s*$/ }).first().click();
+      await left('4 changes to review');
+      await page.keyboard.press('Control+Z');
+      await left('5 changes to review');
+      await lens('Accept All (5)').waitFor({ timeout: 10_000 });
+      for (let i = 0; i < 50 && (await acceptLensLines()) < 5; i++) await page.waitForTimeout(200);
+      await shot('h100-undo-accept');
+      check((await acceptLensLines()) === 5, 'each change has its lens line again');
+      // The file's lens line is in view, below the breadcrumbs, not scrolled under them.
+      const crumbs = (await page.locator('.editor-group-container .breadcrumbs-control').first().boundingBox())!;
+      const fileLine = (await page.locator('.codelens-decoration', { hasText: 'Accept All (5)' }).first().boundingBox())!;
+      check(fileLine.y >= crumbs.y + crumbs.height - 1, `the file's lens line below the breadcrumbs: ${JSON.stringify({ crumbs, fileLine })}`);
+      await lens('Reject All').click();
+      await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
+      await save(h100.original, 'after Reject All the file is byte for byte the original');
+    }), 90_000);
+
     it('the H100 report and proposal in the dark theme', step('h100-dark', async () => {
       await setTheme('Dark Modern', 'vs-dark');
       const frame = await h100Panel();
@@ -451,6 +476,42 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await save(h100.original, 'the file after Reject All');
       // A clean window for the live session.
       await closeAllEditors();
+    }), 90_000);
+
+    it('with auto-save after a delay the proposal is a diff in the code\'s group: the file left, the proposal right, one line saying why', step('h100-autosave', async () => {
+      await workspaceSettings({ ...liveSettings(), 'files.autoSave': 'afterDelay' });
+      try {
+        await sideBar('Explorer');
+        await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'matmul_naive.cu' }).first().click({ timeout: 30_000 });
+        const frame = await h100Panel();
+        await frame.locator('#show-diff').click();
+        const diff = page.locator('.monaco-diff-editor').first();
+        await diff.waitFor({ timeout: 30_000 });
+        // The right way round: the file's lines on the left (removed, red), the proposal's on the right (added, green).
+        await diff.locator('.editor.modified .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().waitFor({ timeout: 10_000 });
+        check((await diff.locator('.editor.original .view-line', { hasText: '__shared__' }).count()) === 0, 'the proposal\'s new lines are not on the file\'s side');
+        check((await diff.locator('.editor.original .view-line', { hasText: 'blockDim.y' }).count()) > 0, 'the file\'s own lines on the left');
+        // In the code's group, above the report: the group that holds the diff is the first and the taller one.
+        const groups = await page.locator('.editor-group-container').evaluateAll((els) => els.map((e) => ({ y: e.getBoundingClientRect().y, height: e.getBoundingClientRect().height, diff: e.querySelector('.monaco-diff-editor') !== null })));
+        check(groups.length === 2 && groups[0]!.diff && groups[0]!.y < groups[1]!.y && groups[0]!.height >= groups[1]!.height, `the diff in the code's group, above the report: ${JSON.stringify(groups)}`);
+        // One short line says why it is a diff, whole (a notification cuts what does not fit on its line).
+        const why = page.locator('.notification-toast .notification-list-item-message', { hasText: 'Auto-save is on, so the proposal is shown as a diff.' }).first();
+        await why.waitFor({ timeout: 10_000 });
+        check(await why.evaluate((e) => e.scrollWidth <= e.clientWidth), 'the line is shown whole');
+        await page.waitForTimeout(800);
+        await readmeShot('proposal-autosave');
+        // Accept All from the diff's title bar: the file takes the proposal and the diff closes.
+        await page.locator('.editor-group-container .editor-actions .action-label[aria-label^="Accept all changes"]').first().click();
+        await diff.waitFor({ state: 'detached', timeout: 10_000 });
+        for (let i = 0; i < 50 && matmulFile() !== h100.finalCode; i++) await page.waitForTimeout(200);
+        check(matmulFile() === h100.finalCode, 'auto-save wrote the accepted proposal');
+        await palette('View: Focus First Editor Group');
+        await page.keyboard.press('Control+Z');
+        for (let i = 0; i < 50 && matmulFile() !== h100.original; i++) await page.waitForTimeout(200);
+        check(matmulFile() === h100.original, 'one Undo, saved: the file as it was');
+      } finally {
+        await workspaceSettings(liveSettings());
+      }
     }), 90_000);
 
     it('opens the kernel and shows the "Tune kernel" lens', step('open', async () => {

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KernelTunerApi } from '../../src/extension/extension';
 import type { PendingChange } from '../../src/extension/inline-diff';
+import { asideChanges, withoutAsideChange, type AsideChange } from '../../src/extension/proposal';
 import type { FakeBackend } from '../support/fake-backend';
 import { isSessionReport } from '../../src/extension/report';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
@@ -345,31 +346,58 @@ describe('a tuning session', () => {
     assert(!api.inlineDiff.hasReview(document.uri), 'no review');
   });
 
-  it('with auto-save after a delay, the proposal opens beside the file and the file holds only what is taken', async () => {
+  it('with auto-save after a delay, the proposal is a diff in the file\'s group, the file left and the proposal right; the file holds only what is taken', async () => {
     await fresh();
+    await vscode.window.showTextDocument(document, { preview: false });
+    const fileGroup = vscode.window.tabGroups.activeTabGroup.viewColumn;
     const files = vscode.workspace.getConfiguration('files');
     await files.update('autoSave', 'afterDelay', vscode.ConfigurationTarget.Workspace);
+    const isProposalDiff = (t: vscode.Tab) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === 'kernel-tuner-proposal' && t.input.original.toString() === document.uri.toString();
+    const proposalTabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter(isProposalDiff);
     try {
       await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
       await until('the proposal beside the file', () => api.inlineDiff.isAside(document.uri));
-      const diffTab = await until('the diff editor', () =>
-        vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'kernel-tuner-proposal' && t.input.modified.toString() === document.uri.toString()),
-      );
-      assertEqual((await vscode.workspace.openTextDocument((diffTab.input as vscode.TabInputTextDiff).original)).getText(), finalCode, 'the proposal, read-only on the left');
+      const diffTab = await until('the diff editor', () => proposalTabs()[0]);
+      assertEqual(diffTab.group.viewColumn, fileGroup, 'the diff opens in the file\'s group');
+      const proposal = await vscode.workspace.openTextDocument((diffTab.input as vscode.TabInputTextDiff).modified);
+      assertEqual(proposal.getText(), finalCode, 'the proposal, read-only on the right');
       assertEqual(document.getText(), SAXPY, 'the file holds none of it');
       const titles = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri)).map((l) => l.command?.title ?? '');
       assert(titles.some((t) => t.includes('Accept All')) && titles.some((t) => t.includes('Reject All')), 'Accept All / Reject All on the file');
-      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', document.uri), 'Accept All');
-      assertEqual(document.getText(), finalCode, 'the file after Accept All');
-      await until('the proposal to close', () => !vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'kernel-tuner-proposal'));
-      assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+      await until('the diff to close', () => proposalTabs().length === 0);
+      // Accept and Reject decide the change at the cursor in the proposal's side of the diff: three changes apart.
+      const three = SAXPY.replace('// y = a * x + y', '// y = a * x + y (three changes)').replace('const float *x', 'const float *__restrict__ x').replace('if (i < n)', 'if (i < n && a != 0.0f)');
+      assert(await api.inlineDiff.review(document, three, 'three changes'), 'a review of three changes');
+      const tab = await until('the diff editor', () => proposalTabs()[0]);
+      const proposed = await vscode.workspace.openTextDocument((tab.input as vscode.TabInputTextDiff).modified);
+      const proposedEditor = await until('the proposal\'s side of the diff', () => vscode.window.visibleTextEditors.find((e) => e.document === proposed));
+      const changes = asideChanges(SAXPY, three);
+      assertEqual(changes.length, 3, 'three changes');
+      const [first, second, third] = changes as [AsideChange, AsideChange, AsideChange];
+      proposedEditor.selection = new vscode.Selection(second.proposedLines.start, 0, second.proposedLines.start, 0);
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk', proposed.uri), 'Accept the change at the cursor');
+      const taken = SAXPY.slice(0, second.edit.start) + second.edit.text + SAXPY.slice(second.edit.end);
+      assertEqual(document.getText(), taken, 'the file takes that change alone');
+      proposedEditor.selection = new vscode.Selection(third.proposedLines.start, 0, third.proposedLines.start, 0);
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectHunk', proposed.uri), 'Reject the change at the cursor');
+      await until('the proposal without the rejected change', () => proposed.getText() === withoutAsideChange(three, third));
+      assertEqual(document.getText(), taken, 'Reject leaves the file as it was');
+      assert(api.inlineDiff.isAside(document.uri), 'one change left to decide');
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+      await until('the diff to close', () => proposalTabs().length === 0);
+      assertEqual(document.getText(), taken, 'the file keeps the change it took');
       await inEditor('undo', document);
-      assertEqual(document.getText(), SAXPY, 'one undo');
+      assertEqual(document.getText(), SAXPY, 'one undo: the file as it was');
+      assertEqual(first.fileLines.start, 0, 'the first change, left alone, was the comment');
       await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
       await until('the proposal beside the file again', () => api.inlineDiff.isAside(document.uri));
-      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', document.uri), 'Accept All');
+      assertEqual(document.getText(), finalCode, 'the file after Accept All');
       assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
-      assertEqual(document.getText(), SAXPY, 'the file after Reject All');
+      await until('the diff to close', () => proposalTabs().length === 0);
+      await inEditor('undo', document);
+      assertEqual(document.getText(), SAXPY, 'one undo');
     } finally {
       await files.update('autoSave', undefined, vscode.ConfigurationTarget.Workspace);
       await document.save();
