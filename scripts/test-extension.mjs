@@ -29,6 +29,8 @@ if (grep) process.env.KERNEL_TUNER_TEST_GREP = grep;
 const results = join(root, 'test-results');
 const work = join(root, '.tmp', 'extension-tests');
 const reportFile = join(work, 'report.jsonl');
+// While this file exists, the test backend stands for a machine without a GPU (test/extension/test-backend.ts).
+const noGpuFile = join(work, 'no-gpu');
 const t0 = Date.now();
 const log = (...a) => console.log(`[ext ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
 const problems = [];
@@ -91,7 +93,7 @@ async function startCodeServer(name, env, { trust = false } = {}) {
     codeServer,
     ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', ...(trust ? [] : ['--disable-workspace-trust']), '--user-data-dir', join(dir, 'user-data'), '--extensions-dir', join(dir, 'extensions'), '--config', join(dir, 'config.yaml')],
     {
-      env: { ...process.env, XDG_CONFIG_HOME: join(dir, 'xdg-config'), XDG_DATA_HOME: join(dir, 'xdg-data'), TMPDIR: join(dir, 'tmp'), KERNEL_TUNER_TEST_REPORT: reportFile, ...env },
+      env: { ...process.env, XDG_CONFIG_HOME: join(dir, 'xdg-config'), XDG_DATA_HOME: join(dir, 'xdg-data'), TMPDIR: join(dir, 'tmp'), KERNEL_TUNER_TEST_REPORT: reportFile, KERNEL_TUNER_TEST_NO_GPU: noGpuFile, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -220,6 +222,7 @@ try {
         base: server.base,
         workspace: workspace('ws-ui'),
         fixtures: join(root, 'test', 'fixtures'),
+        noGpuFile,
         shots: results,
         userData: join(server.dir, 'user-data'),
         ...(args.has('--update-screenshots') && { readmeShots: join(root, 'media', 'screenshots') }),

@@ -5,7 +5,7 @@
  * reviewed inline (Accept + undo, Reject, one hunk), and the history keeps it. suite-reload.ts checks, in a new window
  * on the same profile, that the history survived.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KernelTunerApi } from '../../src/extension/extension';
@@ -95,12 +95,12 @@ describe('activation', () => {
     assertEqual(document.getText(), SAXPY, 'the workspace kernel');
   });
 
-  it('shows a "Tune kernel" lens above the kernel', async () => {
+  it('shows a "Tune this kernel" lens above the kernel', async () => {
     const lenses = await until('the kernel lens', async () => {
       const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
-      return found.some((l) => l.command?.title.includes('Tune kernel')) ? found : undefined;
+      return found.some((l) => l.command?.title.includes('Tune this kernel')) ? found : undefined;
     });
-    const lens = lenses.find((l) => l.command?.title.includes('Tune kernel'))!;
+    const lens = lenses.find((l) => l.command?.title.includes('Tune this kernel'))!;
     assertEqual(lens.range.start.line, 3, 'lens line');
     assertEqual(lens.command!.command, 'kernelTuner.tuneKernel', 'lens command');
   });
@@ -181,7 +181,7 @@ describe('a tuning session', () => {
     const rows = lensRows(lenses);
     assertEqual(rows[0], ['$(check-all) Accept All (' + pending.length + ')', '$(close-all) Reject All', '$(diff) Side by side'], 'the file\'s actions on the first line, alone');
     for (const p of pending) assertEqual(rows[p.newLines.end], ['$(check) Accept', '$(close) Reject', `$(arrow-up) ${p.label}`], `the lenses of ${p.id}, right below its new lines`);
-    assert(!titles.some((t) => t.includes('Tune kernel')), 'no "Tune kernel" lens while the proposal is open');
+    assert(!titles.some((t) => t.includes('Tune this kernel')), 'no "Tune this kernel" lens while the proposal is open');
     const before = api.lastSession()?.sessionId;
     await editorOnKernel();
     await vscode.commands.executeCommand('kernelTuner.tuneKernel');
@@ -617,7 +617,7 @@ describe('Tune parameters: the tuner alone', () => {
     await vscode.window.showTextDocument(params, { preview: false });
   });
 
-  it('shows a "Tune parameters" lens beside "Tune kernel" where a spec beside the file names the kernel', async () => {
+  it('shows a "Tune parameters" lens beside "Tune this kernel" where a spec beside the file names the kernel', async () => {
     const lenses = await until('the Tune parameters lens', async () => {
       const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', params.uri);
       return found.some((l) => l.command?.command === 'kernelTuner.tuneParameters') ? found : undefined;
@@ -625,7 +625,7 @@ describe('Tune parameters: the tuner alone', () => {
     const lens = lenses.find((l) => l.command?.command === 'kernelTuner.tuneParameters')!;
     assertEqual(lens.command!.title, '$(settings) Tune parameters', 'lens title');
     assertEqual((lens.command!.arguments![0] as { specPath: string }).specPath, workspaceUri('params.tune.yaml').fsPath, 'the spec it found');
-    assert(lenses.some((l) => l.command?.command === 'kernelTuner.tuneKernel'), 'the "Tune kernel" lens beside it');
+    assert(lenses.some((l) => l.command?.command === 'kernelTuner.tuneKernel'), 'the "Tune this kernel" lens beside it');
     const saxpyLenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
     assert(!saxpyLenses.some((l) => l.command?.command === 'kernelTuner.tuneParameters'), 'no such lens where no spec names the kernel');
   });
@@ -688,6 +688,74 @@ describe('Tune parameters: the tuner alone', () => {
     await params.save();
     assertEqual(readFileSync(params.uri.fsPath, 'utf8'), PARAMS, 'the file on disk, byte for byte');
   });
+});
+
+describe('Getting started: the walkthrough\'s buttons', () => {
+  const noGpu = () => process.env.KERNEL_TUNER_TEST_NO_GPU!;
+  after(() => rmSync(noGpu(), { force: true }));
+
+  it('every step has a button, each a command of the extension', async () => {
+    const json = vscode.extensions.getExtension(EXTENSION_ID)!.packageJSON as { contributes: { walkthroughs: { id: string; steps: { id: string; description: string }[] }[] } };
+    const [walkthrough] = json.contributes.walkthroughs;
+    assertEqual(walkthrough!.steps.map((s) => s.id), ['model', 'gpu', 'example', 'replay'], 'the steps');
+    const buttons = walkthrough!.steps.map((s) => [...s.description.matchAll(/\]\(command:([\w.]+)\)/g)].map((m) => m[1]!));
+    assertEqual(buttons, [['kernelTuner.chooseModel', 'kernelTuner.checkModel'], ['kernelTuner.checkGpu'], ['kernelTuner.openExample'], ['kernelTuner.replayExample']], 'the buttons');
+    const commands = await vscode.commands.getCommands(true);
+    for (const id of buttons.flat()) assert(commands.includes(id), `${id} is registered`);
+  });
+
+  it('Choose the model sets the provider, the server and the model in the user\'s settings, then checks them', async () => {
+    const llm = await startScriptedLlmServer([]);
+    const config = vscode.workspace.getConfiguration('kernelTuner');
+    try {
+      const checked = await vscode.commands.executeCommand<boolean>('kernelTuner.chooseModel', { provider: 'openai', model: 'scripted-model', baseUrl: `${llm.url}/v1` });
+      assert(checked, 'the model answers');
+      assertEqual(config.inspect('llm.baseUrl')?.globalValue, `${llm.url}/v1`, 'the server, in the user\'s settings');
+      assertEqual(config.inspect('llm.model')?.globalValue, 'scripted-model', 'the model');
+      assert(llm.requests.some((r) => r.method === 'GET'), 'the server was asked');
+    } finally {
+      for (const key of ['llm.provider', 'llm.baseUrl', 'llm.model']) await config.update(key, undefined, vscode.ConfigurationTarget.Global);
+      await llm.close();
+    }
+  });
+
+  it('Check the GPU opens it and names it; without a GPU it says so and names none', async () => {
+    const device = await vscode.commands.executeCommand<{ name: string } | undefined>('kernelTuner.checkGpu');
+    assertEqual(device?.name, 'Fake GPU (test double)', 'the GPU');
+    writeFileSync(noGpu(), '');
+    assertEqual(await vscode.commands.executeCommand('kernelTuner.checkGpu'), undefined, 'no GPU');
+    rmSync(noGpu());
+  });
+
+  it('Open the example copies it into the workspace and opens the kernel, both Tune lenses above it', async () => {
+    const uri = await vscode.commands.executeCommand<vscode.Uri>('kernelTuner.openExample');
+    assertEqual(uri.fsPath, workspaceUri('kernel-tuner-example', 'matmul_naive.cu').fsPath, 'the kernel in the workspace');
+    for (const file of ['tune.yaml', 'cache.json']) assert(existsSync(workspaceUri('kernel-tuner-example', file).fsPath), `${file} beside it`);
+    assertEqual(vscode.window.activeTextEditor?.document.uri.fsPath, uri.fsPath, 'the kernel is open');
+    const titles = await until('the lenses', async () => {
+      const found = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri)).map((l) => l.command?.title ?? '');
+      return found.length >= 2 && found;
+    });
+    assertEqual(titles, ['$(rocket) Tune this kernel', '$(settings) Tune parameters'], 'the lenses');
+  });
+
+  it('without a GPU, Replay the recorded search runs the example\'s search from its cache: the panel, the history, the proposal', async () => {
+    writeFileSync(noGpu(), '');
+    const before = api.lastSession()?.sessionId;
+    await vscode.commands.executeCommand('kernelTuner.replayExample');
+    const started = api.lastSession();
+    assert(started && started.sessionId !== before, 'a session started');
+    await started.finished;
+    const entry = await api.history.get(started.sessionId);
+    assertEqual([entry?.status, entry?.device.name], ['completed', 'NVIDIA H200 (replayed from cache.json, no GPU)'], 'the session');
+    assert(api.panels.hasPanel(started.sessionId), 'its panel');
+    const example = workspaceUri('kernel-tuner-example', 'matmul_naive.cu');
+    const pending = await until('the proposal in the example', () => api.inlineDiff.pending(example).length > 0 && api.inlineDiff.pending(example));
+    const values = pending.filter((p) => p.kind === 'values').map((p) => p.label).join('; ');
+    assert(values.includes('block_size_x = 64') && values.includes('block_size_y = 2'), `the fastest block the H200 recorded, got ${values}`);
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', example), 'Reject All');
+    await (await vscode.workspace.openTextDocument(example)).save();
+  }, 90_000);
 });
 
 describe('the window closes with reports and a proposal open', () => {
