@@ -8,7 +8,7 @@ import type { EventOf, TuningEvent } from '../../src/engine/progress/events';
 import { tunerSession, type TunerSessionOptions } from '../../src/engine/session/tuner-session';
 import { reduceAll } from '../../src/engine/session/session-view';
 import { buildReport, sessionReportData } from '../../src/extension/report';
-import { specsBeside, specsForKernel } from '../../src/tuner/spec/spec-files';
+import { cachesBeside, specsBeside, specsForKernel } from '../../src/tuner/spec/spec-files';
 import { H100_LIMITS } from '../support/engine-harness';
 import { FakeBackend, type FakeVariant } from '../support/fake-backend';
 
@@ -133,7 +133,9 @@ describe('a session of the tuner alone', () => {
     const example = join(__dirname, '..', '..', 'examples', 'matmul_naive');
     const code = readFileSync(join(example, 'matmul_naive.cu'), 'utf8');
     const { events, of } = await run({ replay: join(example, 'cache.json'), code, filePath: join(example, 'matmul_naive.cu'), specPath: join(example, 'tune.yaml') });
-    expect(events.map((e) => e.type).filter((t) => t !== 'configs.evaluated')).toEqual(['session.started', 'tests.ready', 'plan', 'step.started', 'candidate', 'baseline', 'step.accepted', 'session.finished']);
+    expect(events.map((e) => e.type).filter((t) => t !== 'configs.evaluated')).toEqual(['session.started', 'tests.ready', 'plan', 'step.started', 'candidate', 'baseline', 'step.accepted', 'warning', 'session.finished']);
+    // The example's file holds the kernel alone: where to launch it with the chosen block is said, not written.
+    expect(of('warning')[0]!.message).toMatch(/no launch of matmul_naive was found in this file: launch it with block \(64, 2, 1\)/);
     expect(of('session.started')[0]!.device).toEqual({ name: 'NVIDIA H200', arch: '', computeCapability: [0, 0], replayedFrom: 'cache.json' });
     expect(of('plan')[0]!.steps[0]!.details).toContain('the results recorded in cache.json on NVIDIA H200 replayed, no GPU');
     expect(of('configs.evaluated')).toHaveLength(18);
@@ -176,5 +178,19 @@ describe('the specs beside a kernel file', () => {
     writeFileSync(join(folder, 'c.yaml'), 'file: second.cu\ntuneParams: { t: [1] }\n');
     expect(specsBeside(join(folder, 'k.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['a.yaml', 'any.yml', 'b.json']);
     expect(specsBeside(join(folder, 'second.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['c.yaml']);
+  });
+
+  it('finds the caches a replay of a spec\'s search can use: the same kernel and parameters, in order', () => {
+    const folder = join(dir, 'caches');
+    mkdirSync(folder, { recursive: true });
+    const cache = (kernel: string, keys: string[]) => JSON.stringify({ kernel_name: kernel, tune_params_keys: keys, cache: {} });
+    writeFileSync(join(folder, 'tune.yaml'), 'file: k.cu\ntuneParams: { x: [1], y: [2] }\n');
+    writeFileSync(join(folder, 'cache.json'), cache('k', ['x', 'y']));
+    writeFileSync(join(folder, 'swapped.json'), cache('k', ['y', 'x']));
+    writeFileSync(join(folder, 'other.json'), cache('other', ['x', 'y']));
+    writeFileSync(join(folder, 'spec.json'), '{ "file": "k.cu", "tuneParams": { "x": [1] } }');
+    writeFileSync(join(folder, 'broken.json'), '{ "kernel_name": ');
+    expect(cachesBeside(join(folder, 'tune.yaml'), 'k', ['x', 'y'])).toEqual([join(folder, 'cache.json')]);
+    expect(cachesBeside(join(dir, 'missing', 'tune.yaml'), 'k', ['x'])).toEqual([]);
   });
 });
