@@ -11,7 +11,7 @@
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
-import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/store/history-store';
+import { HistoryStore, isReplayable, toKernelTunerCache, type HistoryEntry } from '../engine/store/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, readGpuSettings, redactConfig, SECTION, setByWorkspace, type EngineConfig } from './config';
@@ -25,7 +25,7 @@ import { isCudaDocument, KernelIndex, type KernelTarget, type ParametersTarget }
 import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
-import { isSessionReport } from './report';
+import { buildReport, isSessionReport } from './report';
 import { reduceAll, stepCode } from '../engine/session/session-view';
 import { SessionManager, type StartRequest } from './sessions';
 import { cachesBeside, specsBeside, specsForKernel } from '../tuner/spec/spec-files';
@@ -489,6 +489,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function exportEntry(arg: unknown, format: 'json' | 'kernel-tuner-cache'): Promise<void> {
     const entry = await entryFor(arg);
     if (!entry) return;
+    // The report as its events read now: a session stored before a field was recorded exports it too.
+    const stored = isSessionReport(entry.report) ? entry.report : undefined;
+    const report = stored && buildReport(stored.header, stored.events, reduceAll(stored.header, stored.events));
+    // What cannot be exported is said before asking where to.
+    if (format === 'kernel-tuner-cache') toKernelTunerCache(entry, report ?? entry.report);
     const suffix = format === 'json' ? 'report.json' : 'cache.json';
     const dest = await vscode.window.showSaveDialog({
       defaultUri: vscode.Uri.joinPath(saveFolder(), `${entry.kernelName}-${entry.id}-${suffix}`),
@@ -496,7 +501,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       title: format === 'json' ? 'Export the session as a JSON report' : 'Export the final step as a Kernel Tuner cache',
     });
     if (!dest) return;
-    await history.export(entry.id, format, dest.fsPath);
+    await history.export(entry.id, format, dest.fsPath, report);
     void announceSaved(`Exported to ${relative(dest)}.`, dest);
   }
 
@@ -596,11 +601,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       const id = typeof arg === 'string' ? arg : sessions.current();
       if (!id || !sessions.cancel(id)) void vscode.window.showInformationMessage('No tuning session is running.');
     }),
+    // The session asked for, else the one started last here, one running, the report in front last, the newest stored.
     command('kernelTuner.showPanel', async (arg) => {
-      const id = typeof arg === 'string' ? arg : (last?.sessionId ?? sessions.current());
+      const id = typeof arg === 'string' ? arg : (last?.sessionId ?? sessions.current() ?? panels.mostRecent() ?? (await history.list()).sessions[0]?.id);
       const snapshot = id ? await sessions.snapshot(id) : undefined;
-      if (!id || !snapshot) return void vscode.window.showInformationMessage('No tuning session to show yet.');
+      if (!id || !snapshot) return void vscode.window.showInformationMessage('No tuning session to show yet: tune a kernel ("Tune this kernel" above it), or open the Getting Started walkthrough.');
       await panels.show(id, snapshot.header.kernelName);
+      return id;
     }),
     command('kernelTuner.acceptHunk', (uri, id) => inlineDiff.acceptHunk(uri as vscode.Uri | undefined, id as string | undefined)),
     command('kernelTuner.rejectHunk', (uri, id) => inlineDiff.rejectHunk(uri as vscode.Uri | undefined, id as string | undefined)),

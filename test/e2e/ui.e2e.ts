@@ -384,6 +384,17 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await tab(name).waitFor({ timeout: 15_000 });
       await page.locator('.monaco-editor .view-line', { hasText: `"id": "${H100_SESSION}"` }).first().waitFor({ timeout: 10_000 });
       await palette('View: Close Editor');
+      // As a Kernel Tuner cache: its accepted step's configurations, the problem size as its test named it.
+      await historyMenu('matmul_naive', 'Export as Kernel Tuner cache');
+      await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+      const cacheName = `matmul_naive-${H100_SESSION}-cache.json`;
+      for (let i = 0; i < 25 && !(await dialog.inputValue()).endsWith(`/${cacheName}`); i++) await page.waitForTimeout(200);
+      await page.keyboard.press('Enter');
+      await page.locator('.notification-toast', { hasText: `Exported to ${cacheName}` }).waitFor({ timeout: 15_000 });
+      const cache = JSON.parse(readFileSync(join(o.workspace, cacheName), 'utf8')) as { kernel_name: string; problem_size: unknown; tune_params_keys: string[]; cache: Record<string, unknown> };
+      check(cache.kernel_name === 'matmul_naive' && JSON.stringify(cache.problem_size) === '["N","M"]', `the cache's header, got ${JSON.stringify({ ...cache, cache: undefined })}`);
+      check(Object.keys(cache.cache).length === 2 && cache.tune_params_keys.includes('block_size_x'), `the accepted step's configurations, got ${JSON.stringify(cache)}`);
+      await clearNotifications();
     }), 60_000);
 
     it('the H100 proposal in the editor: the file\'s lens line and each change\'s, Escape, Reject All, Accept All and Undo, checked on the saved file', step('h100-proposal', async () => {
