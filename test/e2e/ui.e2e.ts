@@ -353,6 +353,9 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       // The accepted step 2, as the panel shows it (step 1, rejected, had as many configurations, all failed).
       const summary = await report.locator('#performance .chart-summary').innerText();
       check(summary.includes('configuration(s) of "Shared-memory tiling": 2 timed, 0 without a time'), `the chart shows step 2's configurations, got ${summary}`);
+      // The summary's counts say what they count: every step's configurations, and the charted step's, as the chart.
+      const counts = [await report.locator('#summary #configurations').innerText(), await report.locator('#summary #charted-configurations').innerText()].map((t) => t.replace(/\s+/g, ' ').trim());
+      check(JSON.stringify(counts) === JSON.stringify(['4 configurations, all steps', '2 configurations of step 2, charted below']), `the summary's counts, got ${JSON.stringify(counts)}`);
       const canvas = report.locator('#performance canvas');
       const tooltip = report.locator('#performance .chart-tooltip');
       await canvas.focus();
