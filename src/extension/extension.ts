@@ -229,10 +229,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     });
   }
 
-  /** The Getting Started walkthrough, at one of its steps. */
+  /** The Getting Started walkthrough, at one of its steps (VS Code qualifies the step's id with the category's). */
   async function openWalkthrough(step?: string): Promise<void> {
     const category = `${context.extension.id}#${WALKTHROUGH}`;
-    await vscode.commands.executeCommand('workbench.action.openWalkthrough', step ? { category, step: `${category}#${step}` } : category, false);
+    await vscode.commands.executeCommand('workbench.action.openWalkthrough', step ? { category, step } : category, false);
   }
 
   /**

@@ -16,7 +16,7 @@
  * Screenshots of every stage go to test-results/. Runs in the test script's Node process (scripts/test-extension.mjs),
  * with the mini runner's describe/it.
  */
-import { copyFileSync, existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Frame, Locator, Page } from 'playwright-core';
@@ -529,6 +529,70 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
         await workspaceSettings(liveSettings());
       }
     }), 90_000);
+
+    it('the settings of the model are under an "LLM" heading, never "Llm"', step('settings', async () => {
+      await palette('Preferences: Open Settings (UI)');
+      const search = page.locator('.settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header .suggest-input-container input').first();
+      await search.waitFor({ timeout: 15_000 });
+      // The extension's settings in the settings tree (not a search, where VS Code words each key's path): its
+      // categories as headings, the model's settings under "LLM".
+      await search.fill('');
+      await page.locator('.settings-editor .settings-toc-container .monaco-list-row', { hasText: 'Extensions' }).first().click({ timeout: 15_000 });
+      await page.keyboard.press('ArrowRight');
+      await page.locator('.settings-editor .settings-toc-container .monaco-list-row', { hasText: 'LLM Kernel Tuner' }).first().click({ timeout: 15_000 });
+      await page.locator('.settings-editor .setting-item-contents', { hasText: 'Which kind of LLM server rewrites the kernel.' }).first().waitFor({ timeout: 15_000 });
+      const labels = await page.locator('.settings-editor .setting-item-contents', { hasText: 'Which kind of LLM server rewrites the kernel.' }).locator('.setting-item-title').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+      const headings = await page.locator('.settings-editor .settings-group-title-label').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+      check(labels.length > 0 && labels.every((l) => !/\bLlm\b/.test(l)), `no "Llm" in the settings' titles, got ${JSON.stringify({ labels, headings })}`);
+      check(headings.includes('LLM'), `an "LLM" heading, got ${JSON.stringify({ labels, headings })}`);
+      await shot('settings-llm');
+      await palette('View: Close Editor');
+    }), 60_000);
+
+    it('the Getting Started walkthrough: each step\'s button runs its command; without a GPU, Tune parameters offers the recorded search', step('walkthrough', async () => {
+      await closeAllEditors();
+      await palette('Kernel Tuner: Get started');
+      const steps = page.locator('.getting-started-step');
+      await steps.first().waitFor({ timeout: 20_000 });
+      const titles = await page.locator('.getting-started-step .step-title').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+      check(JSON.stringify(titles) === JSON.stringify(['Choose a model and check it', 'Check the GPU and the CUDA toolkit', 'Open an example and tune it', 'No GPU here? Replay a recorded search']), `the steps, got ${JSON.stringify(titles)}`);
+      const button = async (stepTitle: string, label: string) => {
+        await page.locator('.getting-started-step .step-title', { hasText: stepTitle }).first().click();
+        await page.locator('.getting-started-step.expanded .monaco-button', { hasText: label }).first().click({ timeout: 10_000 });
+      };
+      await button('Check the GPU and the CUDA toolkit', 'Check the GPU and toolkit');
+      await page.locator('.notification-toast', { hasText: 'the GPU is ready: Fake GPU (test double)' }).first().waitFor({ timeout: 30_000 });
+      await readmeShot('walkthrough');
+      await clearNotifications();
+      await button('Open an example and tune it', 'Open the example');
+      await page.locator('.monaco-editor .view-line', { hasText: '__global__ void matmul_naive' }).first().waitFor({ timeout: 20_000 });
+      check(existsSync(join(o.workspace, 'kernel-tuner-example', 'cache.json')), 'the example is in the workspace, its cache beside it');
+      await tab('Walkthrough: LLM Kernel Tuner').locator('.codicon-close').click();
+      await tab('Walkthrough: LLM Kernel Tuner').waitFor({ state: 'detached', timeout: 10_000 });
+      // No GPU: the message says so, leads to the GPU setup rather than to a setting, and offers the recorded search.
+      writeFileSync(o.noGpuFile, '');
+      try {
+        await lens('Tune parameters').click({ timeout: 20_000 });
+        const error = page.locator('.notification-toast', { hasText: 'No usable GPU' }).first();
+        await error.waitFor({ timeout: 30_000 });
+        const buttons = await error.locator('.monaco-button').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+        check(JSON.stringify(buttons) === JSON.stringify(['Replay cache.json', 'GPU setup', 'Show log']), `the message's buttons, got ${JSON.stringify(buttons)}`);
+        await shot('no-gpu-offer');
+        await clickUntilGone(error.locator('.monaco-button', { hasText: 'Replay cache.json' }), error);
+        const frame = await panelFrame(page, '#app #device', 60_000, 'replayed from cache.json, no GPU');
+        await frame.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 60_000 });
+        check((await frame.locator('#device').innerText()) === 'NVIDIA H200 (replayed from cache.json, no GPU)', 'the device that recorded the search');
+        await lens('Reject All').click({ timeout: 30_000 });
+        await lens('Reject All').waitFor({ state: 'detached', timeout: 10_000 });
+        // "GPU setup" opens the walkthrough at its GPU step.
+        await lens('Tune parameters').click({ timeout: 20_000 });
+        await clickUntilGone(error.locator('.monaco-button', { hasText: 'GPU setup' }), error);
+        await page.locator('.getting-started-step.expanded .step-title', { hasText: 'Check the GPU and the CUDA toolkit' }).first().waitFor({ timeout: 20_000 });
+      } finally {
+        rmSync(o.noGpuFile, { force: true });
+      }
+      await closeAllEditors();
+    }), 180_000);
 
     it('opens the kernel and shows the "Tune this kernel" lens', step('open', async () => {
       await closeAllEditors();
