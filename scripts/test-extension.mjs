@@ -3,7 +3,8 @@
 // scripts/install-code-server.sh into .tools/) driven by Playwright with Debian's Chromium.
 //   1. extension tests, first window   (dist/extension-tests/suite.js, the @vscode/test-electron `run()` contract)
 //   2. extension tests, after a reload (dist/extension-tests/suite-reload.js, same VS Code and browser profile)
-//   2b. extension tests in Restricted Mode (dist/extension-tests/suite-restricted.js: the same profile, Workspace
+//   2b. extension tests in a workspace without CUDA (dist/extension-tests/suite-activation.js: not activated by the start)
+//   2c. extension tests in Restricted Mode (dist/extension-tests/suite-restricted.js: the same profile, Workspace
 //      Trust on, a workspace that is not trusted)
 //   3. the UI test a person would recognise (dist/extension-tests/ui.e2e.js), screenshots in test-results/, on the
 //      extension as users get it: packaged with vsce and installed from the .vsix.
@@ -191,6 +192,10 @@ try {
     try {
       await runExtensionTests(server, ws, profile, join(bundles, 'suite.js'), 'first-window');
       await runExtensionTests(server, ws, profile, join(bundles, 'suite-reload.js'), 'after-reload');
+      const withoutCuda = join(work, 'ws-no-cuda');
+      mkdirSync(withoutCuda, { recursive: true });
+      writeFileSync(join(withoutCuda, 'README.md'), 'A workspace without CUDA files.\n');
+      await runExtensionTests(server, withoutCuda, join(work, 'chromium-profile-no-cuda'), join(bundles, 'suite-activation.js'), 'no-cuda');
     } finally {
       await server.stop();
     }
