@@ -562,8 +562,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       };
       await button('Check the GPU and the CUDA toolkit', 'Check the GPU and toolkit');
       await page.locator('.notification-toast', { hasText: 'the GPU is ready: Fake GPU (test double)' }).first().waitFor({ timeout: 30_000 });
-      await readmeShot('walkthrough');
       await clearNotifications();
+      await readmeShot('walkthrough');
       await button('Open an example and tune it', 'Open the example');
       await page.locator('.monaco-editor .view-line', { hasText: '__global__ void matmul_naive' }).first().waitFor({ timeout: 20_000 });
       check(existsSync(join(o.workspace, 'kernel-tuner-example', 'cache.json')), 'the example is in the workspace, its cache beside it');
