@@ -223,8 +223,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
         if (choice === 'Open settings') await openSettings(report.settings);
         if (choice === 'GPU setup') await openWalkthrough(WALKTHROUGH_GPU_STEP);
       } catch (error) {
-        log.error(`${choice}: ${error instanceof Error ? error.message : String(error)}`);
-        void vscode.window.showErrorMessage(`Kernel Tuner: ${error instanceof Error ? error.message : String(error)}`);
+        const text = error instanceof Error ? error.message : String(error);
+        log.error(`${choice}: ${text}`);
+        void vscode.window.showErrorMessage(`Kernel Tuner: ${text}`);
       }
     });
   }

@@ -398,18 +398,18 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
   }
 
   /** The change at the cursor (in either side of the diff), else the first. */
-  private asideChangeAtCursor(d: DocReview & { aside: Aside }, file: vscode.TextDocument): AsideChange | undefined {
-    const changes = asideChanges(file.getText(), d.aside.proposed);
+  private asideChangeAtCursor(aside: Aside, file: vscode.TextDocument): AsideChange | undefined {
+    const changes = asideChanges(file.getText(), aside.proposed);
     const editor = vscode.window.activeTextEditor;
     const shown = editor?.document.uri.toString();
-    const side = shown === d.aside.uri.toString() ? 'proposal' : shown === d.uri.toString() ? 'file' : undefined;
+    const side = shown === aside.uri.toString() ? 'proposal' : shown === file.uri.toString() ? 'file' : undefined;
     return side ? asideChangeAt(changes, side, editor!.selection.active.line) : changes[0];
   }
 
   /** Accept beside the file: the change at the cursor goes into the file (one undo step); the diff shows the rest. */
   private async acceptAsideChange(d: DocReview): Promise<boolean> {
     const file = this.document(d.uri);
-    const change = file && d.aside && this.asideChangeAtCursor(d as DocReview & { aside: Aside }, file);
+    const change = file && d.aside && this.asideChangeAtCursor(d.aside, file);
     if (!file || !change) return false;
     return vscode.workspace.applyEdit(this.workspaceEdit(file, [change.edit]));
   }
@@ -418,7 +418,7 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
   private async rejectAsideChange(d: DocReview): Promise<boolean> {
     const file = this.document(d.uri);
     const aside = d.aside;
-    const change = file && aside && this.asideChangeAtCursor(d as DocReview & { aside: Aside }, file);
+    const change = file && aside && this.asideChangeAtCursor(aside, file);
     if (!file || !aside || !change) return false;
     aside.proposed = withoutAsideChange(aside.proposed, change);
     aside.rejected++;
