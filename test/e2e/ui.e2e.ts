@@ -531,6 +531,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     }), 90_000);
 
     it('the settings of the model are under an "LLM" heading, never "Llm"', step('settings', async () => {
+      // The settings editor alone in the window: its table of contents shows only the rows that fit.
+      await closeAllEditors();
       await palette('Preferences: Open Settings (UI)');
       const search = page.locator('.settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header .suggest-input-container input').first();
       await search.waitFor({ timeout: 15_000 });

@@ -81,6 +81,7 @@ describe('after a window reload', () => {
     assert(open.length >= 2, 'reports are open');
     const front = open.at(-1)!.id;
     await vscode.commands.executeCommand('kernelTuner.history.open', front);
+    await until('the report in front', () => api.panels.mostRecent() === front);
     await vscode.window.showTextDocument(workspaceUri('saxpy.cu'));
     assertEqual(await vscode.commands.executeCommand('kernelTuner.showPanel'), front, 'the report in front last');
     for (const s of open) api.panels.close(s.id);
