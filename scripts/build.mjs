@@ -92,7 +92,7 @@ async function buildJs() {
   // The HTML report's page script, inlined into every report (src/report/html.ts reads it from beside the bundles).
   await esbuild.build({ ...browser, legalComments: 'none', entryPoints: [join(root, 'webview', 'report', 'main.ts')], outfile: join(dist, 'report-page.js') });
   // Extension tests (they run inside the extension host) and the Playwright UI test (Node), for scripts/test-extension.mjs.
-  const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/suite-restricted.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));
+  const extensionTests = ['test/extension/suite.ts', 'test/extension/suite-reload.ts', 'test/extension/suite-restricted.ts', 'test/extension/suite-activation.ts', 'test/extension/test-backend.ts', 'test/e2e/ui.e2e.ts'].filter((f) => existsSync(join(root, f)));
   if (extensionTests.length > 0) {
     rmSync(join(dist, 'extension-tests'), { recursive: true, force: true });
     await esbuild.build({ ...common, external: ['vscode', 'playwright-core'], entryPoints: extensionTests.map((f) => ({ in: join(root, f), out: f.split('/').pop().replace(/\.ts$/, '') })), outdir: join(dist, 'extension-tests') });

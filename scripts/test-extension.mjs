@@ -3,15 +3,16 @@
 // scripts/install-code-server.sh into .tools/) driven by Playwright with Debian's Chromium.
 //   1. extension tests, first window   (dist/extension-tests/suite.js, the @vscode/test-electron `run()` contract)
 //   2. extension tests, after a reload (dist/extension-tests/suite-reload.js, same VS Code and browser profile)
-//   2b. extension tests in Restricted Mode (dist/extension-tests/suite-restricted.js: the same profile, Workspace
+//   2b. extension tests in a workspace without CUDA (dist/extension-tests/suite-activation.js: not activated by the start)
+//   2c. extension tests in Restricted Mode (dist/extension-tests/suite-restricted.js: the same profile, Workspace
 //      Trust on, a workspace that is not trusted)
 //   3. the UI test a person would recognise (dist/extension-tests/ui.e2e.js), screenshots in test-results/, on the
 //      extension as users get it: packaged with vsce and installed from the .vsix.
 // Sessions run on the scripted LLM server and the fake GPU backend (the extension's test hook). Prints
 // "N passed, N failed, N skipped" and writes test-results/extension-tests.json for scripts/test.mjs.
-//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--grep=TEXT] [--update-screenshots]
+//   node scripts/test-extension.mjs [--no-build] [--only=tests|ui] [--grep=REGEX] [--update-screenshots]
 // --update-screenshots: the UI test also writes the README's screenshots (media/screenshots/).
-// --grep=TEXT: only the tests whose title (suite › test) holds TEXT; the others are counted as skipped.
+// --grep: only the tests whose "suite › test" title matches (the others are reported as skipped).
 import { execFileSync, spawn } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -23,12 +24,14 @@ const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const require = createRequire(import.meta.url);
 const args = new Set(process.argv.slice(2));
 const only = [...args].find((a) => a.startsWith('--only='))?.slice('--only='.length);
-// Read by the test runner (test/extension/runner.ts) in this process and in the extension hosts started from it.
 const grep = [...args].find((a) => a.startsWith('--grep='))?.slice('--grep='.length);
+// Read by the test runner in the extension host (code-server passes its environment on) and in this process (UI test).
 if (grep) process.env.KERNEL_TUNER_TEST_GREP = grep;
 const results = join(root, 'test-results');
 const work = join(root, '.tmp', 'extension-tests');
 const reportFile = join(work, 'report.jsonl');
+// While this file exists, the test backend stands for a machine without a GPU (test/extension/test-backend.ts).
+const noGpuFile = join(work, 'no-gpu');
 const t0 = Date.now();
 const log = (...a) => console.log(`[ext ${((Date.now() - t0) / 1000).toFixed(1)}s]`, ...a);
 const problems = [];
@@ -91,7 +94,7 @@ async function startCodeServer(name, env, { trust = false } = {}) {
     codeServer,
     ['--bind-addr', `127.0.0.1:${port}`, '--auth', 'none', '--disable-telemetry', '--disable-update-check', ...(trust ? [] : ['--disable-workspace-trust']), '--user-data-dir', join(dir, 'user-data'), '--extensions-dir', join(dir, 'extensions'), '--config', join(dir, 'config.yaml')],
     {
-      env: { ...process.env, XDG_CONFIG_HOME: join(dir, 'xdg-config'), XDG_DATA_HOME: join(dir, 'xdg-data'), TMPDIR: join(dir, 'tmp'), KERNEL_TUNER_TEST_REPORT: reportFile, ...env },
+      env: { ...process.env, XDG_CONFIG_HOME: join(dir, 'xdg-config'), XDG_DATA_HOME: join(dir, 'xdg-data'), TMPDIR: join(dir, 'tmp'), KERNEL_TUNER_TEST_REPORT: reportFile, KERNEL_TUNER_TEST_NO_GPU: noGpuFile, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     },
   );
@@ -189,6 +192,10 @@ try {
     try {
       await runExtensionTests(server, ws, profile, join(bundles, 'suite.js'), 'first-window');
       await runExtensionTests(server, ws, profile, join(bundles, 'suite-reload.js'), 'after-reload');
+      const withoutCuda = join(work, 'ws-no-cuda');
+      mkdirSync(withoutCuda, { recursive: true });
+      writeFileSync(join(withoutCuda, 'README.md'), 'A workspace without CUDA files.\n');
+      await runExtensionTests(server, withoutCuda, join(work, 'chromium-profile-no-cuda'), join(bundles, 'suite-activation.js'), 'no-cuda');
     } finally {
       await server.stop();
     }
@@ -220,6 +227,7 @@ try {
         base: server.base,
         workspace: workspace('ws-ui'),
         fixtures: join(root, 'test', 'fixtures'),
+        noGpuFile,
         shots: results,
         userData: join(server.dir, 'user-data'),
         ...(args.has('--update-screenshots') && { readmeShots: join(root, 'media', 'screenshots') }),

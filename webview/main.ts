@@ -31,6 +31,7 @@ import { reduceGraphAll, type GraphModel } from './graph-model';
 import { sortConfigs, type SortState } from './sort';
 import { energyNote, metricColumns } from './config-metrics';
 import { bestOf, type Objective } from '../src/tuner/types';
+import { deviceText } from '../src/engine/progress/device-text';
 
 interface UiState {
   diffMode: 'unified' | 'split';
@@ -184,7 +185,7 @@ function renderHeader(v: SessionView): HTMLElement {
     h('dt', {}, 'File'),
     h('dd', {}, v.header.fileName),
     h('dt', {}, 'Device'),
-    h('dd', { id: 'device' }, v.device ? `${v.device.gpus ? `${v.device.gpus} × ` : ''}${v.device.name} (${v.device.arch})` : '…'),
+    h('dd', { id: 'device' }, v.device ? `${v.device.gpus ? `${v.device.gpus} × ` : ''}${deviceText(v.device)}` : '…'),
     ...(tunerOnly(v)
       ? [h('dt', {}, 'Tuning'), h('dd', {}, v.header.model)]
       : [h('dt', {}, 'Model'), h('dd', {}, `${v.header.model} · ${v.header.strategy} strategy`)]),

@@ -4,14 +4,11 @@ import { readFileSync } from 'node:fs';
 import { extname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { CudaUnavailableError } from '../gpu/errors';
-import { CacheFile, throughCache } from '../tuner/cache/cache-file';
-import { ResultMetrics, type MetricOptions } from '../tuner/run/metrics';
-import { replay } from '../tuner/cache/replay';
+import { loadReplayCache, simulate } from '../tuner/cache/simulate';
 import { parseGpuSelection, singleGpu } from '../tuner/run/gpu-selection';
-import { SearchSpace } from '../tuner/space/search-space';
 import { resolveStrategy, strategies, strategyOptionsFromFlags, type Shard } from '../tuner/strategies';
 import type { TuneOptions } from '../tuner/tunable-kernel';
-import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type LoadedTuningSpec, type TuningSpec } from '../tuner/spec/tuning-spec';
+import { checkStrategy, loadTuningSpec, tuningJob, TuningSpecError, type LoadedTuningSpec } from '../tuner/spec/tuning-spec';
 import { describeLaunchCount, launchCountOf, type LaunchCountField } from '../tuner/run/launch-count';
 import { LAUNCH_COUNT_FLAGS, LAUNCH_COUNT_HELP, LAUNCH_COUNT_OPTIONS, launchCountFromFlags } from './launch-count-flags';
 import type { SearchProgress } from '../tuner/strategies';
@@ -190,7 +187,7 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
   }
   try {
     if (replayFile !== undefined) {
-      const replayed = await simulate(spec, kernel.name, replayFile, { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard, metrics: job.options }, onResult);
+      const replayed = await simulate(spec, kernel.name, loadReplayCache(replayFile, kernel.name), { seed: values.seed === undefined ? undefined : integer('--seed', values.seed), cache: values.cache, shard, metrics: job.options }, onResult);
       mode = `replayed from ${replayFile} (measured on ${replayed.deviceName}; simulation: no GPU used)`;
       result = replayed.result;
       device = { name: replayed.deviceName };
@@ -286,55 +283,6 @@ Replaying ${replayFile} instead: the recorded results of a real GPU run, searche
     if (t4) process.stdout.write(`T4 results: ${t4.results} (metadata: ${t4.metadata})\n`);
   }
   return result.best && result.sanitizer?.status !== 'hazards' ? 0 : 1;
-}
-
-/**
- * Runs the spec's strategy over the spec's space (or a shard of it) with every evaluation answered from the cache; the
- * results replayed go into `options.cache` when given, as a run on the GPU would write them.
- */
-async function simulate(
-  spec: TuningSpec,
-  kernelName: string,
-  cachePath: string,
-  options: { seed: number | undefined; cache: string | undefined; shard: Shard | undefined; metrics: MetricOptions },
-  onResult: (r: ConfigResult, p: SearchProgress) => void,
-): Promise<{ result: TuneResult; deviceName: string }> {
-  const cache = loadReplayCache(cachePath, kernelName);
-  const space = new SearchSpace(spec.tuneParams, spec.restrictions, spec.blockSizeNames ? { blockSizeNames: spec.blockSizeNames } : {});
-  const { evaluate, clock } = replay(cache, { space });
-  const { device_name: deviceName, problem_size: problemSize } = cache.header;
-  // The replayed measurements get the spec's metrics, and the search its objective, as on the GPU.
-  const metrics = ResultMetrics.create(options.metrics, Object.keys(spec.tuneParams));
-  const { objective } = metrics;
-  const out = options.cache === undefined ? undefined : CacheFile.open(options.cache, { deviceName, kernelName, problemSize, tuneParams: spec.tuneParams, objective: objective.name, ...(options.shard && { shard: options.shard }) });
-  const strategy = resolveStrategy(spec.strategy)(spec.strategyOptions);
-  try {
-    const result = await strategy.run(
-      space,
-      throughCache(out, (config) => evaluate(config), (r) => metrics.apply(r)),
-      {
-        objective,
-        clock,
-        ...(options.seed !== undefined && { seed: options.seed }),
-        ...(options.shard && { shard: options.shard }),
-        ...(spec.maxFevals !== undefined && { maxFevals: spec.maxFevals }),
-        ...(spec.timeLimitS !== undefined && { timeLimitMs: spec.timeLimitS * 1000 }),
-        onResult,
-      },
-    );
-    return { result: { ...result, objective }, deviceName };
-  } finally {
-    out?.close();
-  }
-}
-
-/** The cache --simulate replays, refused when it holds another kernel's results. */
-function loadReplayCache(cachePath: string, kernelName: string): CacheFile {
-  const cache = CacheFile.load(cachePath);
-  if (cache.header.kernel_name !== kernelName) {
-    throw new TuningSpecError(`${cachePath} holds results for kernel '${cache.header.kernel_name}', not '${kernelName}'`);
-  }
-  return cache;
 }
 
 /** --shard I/N: share I of N, 0 <= I < N. */

@@ -93,8 +93,11 @@ export interface EngineRuntime {
    */
   openBackend(options: { gpus: GpuSelection; testBackendModule?: string }): Promise<BackendLease>;
   startSession(request: SessionRequest, backend: BackendLease): SessionRun;
-  /** Runs the tuner alone over a spec, as a session of one step with no model (src/engine/session/tuner-session.ts). */
-  startTuning(request: TuningRequest, backend: BackendLease): SessionRun;
+  /**
+   * Runs the tuner alone over a spec, as a session of one step with no model (src/engine/session/tuner-session.ts), on
+   * the GPUs leased, or with no GPU, replaying a Kernel Tuner cache of a recorded run of the same spec.
+   */
+  startTuning(request: TuningRequest, on: BackendLease | { replay: string }): SessionRun;
 }
 
 export function isEngineFailure(value: unknown): value is EngineFailure {

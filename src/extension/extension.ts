@@ -9,13 +9,14 @@
  * and never chosen otherwise; the extension tests set it for the extension host they start.
  */
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import * as vscode from 'vscode';
-import { HistoryStore, isReplayable, type HistoryEntry } from '../engine/store/history-store';
+import { HistoryStore, isReplayable, toKernelTunerCache, type HistoryEntry } from '../engine/store/history-store';
 import { codeBeforeStep, startedStepsOf } from '../engine/session/session-log';
 import { chartFileName, chartImageBytes } from './chart-export';
 import { readEngineConfig, readGpuSettings, readSanitizeSetting, redactConfig, SECTION, setByWorkspace, type EngineConfig } from './config';
-import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime } from './engine-api';
+import { isEngineFailure, type BackendLease, type DeviceInfo, type EngineFailure, type EngineRuntime } from './engine-api';
+import { chooseModel, openExample, replayExample, type ModelChoice } from './getting-started';
 import { HistoryTreeProvider, sessionIdOf, type HistoryNode } from './history-tree';
 import { htmlReportCommands } from './html-report';
 import { InlineDiffController } from './inline-diff';
@@ -24,12 +25,12 @@ import { isCudaDocument, KernelIndex, type KernelTarget, type ParametersTarget }
 import { PanelManager } from './panel';
 import { describeFailures } from './preflight';
 import type { ChartImageFormat, FromWebviewMessage } from './protocol';
-import { isSessionReport } from './report';
+import { buildReport, isSessionReport } from './report';
 import { reduceAll, stepCode, type SessionView } from '../engine/session/session-view';
 import { evolveFurtherQuestions, type EvolveSettings } from './evolve-further';
 import { variantKernel } from './variant-kernel';
 import { SessionManager, type StartRequest } from './sessions';
-import { specsBeside, specsForKernel } from '../tuner/spec/spec-files';
+import { cachesBeside, specsBeside, specsForKernel } from '../tuner/spec/spec-files';
 import type { GpuSelection } from '../tuner/run/gpu-selection';
 import { WindowState } from './window-state';
 
@@ -37,6 +38,20 @@ export const TEST_BACKEND_ENV = 'KERNEL_TUNER_TEST_BACKEND';
 const API_KEY_SECRET = 'kernelTuner.openai.apiKey';
 /** The user's answers, by base URL, to "send the stored API key to this URL from the workspace's settings?". */
 const KEY_CONSENT_STATE = 'kernelTuner.apiKeyConsent';
+/** The Getting Started walkthrough (package.json, contributes.walkthroughs) and its step on the GPU and the toolkit. */
+const WALKTHROUGH = 'kernelTuner.gettingStarted';
+const WALKTHROUGH_GPU_STEP = 'gpu';
+
+/** What a check threw, as a failure to tell (the engine throws EngineFailures; anything else is unexpected). */
+function asFailure(reason: unknown): EngineFailure {
+  return isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) };
+}
+
+/** A way on where the GPU cannot be used: a button of the pre-flight's message. */
+interface NoGpuOffer {
+  label: string;
+  run(): Promise<void>;
+}
 
 /** What activate() returns: used by the extension tests to observe the extension from outside. */
 export interface KernelTunerApi {
@@ -221,21 +236,40 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     return { ...settings, config: { ...settings.config, llm: withoutKey } };
   }
 
-  async function reportFailures(failures: EngineFailure[]): Promise<void> {
+  /**
+   * Tells every failed check in one message; `offer`: a way on without a GPU, first among the buttons where the GPU
+   * failed. Returns once the message is up (its buttons act whenever they are clicked).
+   */
+  function reportFailures(failures: EngineFailure[], offer?: NoGpuOffer): void {
     for (const f of failures) log.error(`pre-flight: ${f.kind}: ${f.message}`);
     const report = describeFailures(failures, SECTION);
-    const choice = await vscode.window.showErrorMessage(report.message, ...report.actions);
-    if (choice === 'Show log') log.show();
-    if (choice === 'Set API key') await vscode.commands.executeCommand('kernelTuner.setApiKey');
-    if (choice === 'Open settings') await openSettings(report.settings);
+    const offered = offer && failures.some((f) => f.kind === 'gpu-unavailable') ? offer : undefined;
+    void vscode.window.showErrorMessage(report.message, ...(offered ? [offered.label] : []), ...report.actions).then(async (choice) => {
+      try {
+        if (offered && choice === offered.label) await offered.run();
+        if (choice === 'Show log') log.show();
+        if (choice === 'Set API key') await vscode.commands.executeCommand('kernelTuner.setApiKey');
+        if (choice === 'Open settings') await openSettings(report.settings);
+        if (choice === 'GPU setup') await openWalkthrough(WALKTHROUGH_GPU_STEP);
+      } catch (error) {
+        const text = error instanceof Error ? error.message : String(error);
+        log.error(`${choice}: ${text}`);
+        void vscode.window.showErrorMessage(`Kernel Tuner: ${text}`);
+      }
+    });
+  }
+
+  /** The Getting Started walkthrough, at one of its steps (VS Code qualifies the step's id with the category's). */
+  async function openWalkthrough(step?: string): Promise<void> {
+    const category = `${context.extension.id}#${WALKTHROUGH}`;
+    await vscode.commands.executeCommand('workbench.action.openWalkthrough', step ? { category, step } : category, false);
   }
 
   /**
    * The GPU opens and, for a session that asks a model (`model`), the LLM answers, checked side by side; undefined when
    * either fails, after the progress has closed and every failure was told in one message.
    */
-  async function preflight(gpus: GpuSelection, model?: { config: EngineConfig; endpoint: string }): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
-    const asFailure = (reason: unknown): EngineFailure => (isEngineFailure(reason) ? reason : { kind: 'other', message: reason instanceof Error ? reason.message : String(reason) });
+  async function preflight(gpus: GpuSelection, model?: { config: EngineConfig; endpoint: string }, offer?: NoGpuOffer): Promise<{ engine: EngineRuntime; backend: BackendLease } | undefined> {
     // In the status bar, which drops it the moment the check ends (a notification would stay a moment longer, beside
     // the error that follows).
     const checked = await vscode.window.withProgress(
@@ -257,13 +291,50 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       },
     );
     if ('failures' in checked) {
-      await reportFailures(checked.failures);
+      reportFailures(checked.failures, offer);
       return undefined;
     }
     return checked;
   }
 
-  /** The kernel a "Tune kernel" lens passes; undefined for any other argument (the menu's uri, none). */
+  /** The GPUs the settings choose; undefined after telling a bad setting, with the button that opens it. */
+  async function gpuSelection(): Promise<GpuSelection | undefined> {
+    const { gpus, problems } = readGpuSettings(settingsGetter());
+    if (problems.length === 0) return gpus;
+    const choice = await vscode.window.showErrorMessage(`Setting ${problems[0]!.setting} ${problems[0]!.message}.`, 'Open settings');
+    if (choice) await openSettings(problems[0]!.setting);
+    return undefined;
+  }
+
+  /** "Check the model" (the walkthrough's, and the palette's): the model's part of the pre-flight, its outcome told. */
+  async function checkModel(): Promise<boolean> {
+    const settings = await engineConfig();
+    if (!settings) return false;
+    const failure = await vscode.window.withProgress({ location: vscode.ProgressLocation.Window, title: `Kernel Tuner: checking ${settings.endpoint}…` }, () =>
+      loadRuntime().then((engine) => engine.checkLlm(settings.config)).then(() => undefined, asFailure),
+    );
+    if (failure) {
+      reportFailures([failure]);
+      return false;
+    }
+    await vscode.commands.executeCommand('setContext', 'kernelTuner.modelChecked', true);
+    void vscode.window.showInformationMessage(`Kernel Tuner: the model answers (${settings.config.llm.model} at ${settings.endpoint}).`);
+    return true;
+  }
+
+  /** "Check the GPU and toolkit": the GPU's part of the pre-flight (the GPUs open, their compiler loads), its outcome told. */
+  async function checkGpu(): Promise<DeviceInfo | undefined> {
+    const gpus = await gpuSelection();
+    const ready = gpus && (await preflight(gpus));
+    if (!ready) return undefined;
+    const { device } = ready.backend;
+    await ready.backend.dispose();
+    await vscode.commands.executeCommand('setContext', 'kernelTuner.gpuChecked', true);
+    void vscode.window.showInformationMessage(`Kernel Tuner: the GPU is ready: ${device.gpus ? `${device.gpus} × ` : ''}${device.name} (${device.arch}).`);
+    return device;
+  }
+
+  /** The kernel a "Tune this kernel" lens passes; undefined for any other argument (the menu's uri, none). */
   function lensTarget(arg: unknown): KernelTarget | undefined {
     const lens = arg as KernelTarget | undefined;
     return lens && typeof lens === 'object' && 'kernelName' in lens && lens.uri instanceof vscode.Uri ? lens : undefined;
@@ -300,9 +371,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       }
       return undefined;
     }
+    // The cursor is where the user right-clicked, when the menu brought us here.
+    const where = editor && editor.document === document ? `Line ${editor.selection.active.line + 1} is not inside a __global__ kernel` : `${relative(document.uri)} is not the active editor`;
     const pick = await vscode.window.showQuickPick(
       parsed.kernels.map((k) => ({ label: k.qualifiedName, description: `line ${k.nameRange.startLine + 1}`, detail: k.signatureText.replace(/\s+/g, ' '), kernel: k })),
-      { title: 'The cursor is not inside a __global__ kernel: which kernel should be tuned?', placeHolder: 'Kernel to tune' },
+      { title: `${where}: which kernel should be tuned?`, placeHolder: 'Kernel to tune' },
     );
     return pick ? { document, kernelName: pick.kernel.name } : undefined;
   }
@@ -377,21 +450,31 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
     const lensSpec = (arg as Partial<ParametersTarget> | undefined)?.specPath;
     const specPath = typeof lensSpec === 'string' ? lensSpec : await pickSpec(target.document, target.kernelName);
     if (!specPath) return;
-    const { gpus, problems: gpuProblems } = readGpuSettings(settingsGetter());
     const { sanitize, problems: sanitizeProblems } = readSanitizeSetting(settingsGetter());
-    const problems = [...gpuProblems, ...sanitizeProblems];
-    if (problems.length > 0) {
-      const choice = await vscode.window.showErrorMessage(`Setting ${problems[0]!.setting} ${problems[0]!.message}.`, 'Open settings');
-      if (choice) await openSettings(problems[0]!.setting);
+    if (sanitizeProblems.length > 0) {
+      const choice = await vscode.window.showErrorMessage(`Setting ${sanitizeProblems[0]!.setting} ${sanitizeProblems[0]!.message}.`, 'Open settings');
+      if (choice) await openSettings(sanitizeProblems[0]!.setting);
       return;
     }
-    const ready = await preflight(gpus);
-    if (!ready) return;
-    log.info(`tuning the parameters of ${target.kernelName} in ${relative(target.document.uri)} with ${relative(vscode.Uri.file(specPath))} on ${ready.backend.device.gpus ? `${ready.backend.device.gpus} x ` : ''}${ready.backend.device.name}`);
-    try {
-      const started = await sessions.startTuning({ document: target.document, kernelName: target.kernelName, specPath, sanitize, runtime: ready.engine, backend: ready.backend });
+    const startOn = async (engine: EngineRuntime, on: BackendLease | { replay: string }) => {
+      const where = 'replay' in on ? `replaying ${relative(vscode.Uri.file(on.replay))} (no GPU)` : `on ${on.device.gpus ? `${on.device.gpus} x ` : ''}${on.device.name}`;
+      log.info(`tuning the parameters of ${target.kernelName} in ${relative(target.document.uri)} with ${relative(vscode.Uri.file(specPath))} ${where}`);
+      const started = await sessions.startTuning({ document: target.document, kernelName: target.kernelName, specPath, sanitize: sanitize && !('replay' in on), runtime: engine, on });
       last = started;
       await panels.show(started.sessionId, target.kernelName, true);
+    };
+    const replay = (cache: string) => loadRuntime().then((engine) => startOn(engine, { replay: cache }));
+    const asked = (arg as Partial<ParametersTarget> | undefined)?.replay;
+    if (typeof asked === 'string') return replay(asked);
+    const gpus = await gpuSelection();
+    if (!gpus) return;
+    // Without a GPU, a recorded run of the same search beside the spec can be replayed instead (tune --simulate-if-no-gpu).
+    const parameters = specsBeside(target.document.uri.fsPath).find((s) => s.path === specPath)?.parameters ?? [];
+    const cache = cachesBeside(specPath, target.kernelName, parameters)[0];
+    const ready = await preflight(gpus, undefined, cache ? { label: `Replay ${basename(cache)}`, run: () => replay(cache) } : undefined);
+    if (!ready) return;
+    try {
+      await startOn(ready.engine, ready.backend);
     } catch (error) {
       await ready.backend.dispose().catch(() => undefined);
       throw error;
@@ -442,6 +525,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
   async function exportEntry(arg: unknown, format: 'json' | 'kernel-tuner-cache'): Promise<void> {
     const entry = await entryFor(arg);
     if (!entry) return;
+    // The report as its events read now: a session stored before a field was recorded exports it too.
+    const stored = isSessionReport(entry.report) ? entry.report : undefined;
+    const report = stored && buildReport(stored.header, stored.events, reduceAll(stored.header, stored.events));
+    // What cannot be exported is said before asking where to.
+    if (format === 'kernel-tuner-cache') toKernelTunerCache(entry, report ?? entry.report);
     const suffix = format === 'json' ? 'report.json' : 'cache.json';
     const dest = await vscode.window.showSaveDialog({
       defaultUri: vscode.Uri.joinPath(saveFolder(), `${entry.kernelName}-${entry.id}-${suffix}`),
@@ -449,7 +537,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       title: format === 'json' ? 'Export the session as a JSON report' : 'Export the final step as a Kernel Tuner cache',
     });
     if (!dest) return;
-    await history.export(entry.id, format, dest.fsPath);
+    await history.export(entry.id, format, dest.fsPath, report);
     void announceSaved(`Exported to ${relative(dest)}.`, dest);
   }
 
@@ -576,11 +664,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       const id = typeof arg === 'string' ? arg : sessions.current();
       if (!id || !sessions.cancel(id)) void vscode.window.showInformationMessage('No tuning session is running.');
     }),
+    // The session asked for, else the one started last here, one running, the report in front last, the newest stored.
     command('kernelTuner.showPanel', async (arg) => {
-      const id = typeof arg === 'string' ? arg : (last?.sessionId ?? sessions.current());
+      const id = typeof arg === 'string' ? arg : (last?.sessionId ?? sessions.current() ?? panels.mostRecent() ?? (await history.list()).sessions[0]?.id);
       const snapshot = id ? await sessions.snapshot(id) : undefined;
-      if (!id || !snapshot) return void vscode.window.showInformationMessage('No tuning session to show yet.');
+      if (!id || !snapshot) return void vscode.window.showInformationMessage('No tuning session to show yet: tune a kernel ("Tune this kernel" above it), or open the Getting Started walkthrough.');
       await panels.show(id, snapshot.header.kernelName);
+      return id;
     }),
     command('kernelTuner.acceptHunk', (uri, id) => inlineDiff.acceptHunk(uri as vscode.Uri | undefined, id as string | undefined)),
     command('kernelTuner.rejectHunk', (uri, id) => inlineDiff.rejectHunk(uri as vscode.Uri | undefined, id as string | undefined)),
@@ -612,6 +702,12 @@ export async function activate(context: vscode.ExtensionContext): Promise<Kernel
       void vscode.window.showInformationMessage('Kernel Tuner: the API key was removed.');
     }),
     command('kernelTuner.showLog', () => log.show()),
+    command('kernelTuner.chooseModel', (arg) => chooseModel(arg as Partial<ModelChoice> | undefined)),
+    command('kernelTuner.checkModel', () => checkModel()),
+    command('kernelTuner.checkGpu', () => checkGpu()),
+    command('kernelTuner.openExample', () => openExample(context.extensionPath, storage)),
+    command('kernelTuner.replayExample', () => replayExample(context.extensionPath, storage)),
+    command('kernelTuner.openWalkthrough', () => openWalkthrough()),
     command('kernelTuner.history.refresh', () => tree.refresh()),
     command('kernelTuner.history.open', async (arg) => {
       const entry = await entryFor(arg);

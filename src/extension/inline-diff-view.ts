@@ -130,9 +130,9 @@ export class ReviewView implements vscode.CodeLensProvider, vscode.Disposable {
     void vscode.commands.executeCommand('setContext', PENDING_CONTEXT, state !== undefined || d?.aside === true);
     void vscode.commands.executeCommand('setContext', CURSOR_CONTEXT, atCursor !== undefined);
     if (d?.aside) {
-      this.statusBar.text = '$(diff) proposal beside the file';
-      this.statusBar.tooltip = 'Kernel Tuner: auto-save is on (afterDelay), so the proposal is reviewed beside the file';
-      this.statusBar.command = undefined;
+      this.statusBar.text = '$(diff) proposal in a diff: auto-save is on';
+      this.statusBar.tooltip = 'Kernel Tuner: auto-save (files.autoSave: afterDelay) would save a proposal in the file half-applied, so it is reviewed as a diff: your file left, the proposal right. Click to change auto-save.';
+      this.statusBar.command = { command: 'workbench.action.openSettings', title: 'Auto-save', arguments: ['files.autoSave'] };
       this.statusBar.show();
       return;
     }

@@ -11,14 +11,16 @@
  * - Accept All is two edits: the proposal comes out, then the new code goes in. One Undo gives back the file without
  *   the proposal, a second one the open proposal.
  * - Undo / Redo: every text the document had during a review is remembered with its review state (ReviewTimeline), so
- *   when Undo or Redo brings a text back, its hunks, lenses and colours come back with it.
+ *   when Undo or Redo brings a text back, its hunks, lenses and colours come back with it. A decision that changes no
+ *   text (Accept of a change that only adds lines) is an undo step too: its lines are replaced by themselves.
  * - Save: while a proposal is open, a save writes the file without it, as if every pending change were rejected, the
  *   user's own edits kept; the proposal goes back into the editor right after (the editor stays dirty).
  * - Auto-save "afterDelay" (the default of VS Code for the Web and code-server) saves a dirty document a second after
  *   every change, so a proposal in the document would be taken out and put back every second. In a document that
- *   auto-saves so, the proposal opens beside the file instead, read-only in VS Code's diff editor: its block actions take
- *   a change into the file, Accept All / Reject All at the top of the file do the rest, and the file only ever holds
- *   what the user took. (Should such a save still come, the proposal is taken out and stays out: "Show again".)
+ *   auto-saves so, the proposal opens as a diff instead, in the file's group, the right way round: the file on the left,
+ *   the proposal (read-only) on the right. Accept / Reject (the diff's title bar, the keys) decide the change at the
+ *   cursor: Accept puts it into the file, Reject takes it out of the proposal; the file only ever holds what the user
+ *   took. (Should such a save still come, the proposal is taken out and stays out: "Show again".)
  * - The user's edits inside the old or new lines stay with that block; edits around a hunk move it; an edit across a
  *   hunk's blocks takes that hunk out of the review, its text left exactly as the user made it (Undo brings it back).
  * - Closing the document ends its review; a second proposal for the same document replaces the first (which is
@@ -29,9 +31,10 @@ import {
   acceptAll,
   acceptHunk,
   applyChanges,
+  asideChangeAt,
+  asideChanges,
   convertEol,
   describeHunk,
-  editsBetween,
   hunkNear,
   isOpen,
   openReview,
@@ -46,11 +49,15 @@ import {
   type ReviewState,
   type Transition,
   type WithdrawnHunk,
+  withoutAsideChange,
+  type AsideChange,
 } from './proposal';
 import { lineSpan, ReviewView, type DrawnReview } from './inline-diff-view';
 import type { WindowState } from './window-state';
 
 export const PROPOSAL_SCHEME = 'kernel-tuner-proposal';
+/** The side of a proposal's document that a review beside the file shows (the diff's right side). */
+const ASIDE_SIDE = 'proposal';
 /** After a save took the proposal out, it goes back in only if the document's editor is still open by then. */
 const REINSERT_DELAY_MS = 150;
 
@@ -84,8 +91,19 @@ interface DocReview {
   onFinished?: (outcome: ReviewOutcome) => void;
   /** Set between the save participant taking the proposal out and the save's end (with the editors' selections). */
   saving?: { state: ReviewState; reason: vscode.TextDocumentSaveReason; selections: Map<vscode.TextEditor, readonly vscode.Selection[]> };
-  /** A proposal reviewed beside the file (auto-save after a delay): its text in the document's EOL, its change count. */
-  aside?: { proposed: string; changes: number };
+  /** A proposal reviewed beside the file (auto-save after a delay): a diff of the file against it. */
+  aside?: Aside;
+}
+
+/**
+ * A proposal reviewed beside its file: `proposed` in the document's EOL (Reject takes a change back out of it), the
+ * document it is shown as (the diff's right side), how many changes it had and how many the user rejected.
+ */
+interface Aside {
+  proposed: string;
+  readonly uri: vscode.Uri;
+  readonly changes: number;
+  rejected: number;
 }
 
 export class InlineDiffController implements vscode.TextDocumentContentProvider, vscode.Disposable {
@@ -100,7 +118,8 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
   /** Our own edits run one at a time: a decision is computed on the state the previous one left. */
   private queue: Promise<unknown> = Promise.resolve();
   private readonly view = new ReviewView({
-    get: (key) => this.drawn(this.docs.get(key)),
+    // A proposal's own document (the diff's side) belongs to its file's review.
+    get: (key) => this.drawn(this.docs.get(reviewKey(vscode.Uri.parse(key)) ?? key)),
     all: () => [...this.docs.values()].map((d) => this.drawn(d)!),
   });
 
@@ -159,7 +178,7 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
         void vscode.window.showInformationMessage(`The new proposal replaces the one that was open in ${this.name(d)} (Undo brings the old one back).`);
         if (!(await this.apply(d, rejectAll(d.state)))) return false;
       }
-      this.endAside(d);
+      this.endAside(d, 'rejected');
       const eol = document.eol === vscode.EndOfLine.CRLF ? '\r\n' : '\n';
       d.title = title;
       d.onFinished = onFinished;
@@ -213,11 +232,11 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
   }
 
   acceptHunk(uri?: vscode.Uri, hunkId?: string): Promise<boolean> {
-    return this.decide(uri, hunkId, acceptHunk);
+    return this.decide(uri, hunkId, 'accept');
   }
 
   rejectHunk(uri?: vscode.Uri, hunkId?: string): Promise<boolean> {
-    return this.decide(uri, hunkId, rejectHunk);
+    return this.decide(uri, hunkId, 'reject');
   }
 
   acceptAll(uri?: vscode.Uri): Promise<boolean> {
@@ -235,7 +254,7 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     return this.serialize(async () => {
       const aside = this.asideFor(uri);
       if (aside) {
-        this.endAside(aside);
+        this.endAside(aside, 'rejected');
         return true;
       }
       const d = this.current(uri);
@@ -267,7 +286,7 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
   provideTextDocumentContent(uri: vscode.Uri): string {
     const query = new URLSearchParams(uri.query);
     const d = this.docs.get(query.get('for') ?? '');
-    if (query.get('side') === 'proposal') return d?.aside?.proposed ?? '';
+    if (query.get('side') === ASIDE_SIDE) return d?.aside?.proposed ?? '';
     const state = d && (isOpen(d.state) ? d.state : d.lastOpen);
     if (!state) return '';
     return query.get('side') === 'with' ? textWith(state) : textWithout(state);
@@ -279,17 +298,16 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
 
   // --- decisions -----------------------------------------------------------------------------------------------
 
-  private decide(uri: vscode.Uri | undefined, hunkId: string | undefined, action: (state: ReviewState, id: string) => Transition): Promise<boolean> {
+  /** Accept or Reject of one change: `hunkId`'s, else the one at the cursor. */
+  private decide(uri: vscode.Uri | undefined, hunkId: string | undefined, decision: 'accept' | 'reject'): Promise<boolean> {
     return this.serialize(async () => {
-      if (this.asideFor(uri)) {
-        void vscode.window.showInformationMessage('This proposal is beside the file: take a change with the diff editor\'s block action between the two sides, or use Accept All / Reject All.');
-        return false;
-      }
+      const aside = this.asideFor(uri);
+      if (aside) return decision === 'accept' ? this.acceptAsideChange(aside) : this.rejectAsideChange(aside);
       const d = this.current(uri);
       if (!d) return false;
       const state = d.state!;
       const hunk = hunkId !== undefined ? state.pending.find((h) => h.hunk.id === hunkId) : this.hunkAtCursor(d);
-      return hunk ? this.apply(d, action(state, hunk.hunk.id)) : false;
+      return hunk ? this.apply(d, (decision === 'accept' ? acceptHunk : rejectHunk)(state, hunk.hunk.id), hunk) : false;
     });
   }
 
@@ -314,12 +332,19 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     return d;
   }
 
-  /** Applies a transition's edits as one edit (one undo step); the change event moves the review to `t.next`. */
-  private async apply(d: DocReview, t: Transition): Promise<boolean> {
+  /**
+   * Applies a transition's edits as one edit (one undo step); the change event moves the review to `t.next`. A decision
+   * on one change (`decided`) that leaves the text as it was is an undo step all the same: that change's lines are
+   * replaced by themselves, an edit the editor keeps only when it is labelled (unlabelled, it is reduced to nothing).
+   */
+  private async apply(d: DocReview, t: Transition, decided?: HunkState): Promise<boolean> {
     const doc = this.document(d.uri);
     if (!doc) return false;
-    d.timeline.remember(t.next.text, t.next);
-    const applied = t.edits.length === 0 || (await vscode.workspace.applyEdit(this.workspaceEdit(doc, t.edits)));
+    const unchanged = decided !== undefined && d.state !== null && t.next.text === d.state.text;
+    if (unchanged) d.timeline.rememberUnchanged(d.state!, t.next);
+    else d.timeline.remember(t.next.text, t.next);
+    const edits = unchanged ? [{ start: decided.start, end: decided.end, text: t.next.text.slice(decided.start, decided.end) }] : t.edits;
+    const applied = edits.length === 0 || (await vscode.workspace.applyEdit(this.workspaceEdit(doc, edits, unchanged ? { needsConfirmation: false, label: 'Kernel Tuner: decide a proposed change' } : undefined)));
     if (!applied) {
       this.log.warn(`the editor refused an edit of ${d.uri.toString()}; the proposal is unchanged`);
       return false;
@@ -329,9 +354,9 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     return true;
   }
 
-  private workspaceEdit(doc: vscode.TextDocument, edits: readonly OffsetEdit[]): vscode.WorkspaceEdit {
+  private workspaceEdit(doc: vscode.TextDocument, edits: readonly OffsetEdit[], metadata?: vscode.WorkspaceEditEntryMetadata): vscode.WorkspaceEdit {
     const edit = new vscode.WorkspaceEdit();
-    for (const e of edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text);
+    for (const e of edits) edit.replace(doc.uri, new vscode.Range(doc.positionAt(e.start), doc.positionAt(e.end)), e.text, metadata);
     return edit;
   }
 
@@ -344,20 +369,20 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
   // --- beside the file (auto-save after a delay) ---------------------------------------------------------------
 
   private async openAside(d: DocReview, document: vscode.TextDocument, proposed: string): Promise<boolean> {
-    const changes = editsBetween(document.getText(), proposed).length;
+    const changes = asideChanges(document.getText(), proposed).length;
     if (changes === 0) return false;
-    d.aside = { proposed, changes };
-    const left = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: d.uri.path, query: new URLSearchParams({ for: d.uri.toString(), side: 'proposal', review: String(++this.serial) }).toString() });
-    await vscode.commands.executeCommand('vscode.diff', left, d.uri, `${d.title} ↔ ${this.name(d)}`, { viewColumn: columnOf(d.uri), preview: false });
+    const uri = vscode.Uri.from({ scheme: PROPOSAL_SCHEME, path: d.uri.path, query: new URLSearchParams({ for: d.uri.toString(), side: ASIDE_SIDE, review: String(++this.serial) }).toString() });
+    d.aside = { proposed, uri, changes, rejected: 0 };
+    // As any diff reads: the file on the left (what goes, red), the proposal on the right (what comes, green).
+    await vscode.commands.executeCommand('vscode.diff', d.uri, uri, `${this.name(d)} ↔ ${d.title}`, { viewColumn: columnOf(d.uri), preview: false });
     this.changed(d);
-    void vscode.window.showInformationMessage(
-      `Auto-save (files.autoSave: afterDelay) would save ${this.name(d)} with the proposal half-applied, so the proposal opens beside it, read-only: the diff editor's block action takes a change into your file; Accept All / Reject All are at the top of your file.`,
-    );
+    void vscode.window.showInformationMessage('Auto-save is on, so the proposal is shown as a diff.');
     return true;
   }
 
+  /** The review beside the file of `uri` (the file, or the proposal's side of the diff), else of the active editor. */
   private asideFor(uri: vscode.Uri | undefined): DocReview | undefined {
-    const key = (uri ?? vscode.window.activeTextEditor?.document.uri)?.toString();
+    const key = reviewKey(uri ?? vscode.window.activeTextEditor?.document.uri);
     const d = key ? this.docs.get(key) : undefined;
     return d?.aside !== undefined ? d : undefined;
   }
@@ -366,27 +391,63 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
   private async acceptAside(d: DocReview): Promise<boolean> {
     const doc = this.document(d.uri);
     if (!doc || d.aside === undefined) return false;
-    const edits = editsBetween(doc.getText(), d.aside.proposed);
+    const edits = asideChanges(doc.getText(), d.aside.proposed).map((c) => c.edit);
     if (edits.length > 0 && !(await vscode.workspace.applyEdit(this.workspaceEdit(doc, edits)))) return false;
-    this.endAside(d);
+    this.endAside(d, 'accepted');
     return true;
   }
 
-  /** Ends a review beside the file: the changes the file holds now count as accepted, the others as rejected. */
-  private endAside(d: DocReview): void {
+  /** The change at the cursor (in either side of the diff), else the first. */
+  private asideChangeAtCursor(aside: Aside, file: vscode.TextDocument): AsideChange | undefined {
+    const changes = asideChanges(file.getText(), aside.proposed);
+    const editor = vscode.window.activeTextEditor;
+    const shown = editor?.document.uri.toString();
+    const side = shown === aside.uri.toString() ? 'proposal' : shown === file.uri.toString() ? 'file' : undefined;
+    return side ? asideChangeAt(changes, side, editor!.selection.active.line) : changes[0];
+  }
+
+  /** Accept beside the file: the change at the cursor goes into the file (one undo step); the diff shows the rest. */
+  private async acceptAsideChange(d: DocReview): Promise<boolean> {
+    const file = this.document(d.uri);
+    const change = file && d.aside && this.asideChangeAtCursor(d.aside, file);
+    if (!file || !change) return false;
+    return vscode.workspace.applyEdit(this.workspaceEdit(file, [change.edit]));
+  }
+
+  /** Reject beside the file: the change at the cursor goes out of the proposal; the file is not touched. */
+  private async rejectAsideChange(d: DocReview): Promise<boolean> {
+    const file = this.document(d.uri);
+    const aside = d.aside;
+    const change = file && aside && this.asideChangeAtCursor(aside, file);
+    if (!file || !aside || !change) return false;
+    aside.proposed = withoutAsideChange(aside.proposed, change);
+    aside.rejected++;
+    this.proposalChanged.fire(aside.uri);
+    if (aside.proposed === file.getText()) this.endAside(d, 'rejected');
+    else this.changed(d);
+    return true;
+  }
+
+  /**
+   * Ends a review beside the file (its diff closes): the changes the user rejected, and those still open when it ended
+   * that way (`rest`: Reject All, closing the diff or the file, a new proposal), count as rejected; the others the file
+   * took.
+   */
+  private endAside(d: DocReview, rest: 'accepted' | 'rejected'): void {
     const aside = d.aside;
     if (aside === undefined) return;
     d.aside = undefined;
-    const left = editsBetween(this.document(d.uri)?.getText() ?? '', aside.proposed).length;
+    const left = rest === 'rejected' ? asideChanges(this.document(d.uri)?.getText() ?? '', aside.proposed).length : 0;
+    const rejected = Math.min(aside.changes, aside.rejected + left);
     void vscode.window.tabGroups.close(vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => isAsideTab(t, d.uri)));
-    d.onFinished?.({ accepted: Math.max(0, aside.changes - left), rejected: Math.min(left, aside.changes), dropped: 0 });
+    d.onFinished?.({ accepted: aside.changes - rejected, rejected, dropped: 0 });
     this.changed(d);
   }
 
   /** Closing the proposal beside the file ends that review. */
   private onTabsChanged(e: vscode.TabChangeEvent): void {
     for (const tab of e.closed) {
-      for (const d of this.docs.values()) if (d.aside !== undefined && isAsideTab(tab, d.uri)) this.endAside(d);
+      for (const d of this.docs.values()) if (d.aside !== undefined && isAsideTab(tab, d.uri)) this.endAside(d, 'rejected');
     }
   }
 
@@ -398,8 +459,17 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     const text = e.document.getText();
     if (d.aside !== undefined) {
       // Every change taken (or typed) in: the review is over.
-      if (text === d.aside.proposed) this.endAside(d);
+      if (text === d.aside.proposed) this.endAside(d, 'accepted');
+      else this.changed(d);
       return;
+    }
+    // An Undo or Redo that leaves the text as it was steps through the decisions that changed no text.
+    if (d.state !== null && text === d.state.text && e.reason !== undefined) {
+      const back = e.reason === vscode.TextDocumentChangeReason.Undo ? d.timeline.undoUnchanged(d.state) : d.timeline.redoUnchanged(d.state);
+      if (back) {
+        this.setState(d, back);
+        return;
+      }
     }
     const known = d.timeline.recall(text);
     if (known !== undefined) {
@@ -483,7 +553,7 @@ export class InlineDiffController implements vscode.TextDocumentContentProvider,
     const d = this.docs.get(doc.uri.toString());
     if (!d) return;
     this.docs.delete(doc.uri.toString());
-    this.endAside(d);
+    this.endAside(d, 'rejected');
     if (isOpen(d.state)) this.finish(d, d.state);
     this.view.redraw(d.uri);
   }
@@ -552,7 +622,12 @@ function sideBySideUri(uri: vscode.Uri, side: 'without' | 'with'): vscode.Uri {
 }
 
 function isAsideTab(tab: vscode.Tab, uri: vscode.Uri): boolean {
-  return tab.input instanceof vscode.TabInputTextDiff && tab.input.original.scheme === PROPOSAL_SCHEME && tab.input.modified.toString() === uri.toString();
+  return tab.input instanceof vscode.TabInputTextDiff && tab.input.modified.scheme === PROPOSAL_SCHEME && tab.input.original.toString() === uri.toString();
+}
+
+/** The key of the review a document belongs to: its own uri, or for a proposal's document the uri of its file. */
+export function reviewKey(uri: vscode.Uri | undefined): string | undefined {
+  return uri?.scheme === PROPOSAL_SCHEME ? (new URLSearchParams(uri.query).get('for') ?? undefined) : uri?.toString();
 }
 
 /** The editor group that shows the document already (the code's, not the panel's), else the first. */

@@ -1,7 +1,12 @@
 /**
- * Which kernels a CUDA document holds, parsed once per document version: the "Tune kernel" CodeLens above each
- * `__global__` definition, "Tune parameters" beside it where a tuning spec in the file's folder names the kernel, and
- * the `kernelTuner.cursorInKernel` context key behind the editor menu item.
+ * Which kernels a CUDA document holds, parsed once per document version: the "Tune this kernel" CodeLens above each
+ * `__global__` definition, "Tune parameters" beside it where a tuning spec in the file's folder names the kernel (both
+ * only in a trusted workspace: tuning runs the workspace's code), and the `kernelTuner.editorHasKernels` context key
+ * behind the editor's menu items.
+ *
+ * The menu items follow the document, not the cursor: a right-click moves the cursor to the click, but VS Code builds
+ * the menu before a key computed from that move could arrive, so a key that followed the cursor would offer them one
+ * right-click late. The command finds the kernel at the cursor (the click) when it runs.
  */
 import * as vscode from 'vscode';
 import { parseKernels } from '../tuner/source/kernel-parser';
@@ -24,22 +29,24 @@ export interface KernelTarget {
 /** Arguments of the "Tune parameters" lens: the kernel and its spec, when exactly one names it (else the command asks). */
 export interface ParametersTarget extends KernelTarget {
   specPath?: string;
+  /** A Kernel Tuner cache of a recorded run of the spec's search, replayed instead of running on a GPU. */
+  replay?: string;
 }
 
 export function isCudaDocument(doc: vscode.TextDocument): boolean {
   return doc.languageId === 'cuda-cpp' || /\.cuh?$/i.test(doc.uri.path);
 }
 
-const CURSOR_CONTEXT = 'kernelTuner.cursorInKernel';
+const HAS_KERNELS_CONTEXT = 'kernelTuner.editorHasKernels';
 
 export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
   private readonly cache = new Map<string, { version: number; result: Promise<ParsedKernels> }>();
   private readonly changed = new vscode.EventEmitter<void>();
   readonly onDidChangeCodeLenses = this.changed.event;
   private readonly disposables: vscode.Disposable[] = [];
-  private cursorTimer: ReturnType<typeof setTimeout> | undefined;
+  private contextTimer: ReturnType<typeof setTimeout> | undefined;
 
-  /** @param underReview documents with a proposal open: no "Tune kernel" lens there until it is decided. */
+  /** @param underReview documents with a proposal open: no "Tune this kernel" lens there until it is decided. */
   constructor(
     private readonly log: vscode.LogOutputChannel,
     private readonly underReview: (uri: vscode.Uri) => boolean,
@@ -47,14 +54,14 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
     this.disposables.push(
       this.changed,
       vscode.languages.registerCodeLensProvider([{ language: 'cuda-cpp' }, { pattern: '**/*.{cu,cuh}' }], this),
-      vscode.window.onDidChangeTextEditorSelection((e) => this.scheduleCursorCheck(e.textEditor)),
-      vscode.window.onDidChangeActiveTextEditor((editor) => this.scheduleCursorCheck(editor)),
+      vscode.window.onDidChangeActiveTextEditor((editor) => this.scheduleContext(editor)),
       vscode.workspace.onDidCloseTextDocument((doc) => this.cache.delete(doc.uri.toString())),
       vscode.workspace.onDidChangeTextDocument((e) => {
-        if (isCudaDocument(e.document) && e.document === vscode.window.activeTextEditor?.document) this.scheduleCursorCheck(vscode.window.activeTextEditor);
+        if (isCudaDocument(e.document) && e.document === vscode.window.activeTextEditor?.document) this.scheduleContext(vscode.window.activeTextEditor);
       }),
+      vscode.workspace.onDidGrantWorkspaceTrust(() => this.refresh()),
     );
-    this.scheduleCursorCheck(vscode.window.activeTextEditor);
+    this.scheduleContext(vscode.window.activeTextEditor);
   }
 
   /** The kernels of the document at its current version. Never rejects: a parse failure is in `error`. */
@@ -81,7 +88,7 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
   }
 
   async provideCodeLenses(doc: vscode.TextDocument): Promise<vscode.CodeLens[]> {
-    if (!isCudaDocument(doc) || this.underReview(doc.uri)) return [];
+    if (!vscode.workspace.isTrusted || !isCudaDocument(doc) || this.underReview(doc.uri)) return [];
     const { kernels } = await this.kernels(doc);
     const specs = doc.uri.scheme === 'file' ? specsBeside(doc.uri.fsPath) : [];
     return kernels.flatMap((k) => {
@@ -89,7 +96,7 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
       const range = new vscode.Range(k.range.startLine, 0, k.range.startLine, 0);
       const lenses = [
         new vscode.CodeLens(range, {
-          title: '$(rocket) Tune kernel',
+          title: '$(rocket) Tune this kernel',
           tooltip: `Tune ${k.qualifiedName} with the LLM and measure every configuration on the GPU`,
           command: 'kernelTuner.tuneKernel',
           arguments: [target],
@@ -120,17 +127,18 @@ export class KernelIndex implements vscode.CodeLensProvider, vscode.Disposable {
   }
 
   dispose(): void {
-    if (this.cursorTimer) clearTimeout(this.cursorTimer);
+    if (this.contextTimer) clearTimeout(this.contextTimer);
     vscode.Disposable.from(...this.disposables).dispose();
   }
 
-  private scheduleCursorCheck(editor: vscode.TextEditor | undefined): void {
-    if (this.cursorTimer) clearTimeout(this.cursorTimer);
-    this.cursorTimer = setTimeout(() => void this.updateCursorContext(editor), 75);
+  /** After a burst of typing, once. */
+  private scheduleContext(editor: vscode.TextEditor | undefined): void {
+    if (this.contextTimer) clearTimeout(this.contextTimer);
+    this.contextTimer = setTimeout(() => void this.updateContext(editor), 75);
   }
 
-  private async updateCursorContext(editor: vscode.TextEditor | undefined): Promise<void> {
-    const inKernel = editor !== undefined && isCudaDocument(editor.document) && (await this.kernelAtCursor(editor)) !== null;
-    await vscode.commands.executeCommand('setContext', CURSOR_CONTEXT, inKernel);
+  private async updateContext(editor: vscode.TextEditor | undefined): Promise<void> {
+    const hasKernels = editor !== undefined && isCudaDocument(editor.document) && (await this.kernels(editor.document)).kernels.length > 0;
+    await vscode.commands.executeCommand('setContext', HAS_KERNELS_CONTEXT, hasKernels);
   }
 }

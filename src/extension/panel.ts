@@ -42,6 +42,8 @@ export class PanelManager implements vscode.Disposable {
   private closing = false;
   /** Called when a session's panel has been sent its session. */
   private readonly readyWaiters = new Map<string, () => void>();
+  /** The sessions of the open panels, the one last in front last. */
+  private readonly recency: string[] = [];
 
   constructor(
     private readonly extensionUri: vscode.Uri,
@@ -136,6 +138,11 @@ export class PanelManager implements vscode.Disposable {
     });
   }
 
+  /** The session of the open panel that was in front last, if any is open. */
+  mostRecent(): string | undefined {
+    return this.recency.at(-1);
+  }
+
   /** How many events the session's panel has drawn (0 without a panel). */
   renderedEvents(sessionId: string): number {
     return this.panels.get(sessionId)?.renderedEvents ?? 0;
@@ -183,12 +190,20 @@ export class PanelManager implements vscode.Disposable {
     const entry: PanelEntry = { panel, renderedEvents: 0, kernelName };
     this.panels.set(sessionId, entry);
     this.remember();
+    const toFront = () => {
+      const at = this.recency.indexOf(sessionId);
+      if (at >= 0) this.recency.splice(at, 1);
+      if (this.panels.get(sessionId) === entry) this.recency.push(sessionId);
+    };
+    toFront();
     panel.iconPath = vscode.Uri.joinPath(this.extensionUri, 'media', 'activity-bar.svg');
     panel.webview.html = this.html(panel.webview, sessionId);
     const subscriptions = [
       panel.webview.onDidReceiveMessage((raw: unknown) => void this.receive(sessionId, entry, raw)),
+      panel.onDidChangeViewState(({ webviewPanel }) => webviewPanel.active && toFront()),
       panel.onDidDispose(() => {
         if (this.panels.get(sessionId) === entry) this.panels.delete(sessionId);
+        toFront();
         if (!this.closing) this.remember();
         vscode.Disposable.from(...subscriptions).dispose();
       }),

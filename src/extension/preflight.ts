@@ -4,18 +4,19 @@
  */
 import type { EngineFailure } from './engine-api';
 
-export type PreflightAction = 'Open settings' | 'Set API key' | 'Show log';
+export type PreflightAction = 'Open settings' | 'Set API key' | 'Show log' | 'GPU setup';
 
 export interface PreflightReport {
   message: string;
   /** Buttons, most useful first. */
   actions: PreflightAction[];
-  /** The settings "Open settings" goes to. */
+  /** The settings "Open settings" goes to (the model's: no setting brings a missing driver or toolkit). */
   settings: string;
 }
 
+/** "GPU setup": what the GPU and the toolkit need, and the check of them (the Getting Started walkthrough's step). */
 const ACTIONS: Record<EngineFailure['kind'], PreflightAction[]> = {
-  'gpu-unavailable': ['Show log', 'Open settings'],
+  'gpu-unavailable': ['GPU setup', 'Show log'],
   'llm-unreachable': ['Open settings', 'Show log'],
   'llm-auth': ['Set API key', 'Open settings'],
   'llm-model-missing': ['Open settings'],
@@ -41,8 +42,5 @@ export function describeFailures(failures: readonly EngineFailure[], section: st
   const text = (f: EngineFailure) => `${title(f)}: ${plain(f.message).replace(/\.?\s*$/, '')}.`;
   const message = failures.length === 1 ? text(failures[0]!) : `${failures.length} problems. ${failures.map((f, i) => `(${i + 1}) ${text(f)}`).join(' ')}`;
   const actions = [...new Set(failures.flatMap((f) => ACTIONS[f.kind]))];
-  const llm = failures.some((f) => f.kind.startsWith('llm'));
-  const gpu = failures.some((f) => f.kind === 'gpu-unavailable');
-  const settings = llm && gpu ? section : gpu ? `${section}.device` : `${section}.llm`;
-  return { message, actions, settings };
+  return { message, actions, settings: `${section}.llm` };
 }

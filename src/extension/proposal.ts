@@ -401,9 +401,16 @@ export function describeHunk(h: HunkState, text: string): string {
 /**
  * Remembers the review state of each text the document had (bounded, most recent kept), so that when Undo or Redo
  * brings the document back to one of them the review comes back with it. `null` marks a text with no review open.
+ *
+ * A decision that leaves the text as it was (Accept of a change that only adds lines, Reject of one that only removes
+ * lines) is an undo step of its own too (the editor records it as the change's lines replaced by themselves), but the
+ * text cannot tell its before from its after: such decisions are kept in order, and an Undo or Redo that leaves the
+ * text as it was steps through them.
  */
 export class ReviewTimeline {
   private readonly states = new Map<string, ReviewState | null>();
+  private readonly unchanged: { before: ReviewState; after: ReviewState }[] = [];
+  private readonly undone: { before: ReviewState; after: ReviewState }[] = [];
 
   constructor(private readonly capacity = 64) {}
 
@@ -417,13 +424,79 @@ export class ReviewTimeline {
   recall(text: string): ReviewState | null | undefined {
     return this.states.get(text);
   }
+
+  /** A decision from `before` to `after` that leaves the text as it was. */
+  rememberUnchanged(before: ReviewState, after: ReviewState): void {
+    this.unchanged.push({ before, after });
+    if (this.unchanged.length > this.capacity) this.unchanged.shift();
+    this.undone.length = 0;
+    this.remember(after.text, after);
+  }
+
+  /** The state an Undo that left the text as it was brings back from `current`; undefined when it undid no decision. */
+  undoUnchanged(current: ReviewState | null): ReviewState | undefined {
+    const last = this.unchanged.at(-1);
+    if (!last || last.after !== current) return undefined;
+    this.undone.push(this.unchanged.pop()!);
+    this.remember(last.before.text, last.before);
+    return last.before;
+  }
+
+  /** The state a Redo that left the text as it was brings back from `current`; undefined when it redid no decision. */
+  redoUnchanged(current: ReviewState | null): ReviewState | undefined {
+    const last = this.undone.at(-1);
+    if (!last || last.before !== current) return undefined;
+    this.unchanged.push(this.undone.pop()!);
+    this.remember(last.after.text, last.after);
+    return last.after;
+  }
 }
 
-/** Line-level edits that turn `text` into `proposed` (already in the text's EOL): for a proposal applied all at once. */
-export function editsBetween(text: string, proposed: string): OffsetEdit[] {
-  const starts = lineOffsets(text);
-  return computeHunks(text, proposed).map((h) => {
-    const start = h.originalStart < starts.length ? starts[h.originalStart]! : text.length;
-    return { start, end: start + h.originalText.length, text: h.proposedText };
+// --- beside the file ---------------------------------------------------------------------------------------------
+
+/**
+ * A change of a proposal reviewed beside its file (a diff of the file against the proposal, where auto-save would write
+ * a proposal in the file half-applied): where it is in each, and the edit that takes it into the file.
+ */
+export interface AsideChange {
+  /** Replaces the change's lines of the file by the proposal's (offsets into the file). */
+  readonly edit: OffsetEdit;
+  /** The change's lines as the file has them. */
+  readonly fileText: string;
+  /** 0-based lines, [start, end), in the file and in the proposal. */
+  readonly fileLines: { readonly start: number; readonly end: number };
+  readonly proposedLines: { readonly start: number; readonly end: number };
+  /** Offsets of the change's lines in the proposal. */
+  readonly proposedStart: number;
+  readonly proposedEnd: number;
+}
+
+/** The line-level changes that turn `file` into `proposed` (already in the file's EOL), in order. */
+export function asideChanges(file: string, proposed: string): AsideChange[] {
+  const fileStarts = lineOffsets(file);
+  const proposedStarts = lineOffsets(proposed);
+  const at = (starts: number[], line: number, text: string) => (line < starts.length ? starts[line]! : text.length);
+  return computeHunks(file, proposed).map((h) => {
+    const start = at(fileStarts, h.originalStart, file);
+    const proposedStart = at(proposedStarts, h.proposedStart, proposed);
+    return {
+      edit: { start, end: start + h.originalText.length, text: h.proposedText },
+      fileText: h.originalText,
+      fileLines: { start: h.originalStart, end: h.originalStart + h.originalLines.length },
+      proposedLines: { start: h.proposedStart, end: h.proposedStart + h.proposedLines.length },
+      proposedStart,
+      proposedEnd: proposedStart + h.proposedText.length,
+    };
   });
+}
+
+/** The proposal with one change taken back out, its lines as the file has them: Reject beside the file. */
+export function withoutAsideChange(proposed: string, change: AsideChange): string {
+  return proposed.slice(0, change.proposedStart) + change.fileText + proposed.slice(change.proposedEnd);
+}
+
+/** The change whose lines (of the file, or of the proposal) hold `line`, else the next one below, else the last. */
+export function asideChangeAt(changes: readonly AsideChange[], side: 'file' | 'proposal', line: number): AsideChange | undefined {
+  const lines = (c: AsideChange) => (side === 'file' ? c.fileLines : c.proposedLines);
+  return changes.find((c) => line >= lines(c).start && line < Math.max(lines(c).end, lines(c).start + 1)) ?? changes.find((c) => lines(c).start >= line) ?? changes.at(-1);
 }

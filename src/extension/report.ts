@@ -19,8 +19,8 @@ export interface ReportConfiguration {
 
 /** The stored report (session-settings.ts) with the extension's header, and what the exports read. */
 export interface SessionReport extends StoredSessionReport<SessionHeader> {
-  /** Kernel Tuner's problem_size, when the first test's sizes are numbers. */
-  problemSize?: number[];
+  /** Kernel Tuner's problem_size: the first test's sizes, numbers or expressions over the kernel's scalar arguments. */
+  problemSize?: (number | string)[];
   /** The configurations of the last accepted step (one search space), for the Kernel Tuner cache export. */
   configurations?: ReportConfiguration[];
 }
@@ -46,14 +46,14 @@ function lastAcceptedConfigurations(view: SessionView): ReportConfiguration[] | 
   return undefined;
 }
 
-function numericProblemSize(view: SessionView): number[] | undefined {
+/** As the first test gives it: our caches, like Kernel Tuner's, name a size by an expression where it is one (`n`). */
+function problemSizeOf(view: SessionView): (number | string)[] | undefined {
   const size = view.tests[0]?.problemSize;
-  if (!size || size.length === 0 || !size.every((s) => typeof s === 'number' && Number.isInteger(s))) return undefined;
-  return size as number[];
+  return size && size.length > 0 ? [...size] : undefined;
 }
 
 export function buildReport(header: SessionHeader, events: TuningEvent[], view: SessionView): SessionReport {
-  const problemSize = numericProblemSize(view);
+  const problemSize = problemSizeOf(view);
   const configurations = lastAcceptedConfigurations(view);
   return { format: SESSION_REPORT_FORMAT, header, events, ...(problemSize && { problemSize }), ...(configurations && { configurations }) };
 }

@@ -21,10 +21,14 @@ import { CudaUnavailableError } from '../gpu/errors';
 import type { TuningBackend } from '../tuner/run/backend';
 import { GpuBackend } from '../tuner/run/gpu-backend';
 import { checkOneModel, type GpuSelection } from '../tuner/run/gpu-selection';
-import type { BackendLease, EngineFailure, EngineRuntime, SessionRequest, SessionRun, TuningRequest } from './engine-api';
+import { isEngineFailure, type BackendLease, type EngineFailure, type EngineRuntime, type SessionRequest, type SessionRun, type TuningRequest } from './engine-api';
 import type { EditedPlanStep } from './protocol';
 
-/** The module named by the extension's test hook must export this (see extension.ts, KERNEL_TUNER_TEST_BACKEND). */
+/**
+ * The module named by the extension's test hook must export this (see extension.ts, KERNEL_TUNER_TEST_BACKEND). To
+ * stand for a machine without a usable GPU it throws an EngineFailure (plain data), as this runtime words the GPU
+ * layer's errors.
+ */
 export interface TestBackendModule {
   createTuningBackend(options: { device: number }): Promise<TuningBackend>;
 }
@@ -34,6 +38,8 @@ function failure(kind: EngineFailure['kind'], message: string): EngineFailure {
 }
 
 function toFailure(error: unknown): EngineFailure {
+  // Already worded (the test backend module stands for a machine without a GPU so: its classes are not ours).
+  if (isEngineFailure(error)) return error;
   if (error instanceof CudaUnavailableError) return failure('gpu-unavailable', error.message);
   if (error instanceof LlmAuthError) return failure('llm-auth', error.message);
   if (error instanceof LlmModelNotFoundError) return failure('llm-model-missing', error.message);
@@ -159,9 +165,10 @@ function startSession(request: SessionRequest, lease: BackendLease): SessionRun 
   };
 }
 
-function startTuning(request: TuningRequest, lease: BackendLease): SessionRun {
+function startTuning(request: TuningRequest, on: BackendLease | { replay: string }): SessionRun {
+  const measure = 'replay' in on ? { replay: on.replay } : { backend: (on as Lease).backends };
   return {
-    events: tunerSession({ threadId: request.threadId, code: request.code, filePath: request.filePath, specPath: request.specPath, backend: (lease as Lease).backends, sanitize: request.sanitize, signal: request.signal }),
+    events: tunerSession({ threadId: request.threadId, code: request.code, filePath: request.filePath, specPath: request.specPath, measure, sanitize: request.sanitize, signal: request.signal }),
     approvePlan() {
       // A session of the tuner alone has no plan to approve.
     },

@@ -76,7 +76,8 @@ export interface TuningStartRequest {
   /** Run the best configuration under compute-sanitizer before proposing it (kernelTuner.sanitize). */
   sanitize: boolean;
   runtime: EngineRuntime;
-  backend: BackendLease;
+  /** The GPUs leased; or, with no GPU, a Kernel Tuner cache of a recorded run of the same spec to replay. */
+  on: BackendLease | { replay: string };
 }
 
 const FLUSH_MS = 100;
@@ -254,7 +255,7 @@ export class SessionManager implements vscode.Disposable {
    * others are; at its end the best values are offered in the file as an LLM session's final kernel is.
    */
   async startTuning(request: TuningStartRequest): Promise<{ sessionId: string; finished: Promise<void> }> {
-    const { document, kernelName, specPath, sanitize, runtime, backend } = request;
+    const { document, kernelName, specPath, sanitize, runtime, on } = request;
     const sessionId = newSessionId();
     const now = new Date().toISOString();
     const header: SessionHeader = { sessionId, kernelName, fileName: this.workspaceRelative(document.uri), startedAt: now, model: `the tuner alone over ${this.workspaceRelative(vscode.Uri.file(specPath))}, no model`, strategy: 'tuner' };
@@ -268,14 +269,15 @@ export class SessionManager implements vscode.Disposable {
       createdAt: now,
       updatedAt: now,
       status: 'running',
-      device: { ...backend.device },
+      // A replay's device is the cache's, named by its first event.
+      device: 'replay' in on ? { name: `replayed from ${this.workspaceRelative(vscode.Uri.file(on.replay))}` } : { ...on.device },
       steps: [],
       originalCode,
       threadId: sessionId,
       report: buildReport(header, [], session.view),
     };
-    return this.launch(sessionId, session, entry, backend, () =>
-      runtime.startTuning({ threadId: sessionId, code: originalCode, filePath: document.uri.fsPath, specPath, sanitize, signal: session.abort.signal }, backend),
+    return this.launch(sessionId, session, entry, 'replay' in on ? undefined : on, () =>
+      runtime.startTuning({ threadId: sessionId, code: originalCode, filePath: document.uri.fsPath, specPath, sanitize, signal: session.abort.signal }, on),
     );
   }
 
@@ -301,7 +303,7 @@ export class SessionManager implements vscode.Disposable {
     sessionId: string,
     session: LiveSession,
     entry: HistoryEntry,
-    backend: BackendLease,
+    backend: BackendLease | undefined,
     start: () => SessionRun,
     lock?: SessionLock,
   ): Promise<{ sessionId: string; finished: Promise<void> }> {
@@ -312,7 +314,7 @@ export class SessionManager implements vscode.Disposable {
     session.run = start();
     session.finished = this.consume(sessionId, session, session.run).finally(() => {
       lock?.release();
-      return backend.dispose().catch(() => undefined);
+      return backend?.dispose().catch(() => undefined);
     });
     return { sessionId, finished: session.finished };
   }

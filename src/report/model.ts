@@ -14,6 +14,7 @@ import { achieved, type DeviceSpeedLimits, type LaunchWork } from '../tuner/run/
 import { summarizeConfig } from '../engine/progress/events';
 import { describeLaunchCount, type LaunchCount } from '../tuner/run/launch-count';
 import { bestOf, describeSearch, searchSummaryOf, TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type TuneResult } from '../tuner/types';
+import { deviceText } from '../engine/progress/device-text';
 
 export const REPORT_DATA_FORMAT = 'llm-kernel-tuner-report/1';
 
@@ -323,9 +324,9 @@ export function reportFromSession(input: SessionReportInput): ReportData {
     title: `${input.header.kernelName}: tuning session report`,
     kernel: input.header.kernelName,
     generatedAt: input.generatedAt ?? new Date().toISOString(),
-    mode: `${input.header.strategy === 'tuner' ? `${input.header.model}` : `LLM session (${input.header.model}, ${input.header.strategy} strategy)`}, ${view.status}; every configuration measured on the GPU`,
+    mode: `${input.header.strategy === 'tuner' ? `${input.header.model}` : `LLM session (${input.header.model}, ${input.header.strategy} strategy)`}, ${view.status}; ${view.device?.replayedFrom !== undefined ? `every configuration replayed from ${view.device.replayedFrom}, recorded on ${view.device.name} (no GPU used)` : 'every configuration measured on the GPU'}`,
     ...(input.iterations !== undefined && { timing: `each ${describeLaunchCount(input.iterations)} after a warm-up launch, every configuration checked against the original kernel first` }),
-    device: view.device ? { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } : null,
+    device: view.device ? (view.device.replayedFrom !== undefined ? { name: deviceText(view.device) } : { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability }) : null,
     limits,
     ...(!limits && { limitsNote: 'the session did not measure the device limits (no speed-of-light percentages)' }),
     compiler: { options: input.compilerOptions ?? [] },

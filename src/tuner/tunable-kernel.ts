@@ -573,6 +573,19 @@ export class TunableKernel {
     return reference.sanitizeSubject(oracle.config ?? config, { ...oracle.launch, ...(options.compilerOptions && { compilerOptions: options.compilerOptions }) }, device, toolkit);
   }
 
+  /**
+   * The configuration tune() takes as this kernel's own (its reference and the baseline), found without a GPU, for a
+   * search replayed from a cache: `referenceConfig`, else the first configuration of the space (no device limits known)
+   * with the values the file itself gives the parameters. Undefined when no configuration satisfies the restrictions.
+   */
+  async ownConfiguration(tuneParams: TuneParams, restrictions: readonly string[], options: Pick<TuneOptions, 'referenceConfig' | 'blockSizeNames'> = {}): Promise<Config | undefined> {
+    if (options.referenceConfig) return options.referenceConfig;
+    const space = new SearchSpace(tuneParams, restrictions, options.blockSizeNames ? { blockSizeNames: options.blockSizeNames } : {});
+    if (space.size === 0) return undefined;
+    const sources = await this.compileSources(Object.keys(tuneParams), null);
+    return withFileValues(space.config(0), sources.fileValues);
+  }
+
   private compileSources(tunableNames: readonly string[], toolkit: CudaToolkit | null): Promise<CompileSources> {
     return compileSources(this.code, {
       ...(this.info.filePath !== undefined && { filePath: this.info.filePath }),

@@ -16,7 +16,7 @@
  * Screenshots of every stage go to test-results/. Runs in the test script's Node process (scripts/test-extension.mjs),
  * with the mini runner's describe/it.
  */
-import { copyFileSync, existsSync, readFileSync, writeFileSync, mkdirSync } from 'node:fs';
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import type { BrowserContext, Frame, Locator, Page } from 'playwright-core';
@@ -34,6 +34,8 @@ export interface UiTestOptions {
   shots: string;
   /** code-server's --user-data-dir: the extension's history is seeded there before the window opens. */
   userData: string;
+  /** While this file exists, the test backend stands for a machine without a GPU (test/extension/test-backend.ts). */
+  noGpuFile: string;
   /** Where the README's screenshots go as well (media/screenshots/), when they are to be updated. */
   readmeShots?: string;
   launchBrowser(): Promise<BrowserContext>;
@@ -171,6 +173,8 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     check(matmulFile() === expected, what);
   };
   const lens = (title: string) => page.locator('.codelens-decoration a', { hasText: title }).first();
+  /** How many lens lines of changes the editor shows ("Accept | Reject | ..."). */
+  const acceptLensLines = () => page.locator('.codelens-decoration').evaluateAll((els) => els.filter((e) => (e.querySelector('a')?.textContent ?? '').trim() === 'Accept').length);
   /** Closes what a step may have left open over the window: the palette or another quick input, a dialog, a menu. */
   const quiet = async () => {
     for (let i = 0; i < 3; i++) {
@@ -368,6 +372,9 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       // The accepted step 2, as the panel shows it (step 1, rejected, had as many configurations, all failed).
       const summary = await report.locator('#performance .chart-summary').innerText();
       check(summary.includes('configuration(s) of "Shared-memory tiling": 2 timed, 0 without a time'), `the chart shows step 2's configurations, got ${summary}`);
+      // The summary's counts say what they count: every step's configurations, and the charted step's, as the chart.
+      const counts = [await report.locator('#summary #configurations').innerText(), await report.locator('#summary #charted-configurations').innerText()].map((t) => t.replace(/\s+/g, ' ').trim());
+      check(JSON.stringify(counts) === JSON.stringify(['4 configurations, all steps', '2 configurations of step 2, charted below']), `the summary's counts, got ${JSON.stringify(counts)}`);
       const canvas = report.locator('#performance canvas');
       const tooltip = report.locator('#performance .chart-tooltip');
       await canvas.focus();
@@ -399,6 +406,17 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await tab(name).waitFor({ timeout: 15_000 });
       await page.locator('.monaco-editor .view-line', { hasText: `"id": "${H100_SESSION}"` }).first().waitFor({ timeout: 10_000 });
       await palette('View: Close Editor');
+      // As a Kernel Tuner cache: its accepted step's configurations, the problem size as its test named it.
+      await historyMenu('matmul_naive', 'Export as Kernel Tuner cache');
+      await dialog.waitFor({ state: 'visible', timeout: 10_000 });
+      const cacheName = `matmul_naive-${H100_SESSION}-cache.json`;
+      for (let i = 0; i < 25 && !(await dialog.inputValue()).endsWith(`/${cacheName}`); i++) await page.waitForTimeout(200);
+      await page.keyboard.press('Enter');
+      await page.locator('.notification-toast', { hasText: `Exported to ${cacheName}` }).waitFor({ timeout: 15_000 });
+      const cache = JSON.parse(readFileSync(join(o.workspace, cacheName), 'utf8')) as { kernel_name: string; problem_size: unknown; tune_params_keys: string[]; cache: Record<string, unknown> };
+      check(cache.kernel_name === 'matmul_naive' && JSON.stringify(cache.problem_size) === '["N","M"]', `the cache's header, got ${JSON.stringify({ ...cache, cache: undefined })}`);
+      check(Object.keys(cache.cache).length === 2 && cache.tune_params_keys.includes('block_size_x'), `the accepted step's configurations, got ${JSON.stringify(cache)}`);
+      await clearNotifications();
     }), 60_000);
 
     it('the H100 proposal in the editor: the file\'s lens line and each change\'s, Escape, Reject All, Accept All and Undo, checked on the saved file', step('h100-proposal', async () => {
@@ -443,6 +461,29 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await save(h100.finalCode, 'after Accept All the file is the proposal');
       await page.keyboard.press('Control+Z');
       await save(h100.original, 'after one Undo the file is the original');
+    }), 90_000);
+
+    it('Accept on the first change, then Undo: the review is back with that change pending, its file\'s lens line in view', step('h100-undo-accept', async () => {
+      const frame = await h100Panel();
+      await frame.locator('#show-diff').click();
+      await lens('Accept All').waitFor({ timeout: 30_000 });
+      const left = (text: string) => page.locator('.statusbar-item', { hasText: text }).first().waitFor({ timeout: 10_000 });
+      await left('5 changes to review');
+      await page.locator('.codelens-decoration a', { hasText: /^\s*Accept\s*$/ }).first().click();
+      await left('4 changes to review');
+      await page.keyboard.press('Control+Z');
+      await left('5 changes to review');
+      await lens('Accept All (5)').waitFor({ timeout: 10_000 });
+      for (let i = 0; i < 50 && (await acceptLensLines()) < 5; i++) await page.waitForTimeout(200);
+      await shot('h100-undo-accept');
+      check((await acceptLensLines()) === 5, 'each change has its lens line again');
+      // The file's lens line is in view, below the breadcrumbs, not scrolled under them.
+      const crumbs = (await page.locator('.editor-group-container .breadcrumbs-control').first().boundingBox())!;
+      const fileLine = (await page.locator('.codelens-decoration', { hasText: 'Accept All (5)' }).first().boundingBox())!;
+      check(fileLine.y >= crumbs.y + crumbs.height - 1, `the file's lens line below the breadcrumbs: ${JSON.stringify({ crumbs, fileLine })}`);
+      await lens('Reject All').click();
+      await lens('Accept All').waitFor({ state: 'detached', timeout: 10_000 });
+      await save(h100.original, 'after Reject All the file is byte for byte the original');
     }), 90_000);
 
     it('the H100 report and proposal in the dark theme', step('h100-dark', async () => {
@@ -520,12 +561,114 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       await closeAllEditors();
     }), 120_000);
 
-    it('opens the kernel and shows the "Tune kernel" lens', step('open', async () => {
+    it('with auto-save after a delay the proposal is a diff in the code\'s group: the file left, the proposal right, one line saying why', step('h100-autosave', async () => {
+      await workspaceSettings({ ...liveSettings(), 'files.autoSave': 'afterDelay' });
+      try {
+        await sideBar('Explorer');
+        await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'matmul_naive.cu' }).first().click({ timeout: 30_000 });
+        const frame = await h100Panel();
+        await frame.locator('#show-diff').click();
+        const diff = page.locator('.monaco-diff-editor').first();
+        await diff.waitFor({ timeout: 30_000 });
+        // The right way round: the file's lines on the left (removed, red), the proposal's on the right (added, green).
+        await diff.locator('.editor.modified .view-line', { hasText: '__shared__ float As[block_size_y][block_size_x];' }).first().waitFor({ timeout: 10_000 });
+        check((await diff.locator('.editor.original .view-line', { hasText: '__shared__' }).count()) === 0, 'the proposal\'s new lines are not on the file\'s side');
+        check((await diff.locator('.editor.original .view-line', { hasText: 'blockDim.y' }).count()) > 0, 'the file\'s own lines on the left');
+        // In the code's group, above the report: the group that holds the diff is the first and the taller one.
+        const groups = await page.locator('.editor-group-container').evaluateAll((els) => els.map((e) => ({ y: e.getBoundingClientRect().y, height: e.getBoundingClientRect().height, diff: e.querySelector('.monaco-diff-editor') !== null })));
+        check(groups.length === 2 && groups[0]!.diff && groups[0]!.y < groups[1]!.y && groups[0]!.height >= groups[1]!.height, `the diff in the code's group, above the report: ${JSON.stringify(groups)}`);
+        // One short line says why it is a diff, whole (a notification cuts what does not fit on its line).
+        const why = page.locator('.notification-toast .notification-list-item-message', { hasText: 'Auto-save is on, so the proposal is shown as a diff.' }).first();
+        await why.waitFor({ timeout: 10_000 });
+        check(await why.evaluate((e) => e.scrollWidth <= e.clientWidth), 'the line is shown whole');
+        await page.waitForTimeout(800);
+        await readmeShot('proposal-autosave');
+        // Accept All from the diff's title bar: the file takes the proposal and the diff closes.
+        await page.locator('.editor-group-container .editor-actions .action-label[aria-label^="Accept all changes"]').first().click();
+        await diff.waitFor({ state: 'detached', timeout: 10_000 });
+        for (let i = 0; i < 50 && matmulFile() !== h100.finalCode; i++) await page.waitForTimeout(200);
+        check(matmulFile() === h100.finalCode, 'auto-save wrote the accepted proposal');
+        await palette('View: Focus First Editor Group');
+        await page.keyboard.press('Control+Z');
+        for (let i = 0; i < 50 && matmulFile() !== h100.original; i++) await page.waitForTimeout(200);
+        check(matmulFile() === h100.original, 'one Undo, saved: the file as it was');
+      } finally {
+        await workspaceSettings(liveSettings());
+      }
+    }), 90_000);
+
+    it('the settings of the model are under an "LLM" heading, never "Llm"', step('settings', async () => {
+      // The settings editor alone in the window: its table of contents shows only the rows that fit.
+      await closeAllEditors();
+      await palette('Preferences: Open Settings (UI)');
+      const search = page.locator('.settings-editor .settings-header .suggest-input-container textarea, .settings-editor .settings-header .suggest-input-container input').first();
+      await search.waitFor({ timeout: 15_000 });
+      // The extension's settings in the settings tree (not a search, where VS Code words each key's path): its
+      // categories as headings, the model's settings under "LLM".
+      await search.fill('');
+      await page.locator('.settings-editor .settings-toc-container .monaco-list-row', { hasText: 'Extensions' }).first().click({ timeout: 15_000 });
+      await page.keyboard.press('ArrowRight');
+      await page.locator('.settings-editor .settings-toc-container .monaco-list-row', { hasText: 'LLM Kernel Tuner' }).first().click({ timeout: 15_000 });
+      await page.locator('.settings-editor .setting-item-contents', { hasText: 'Which kind of LLM server rewrites the kernel.' }).first().waitFor({ timeout: 15_000 });
+      const labels = await page.locator('.settings-editor .setting-item-contents', { hasText: 'Which kind of LLM server rewrites the kernel.' }).locator('.setting-item-title').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+      const headings = await page.locator('.settings-editor .settings-group-title-label').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+      check(labels.length > 0 && labels.every((l) => !/\bLlm\b/.test(l)), `no "Llm" in the settings' titles, got ${JSON.stringify({ labels, headings })}`);
+      check(headings.includes('LLM'), `an "LLM" heading, got ${JSON.stringify({ labels, headings })}`);
+      await shot('settings-llm');
+      await palette('View: Close Editor');
+    }), 60_000);
+
+    it('the Getting Started walkthrough: each step\'s button runs its command; without a GPU, Tune parameters offers the recorded search', step('walkthrough', async () => {
+      await closeAllEditors();
+      await palette('Kernel Tuner: Get started');
+      const steps = page.locator('.getting-started-step');
+      await steps.first().waitFor({ timeout: 20_000 });
+      const titles = await page.locator('.getting-started-step .step-title').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+      check(JSON.stringify(titles) === JSON.stringify(['Choose a model and check it', 'Check the GPU and the CUDA toolkit', 'Open an example and tune it', 'No GPU here? Replay a recorded search']), `the steps, got ${JSON.stringify(titles)}`);
+      const button = async (stepTitle: string, label: string) => {
+        await page.locator('.getting-started-step .step-title', { hasText: stepTitle }).first().click();
+        await page.locator('.getting-started-step.expanded .monaco-button', { hasText: label }).first().click({ timeout: 10_000 });
+      };
+      await button('Check the GPU and the CUDA toolkit', 'Check the GPU and toolkit');
+      await page.locator('.notification-toast', { hasText: 'the GPU is ready: Fake GPU (test double)' }).first().waitFor({ timeout: 30_000 });
+      await clearNotifications();
+      await readmeShot('walkthrough');
+      await button('Open an example and tune it', 'Open the example');
+      await page.locator('.monaco-editor .view-line', { hasText: '__global__ void matmul_naive' }).first().waitFor({ timeout: 20_000 });
+      check(existsSync(join(o.workspace, 'kernel-tuner-example', 'cache.json')), 'the example is in the workspace, its cache beside it');
+      await tab('Walkthrough: LLM Kernel Tuner').locator('.codicon-close').click();
+      await tab('Walkthrough: LLM Kernel Tuner').waitFor({ state: 'detached', timeout: 10_000 });
+      // No GPU: the message says so, leads to the GPU setup rather than to a setting, and offers the recorded search.
+      writeFileSync(o.noGpuFile, '');
+      try {
+        await lens('Tune parameters').click({ timeout: 20_000 });
+        const error = page.locator('.notification-toast', { hasText: 'No usable GPU' }).first();
+        await error.waitFor({ timeout: 30_000 });
+        const buttons = await error.locator('.monaco-button').evaluateAll((els) => els.map((e) => (e.textContent ?? '').trim()));
+        check(JSON.stringify(buttons) === JSON.stringify(['Replay cache.json', 'GPU setup', 'Show log']), `the message's buttons, got ${JSON.stringify(buttons)}`);
+        await shot('no-gpu-offer');
+        await clickUntilGone(error.locator('.monaco-button', { hasText: 'Replay cache.json' }), error);
+        const frame = await panelFrame(page, '#app #device', 60_000, 'replayed from cache.json, no GPU');
+        await frame.locator('#status', { hasText: 'completed' }).waitFor({ timeout: 60_000 });
+        check((await frame.locator('#device').innerText()) === 'NVIDIA H200 (replayed from cache.json, no GPU)', 'the device that recorded the search');
+        await lens('Reject All').click({ timeout: 30_000 });
+        await lens('Reject All').waitFor({ state: 'detached', timeout: 10_000 });
+        // "GPU setup" opens the walkthrough at its GPU step.
+        await lens('Tune parameters').click({ timeout: 20_000 });
+        await clickUntilGone(error.locator('.monaco-button', { hasText: 'GPU setup' }), error);
+        await page.locator('.getting-started-step.expanded .step-title', { hasText: 'Check the GPU and the CUDA toolkit' }).first().waitFor({ timeout: 20_000 });
+      } finally {
+        rmSync(o.noGpuFile, { force: true });
+      }
+      await closeAllEditors();
+    }), 180_000);
+
+    it('opens the kernel and shows the "Tune this kernel" lens', step('open', async () => {
       await closeAllEditors();
       await sideBar('Explorer');
       await page.locator('.explorer-folders-view .monaco-list-row', { hasText: 'saxpy.cu' }).first().click({ timeout: 30_000 });
       await page.waitForSelector('.monaco-editor .view-lines', { timeout: 20_000 });
-      await page.locator('.codelens-decoration a', { hasText: 'Tune kernel' }).first().waitFor({ timeout: 30_000 });
+      await page.locator('.codelens-decoration a', { hasText: 'Tune this kernel' }).first().waitFor({ timeout: 30_000 });
       await shot('01-kernel');
     }), 90_000);
 
@@ -534,7 +677,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       ollama = await startScriptedLlmServer([], { models: ['another-model'] });
       await workspaceSettings({ ...liveSettings(), 'kernelTuner.llm.provider': 'ollama', 'kernelTuner.llm.baseUrl': ollama.url });
       await clearNotifications();
-      await page.locator('.codelens-decoration a', { hasText: 'Tune kernel' }).first().click();
+      await page.locator('.codelens-decoration a', { hasText: 'Tune this kernel' }).first().click();
       const error = page.locator('.notification-toast', { hasText: 'The LLM cannot be used' });
       await error.waitFor({ timeout: 30_000 });
       const text = await error.locator('.notification-list-item-message').innerText();
@@ -556,14 +699,12 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
     it('right-click inside the kernel → "Tune this kernel" opens the panel, which fills live', step('tune', async () => {
       const line = page.locator('.monaco-editor .view-line', { hasText: 'int i = blockIdx.x' }).first();
       const item = page.locator('.monaco-menu .action-item', { hasText: 'Tune this kernel' }).first();
-      // The menu offers it once the cursor is inside the kernel (a context key that follows the cursor).
-      for (let attempt = 1; ; attempt++) {
-        await line.click();
-        await line.click({ button: 'right' });
-        if (await item.waitFor({ timeout: 3_000 }).then(() => true, () => false)) break;
-        check(attempt < 5, 'the context menu offers "Tune this kernel"');
-        await page.keyboard.press('Escape');
-      }
+      // The cursor outside the kernel first, settled there; then one right-click inside the kernel offers the item, and
+      // the command takes the kernel where the click was (from the cursor's line it would ask which kernel instead).
+      await page.locator('.monaco-editor .view-line', { hasText: '#include <cuda_runtime.h>' }).first().click();
+      await page.locator('.statusbar-item', { hasText: 'Ln 2,' }).first().waitFor({ timeout: 5_000 });
+      await line.click({ button: 'right' });
+      await item.waitFor({ timeout: 5_000 });
       await shot('02-context-menu');
       await item.click();
       const ask = page.locator('.monaco-dialog-box', { hasText: 'Send your stored API key there too?' });
@@ -698,7 +839,7 @@ export async function runUiTest(o: UiTestOptions): Promise<void> {
       else await page.keyboard.press('Control+Z');
       await page.locator('.monaco-editor .view-line', { hasText: 'blockDim.x' }).first().waitFor({ timeout: 10_000 });
       await lens('Reject All').waitFor({ state: 'detached', timeout: 10_000 });
-      await page.locator('.codelens-decoration a', { hasText: 'Tune kernel' }).first().click();
+      await page.locator('.codelens-decoration a', { hasText: 'Tune this kernel' }).first().click();
       // A server the key has not been sent to: asked again; this time the key stays home.
       const ask = page.locator('.monaco-dialog-box', { hasText: 'Send your stored API key there too?' });
       await ask.waitFor({ timeout: 30_000 });

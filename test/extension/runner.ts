@@ -74,10 +74,15 @@ function describeError(error: unknown): string {
 }
 
 /**
- * Runs every registered suite; resolves with the results (it never rejects: callers decide what a failure means).
- * KERNEL_TUNER_TEST_GREP (scripts/test-extension.mjs --grep) runs only the tests whose title holds its text (a suite
- * without one is left out, hooks and all); the others count as skipped.
+ * The tests to run: those whose "suite › test" title matches KERNEL_TUNER_TEST_GREP (a regular expression, for working
+ * on a few tests: scripts/test-extension.mjs --grep), else all; the others are reported as skipped.
  */
+function selected(title: string): boolean {
+  const grep = process.env.KERNEL_TUNER_TEST_GREP;
+  return !grep || new RegExp(grep).test(title);
+}
+
+/** Runs every registered suite; resolves with the results (it never rejects: callers decide what a failure means). */
 export async function runAll(label: string): Promise<TestResult[]> {
   const results: TestResult[] = [];
   const log = (line: string) => console.log(line);
@@ -89,6 +94,9 @@ export async function runAll(label: string): Promise<TestResult[]> {
       continue;
     }
     log(`  ${suite.title}`);
+    const chosen = suite.tests.filter((test) => selected(`${suite.title} › ${test.title}`));
+    for (const test of suite.tests.filter((t) => !chosen.includes(t))) results.push({ title: `${suite.title} › ${test.title}`, status: 'skipped', ms: 0 });
+    if (chosen.length === 0) continue;
     let setupError: string | undefined;
     for (const hook of suite.before) {
       try {
@@ -98,7 +106,7 @@ export async function runAll(label: string): Promise<TestResult[]> {
         break;
       }
     }
-    for (const test of suite.tests) {
+    for (const test of chosen) {
       const title = `${suite.title} › ${test.title}`;
       if (!wanted(suite, test)) {
         results.push({ title, status: 'skipped', ms: 0 });

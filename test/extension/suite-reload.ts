@@ -72,6 +72,22 @@ describe('after a window reload', () => {
     await until(`the panel to draw the ${count} stored events`, () => api.panels.renderedEvents(summary.id) === count, 30_000);
     assertEqual(api.sessions.isLive(summary.id), false, 'a stored report is not a live session');
   }, 60_000);
+
+  it('"Show tuning panel" in a window that started no session shows the report in front last, else the newest session', async () => {
+    const api = await extensionApi();
+    assertEqual(api.lastSession(), undefined, 'no session started in this window');
+    const { sessions } = await api.history.list();
+    const open = sessions.filter((s) => api.panels.hasPanel(s.id));
+    assert(open.length >= 2, 'reports are open');
+    const front = open.at(-1)!.id;
+    await vscode.commands.executeCommand('kernelTuner.history.open', front);
+    await until('the report in front', () => api.panels.mostRecent() === front);
+    await vscode.window.showTextDocument(workspaceUri('saxpy.cu'));
+    assertEqual(await vscode.commands.executeCommand('kernelTuner.showPanel'), front, 'the report in front last');
+    for (const s of open) api.panels.close(s.id);
+    assertEqual(await vscode.commands.executeCommand('kernelTuner.showPanel'), sessions[0]!.id, 'with no report open: the newest session');
+    await until('its report', () => api.panels.hasPanel(sessions[0]!.id));
+  });
 });
 
 describe('time travel after a reload', () => {

@@ -52,6 +52,15 @@ describe('in Restricted Mode (a workspace that is not trusted)', () => {
     await until('the HTML report', () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.input instanceof vscode.TabInputWebview && t.input.viewType.endsWith('kernelTuner.htmlReport') && t.label === 'HTML report: saxpy'));
   });
 
+  it('offers no Tune lens on a kernel (Tune parameters included)', async () => {
+    const document = await vscode.workspace.openTextDocument(workspaceUri('params.cu'));
+    await vscode.window.showTextDocument(document);
+    await extensionApi();
+    const lenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
+    const tune = lenses.filter((l) => l.command?.command === 'kernelTuner.tuneKernel' || l.command?.command === 'kernelTuner.tuneParameters');
+    assertEqual(tune.map((l) => l.command?.title), [], 'Tune lenses');
+  });
+
   it('refuses to tune, replay or branch: nothing is compiled, run or sent', async () => {
     const api = await extensionApi();
     const { sessions } = await api.history.list();

@@ -5,12 +5,13 @@
  * reviewed inline (Accept + undo, Reject, one hunk), and the history keeps it. suite-reload.ts checks, in a new window
  * on the same profile, that the history survived.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import * as vscode from 'vscode';
 import type { KernelTunerApi } from '../../src/extension/extension';
 import type { PendingChange } from '../../src/extension/inline-diff';
 import type { HistoryEntry } from '../../src/engine/store/history-store';
+import { asideChanges, withoutAsideChange, type AsideChange } from '../../src/extension/proposal';
 import type { FakeBackend } from '../support/fake-backend';
 import { isSessionReport } from '../../src/extension/report';
 import { startScriptedLlmServer, type ScriptedLlmServer, type ScriptTurn } from '../support/scripted-llm-server';
@@ -95,12 +96,12 @@ describe('activation', () => {
     assertEqual(document.getText(), SAXPY, 'the workspace kernel');
   });
 
-  it('shows a "Tune kernel" lens above the kernel', async () => {
+  it('shows a "Tune this kernel" lens above the kernel', async () => {
     const lenses = await until('the kernel lens', async () => {
       const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
-      return found.some((l) => l.command?.title.includes('Tune kernel')) ? found : undefined;
+      return found.some((l) => l.command?.title.includes('Tune this kernel')) ? found : undefined;
     });
-    const lens = lenses.find((l) => l.command?.title.includes('Tune kernel'))!;
+    const lens = lenses.find((l) => l.command?.title.includes('Tune this kernel'))!;
     assertEqual(lens.range.start.line, 3, 'lens line');
     assertEqual(lens.command!.command, 'kernelTuner.tuneKernel', 'lens command');
   });
@@ -181,7 +182,7 @@ describe('a tuning session', () => {
     const rows = lensRows(lenses);
     assertEqual(rows[0], ['$(check-all) Accept All (' + pending.length + ')', '$(close-all) Reject All', '$(diff) Side by side'], 'the file\'s actions on the first line, alone');
     for (const p of pending) assertEqual(rows[p.newLines.end], ['$(check) Accept', '$(close) Reject', `$(arrow-up) ${p.label}`], `the lenses of ${p.id}, right below its new lines`);
-    assert(!titles.some((t) => t.includes('Tune kernel')), 'no "Tune kernel" lens while the proposal is open');
+    assert(!titles.some((t) => t.includes('Tune this kernel')), 'no "Tune this kernel" lens while the proposal is open');
     const before = api.lastSession()?.sessionId;
     await editorOnKernel();
     await vscode.commands.executeCommand('kernelTuner.tuneKernel');
@@ -255,6 +256,30 @@ describe('a tuning session', () => {
     await document.save();
   });
 
+  it('Accept on a change that only adds lines, then Undo: the review is back with that change pending; Redo decides it again', async () => {
+    await fresh();
+    // Opened while the file is in no editor, as from the history: the change of the chosen values comes first.
+    const tabs = vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter((t) => t.input instanceof vscode.TabInputText && t.input.uri.toString() === document.uri.toString());
+    await vscode.window.tabGroups.close(tabs);
+    const pending = await applyAgain();
+    const added = pending[0]!;
+    assertEqual([added.kind, added.oldText], ['values', ''], 'the first change only adds lines');
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk', document.uri, added.id), 'Accept on the first change');
+    const others = pending.slice(1).map((p) => p.id);
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.id), others, 'the others pending');
+    await inEditor('undo', document);
+    assertEqual(document.getText(), display, 'undo of the Accept: the whole proposal in the document');
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.id), pending.map((p) => p.id), 'every change pending again');
+    await inEditor('redo', document);
+    assertEqual(api.inlineDiff.pending(document.uri).map((p) => p.id), others, 'redo: the change accepted again');
+    await inEditor('undo', document);
+    assertEqual(api.inlineDiff.pending(document.uri).length, pending.length, 'undo again: pending again');
+    await inEditor('undo', document);
+    assertEqual(document.getText(), SAXPY, 'a second undo: the file without the proposal');
+    assert(!api.inlineDiff.hasReview(document.uri), 'no review');
+    await document.save();
+  });
+
   it('follows the user\'s edits: lines above and below move the changes, typing in a change stays in it, an edit across one withdraws it', async () => {
     await fresh();
     const pending = await applyAgain();
@@ -322,31 +347,58 @@ describe('a tuning session', () => {
     assert(!api.inlineDiff.hasReview(document.uri), 'no review');
   });
 
-  it('with auto-save after a delay, the proposal opens beside the file and the file holds only what is taken', async () => {
+  it('with auto-save after a delay, the proposal is a diff in the file\'s group, the file left and the proposal right; the file holds only what is taken', async () => {
     await fresh();
+    await vscode.window.showTextDocument(document, { preview: false });
+    const fileGroup = vscode.window.tabGroups.activeTabGroup.viewColumn;
     const files = vscode.workspace.getConfiguration('files');
     await files.update('autoSave', 'afterDelay', vscode.ConfigurationTarget.Workspace);
+    const isProposalDiff = (t: vscode.Tab) => t.input instanceof vscode.TabInputTextDiff && t.input.modified.scheme === 'kernel-tuner-proposal' && t.input.original.toString() === document.uri.toString();
+    const proposalTabs = () => vscode.window.tabGroups.all.flatMap((g) => g.tabs).filter(isProposalDiff);
     try {
       await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
       await until('the proposal beside the file', () => api.inlineDiff.isAside(document.uri));
-      const diffTab = await until('the diff editor', () =>
-        vscode.window.tabGroups.all.flatMap((g) => g.tabs).find((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'kernel-tuner-proposal' && t.input.modified.toString() === document.uri.toString()),
-      );
-      assertEqual((await vscode.workspace.openTextDocument((diffTab.input as vscode.TabInputTextDiff).original)).getText(), finalCode, 'the proposal, read-only on the left');
+      const diffTab = await until('the diff editor', () => proposalTabs()[0]);
+      assertEqual(diffTab.group.viewColumn, fileGroup, 'the diff opens in the file\'s group');
+      const proposal = await vscode.workspace.openTextDocument((diffTab.input as vscode.TabInputTextDiff).modified);
+      assertEqual(proposal.getText(), finalCode, 'the proposal, read-only on the right');
       assertEqual(document.getText(), SAXPY, 'the file holds none of it');
       const titles = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri)).map((l) => l.command?.title ?? '');
       assert(titles.some((t) => t.includes('Accept All')) && titles.some((t) => t.includes('Reject All')), 'Accept All / Reject All on the file');
-      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', document.uri), 'Accept All');
-      assertEqual(document.getText(), finalCode, 'the file after Accept All');
-      await until('the proposal to close', () => !vscode.window.tabGroups.all.flatMap((g) => g.tabs).some((t) => t.input instanceof vscode.TabInputTextDiff && t.input.original.scheme === 'kernel-tuner-proposal'));
-      assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+      await until('the diff to close', () => proposalTabs().length === 0);
+      // Accept and Reject decide the change at the cursor in the proposal's side of the diff: three changes apart.
+      const three = SAXPY.replace('// y = a * x + y', '// y = a * x + y (three changes)').replace('const float *x', 'const float *__restrict__ x').replace('if (i < n)', 'if (i < n && a != 0.0f)');
+      assert(await api.inlineDiff.review(document, three, 'three changes'), 'a review of three changes');
+      const tab = await until('the diff editor', () => proposalTabs()[0]);
+      const proposed = await vscode.workspace.openTextDocument((tab.input as vscode.TabInputTextDiff).modified);
+      const proposedEditor = await until('the proposal\'s side of the diff', () => vscode.window.visibleTextEditors.find((e) => e.document === proposed));
+      const changes = asideChanges(SAXPY, three);
+      assertEqual(changes.length, 3, 'three changes');
+      const [first, second, third] = changes as [AsideChange, AsideChange, AsideChange];
+      proposedEditor.selection = new vscode.Selection(second.proposedLines.start, 0, second.proposedLines.start, 0);
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptHunk', proposed.uri), 'Accept the change at the cursor');
+      const taken = SAXPY.slice(0, second.edit.start) + second.edit.text + SAXPY.slice(second.edit.end);
+      assertEqual(document.getText(), taken, 'the file takes that change alone');
+      proposedEditor.selection = new vscode.Selection(third.proposedLines.start, 0, third.proposedLines.start, 0);
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectHunk', proposed.uri), 'Reject the change at the cursor');
+      await until('the proposal without the rejected change', () => proposed.getText() === withoutAsideChange(three, third));
+      assertEqual(document.getText(), taken, 'Reject leaves the file as it was');
+      assert(api.inlineDiff.isAside(document.uri), 'one change left to decide');
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+      await until('the diff to close', () => proposalTabs().length === 0);
+      assertEqual(document.getText(), taken, 'the file keeps the change it took');
       await inEditor('undo', document);
-      assertEqual(document.getText(), SAXPY, 'one undo');
+      assertEqual(document.getText(), SAXPY, 'one undo: the file as it was');
+      assertEqual(first.fileLines.start, 0, 'the first change, left alone, was the comment');
       await vscode.commands.executeCommand('kernelTuner.history.applyAgain', sessionId);
       await until('the proposal beside the file again', () => api.inlineDiff.isAside(document.uri));
-      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', document.uri), 'Reject All');
+      assert(await vscode.commands.executeCommand<boolean>('kernelTuner.acceptAll', document.uri), 'Accept All');
+      assertEqual(document.getText(), finalCode, 'the file after Accept All');
       assert(!api.inlineDiff.hasReview(document.uri), 'the review ended');
-      assertEqual(document.getText(), SAXPY, 'the file after Reject All');
+      await until('the diff to close', () => proposalTabs().length === 0);
+      await inEditor('undo', document);
+      assertEqual(document.getText(), SAXPY, 'one undo');
     } finally {
       await files.update('autoSave', undefined, vscode.ConfigurationTarget.Workspace);
       await document.save();
@@ -566,7 +618,7 @@ describe('Tune parameters: the tuner alone', () => {
     await vscode.window.showTextDocument(params, { preview: false });
   });
 
-  it('shows a "Tune parameters" lens beside "Tune kernel" where a spec beside the file names the kernel', async () => {
+  it('shows a "Tune parameters" lens beside "Tune this kernel" where a spec beside the file names the kernel', async () => {
     const lenses = await until('the Tune parameters lens', async () => {
       const found = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', params.uri);
       return found.some((l) => l.command?.command === 'kernelTuner.tuneParameters') ? found : undefined;
@@ -574,7 +626,7 @@ describe('Tune parameters: the tuner alone', () => {
     const lens = lenses.find((l) => l.command?.command === 'kernelTuner.tuneParameters')!;
     assertEqual(lens.command!.title, '$(settings) Tune parameters', 'lens title');
     assertEqual((lens.command!.arguments![0] as { specPath: string }).specPath, workspaceUri('params.tune.yaml').fsPath, 'the spec it found');
-    assert(lenses.some((l) => l.command?.command === 'kernelTuner.tuneKernel'), 'the "Tune kernel" lens beside it');
+    assert(lenses.some((l) => l.command?.command === 'kernelTuner.tuneKernel'), 'the "Tune this kernel" lens beside it');
     const saxpyLenses = await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', document.uri);
     assert(!saxpyLenses.some((l) => l.command?.command === 'kernelTuner.tuneParameters'), 'no such lens where no spec names the kernel');
   });
@@ -671,6 +723,74 @@ describe('an evolutionary session in the history', () => {
     await until(`the panel to draw all ${events} events`, () => api.panels.renderedEvents(entry.id) === events, 30_000);
     api.panels.close(entry.id);
   }, 60_000);
+});
+
+describe('Getting started: the walkthrough\'s buttons', () => {
+  const noGpu = () => process.env.KERNEL_TUNER_TEST_NO_GPU!;
+  after(() => rmSync(noGpu(), { force: true }));
+
+  it('every step has a button, each a command of the extension', async () => {
+    const json = vscode.extensions.getExtension(EXTENSION_ID)!.packageJSON as { contributes: { walkthroughs: { id: string; steps: { id: string; description: string }[] }[] } };
+    const [walkthrough] = json.contributes.walkthroughs;
+    assertEqual(walkthrough!.steps.map((s) => s.id), ['model', 'gpu', 'example', 'replay'], 'the steps');
+    const buttons = walkthrough!.steps.map((s) => [...s.description.matchAll(/\]\(command:([\w.]+)\)/g)].map((m) => m[1]!));
+    assertEqual(buttons, [['kernelTuner.chooseModel', 'kernelTuner.checkModel'], ['kernelTuner.checkGpu'], ['kernelTuner.openExample'], ['kernelTuner.replayExample']], 'the buttons');
+    const commands = await vscode.commands.getCommands(true);
+    for (const id of buttons.flat()) assert(commands.includes(id), `${id} is registered`);
+  });
+
+  it('Choose the model sets the provider, the server and the model in the user\'s settings, then checks them', async () => {
+    const llm = await startScriptedLlmServer([]);
+    const config = vscode.workspace.getConfiguration('kernelTuner');
+    try {
+      const checked = await vscode.commands.executeCommand<boolean>('kernelTuner.chooseModel', { provider: 'openai', model: 'scripted-model', baseUrl: `${llm.url}/v1` });
+      assert(checked, 'the model answers');
+      assertEqual(config.inspect('llm.baseUrl')?.globalValue, `${llm.url}/v1`, 'the server, in the user\'s settings');
+      assertEqual(config.inspect('llm.model')?.globalValue, 'scripted-model', 'the model');
+      assert(llm.requests.some((r) => r.method === 'GET'), 'the server was asked');
+    } finally {
+      for (const key of ['llm.provider', 'llm.baseUrl', 'llm.model']) await config.update(key, undefined, vscode.ConfigurationTarget.Global);
+      await llm.close();
+    }
+  });
+
+  it('Check the GPU opens it and names it; without a GPU it says so and names none', async () => {
+    const device = await vscode.commands.executeCommand<{ name: string } | undefined>('kernelTuner.checkGpu');
+    assertEqual(device?.name, 'Fake GPU (test double)', 'the GPU');
+    writeFileSync(noGpu(), '');
+    assertEqual(await vscode.commands.executeCommand('kernelTuner.checkGpu'), undefined, 'no GPU');
+    rmSync(noGpu());
+  });
+
+  it('Open the example copies it into the workspace and opens the kernel, both Tune lenses above it', async () => {
+    const uri = await vscode.commands.executeCommand<vscode.Uri>('kernelTuner.openExample');
+    assertEqual(uri.fsPath, workspaceUri('kernel-tuner-example', 'matmul_naive.cu').fsPath, 'the kernel in the workspace');
+    for (const file of ['tune.yaml', 'cache.json']) assert(existsSync(workspaceUri('kernel-tuner-example', file).fsPath), `${file} beside it`);
+    assertEqual(vscode.window.activeTextEditor?.document.uri.fsPath, uri.fsPath, 'the kernel is open');
+    const titles = await until('the lenses', async () => {
+      const found = (await vscode.commands.executeCommand<vscode.CodeLens[]>('vscode.executeCodeLensProvider', uri)).map((l) => l.command?.title ?? '');
+      return found.length >= 2 && found;
+    });
+    assertEqual(titles, ['$(rocket) Tune this kernel', '$(settings) Tune parameters'], 'the lenses');
+  });
+
+  it('without a GPU, Replay the recorded search runs the example\'s search from its cache: the panel, the history, the proposal', async () => {
+    writeFileSync(noGpu(), '');
+    const before = api.lastSession()?.sessionId;
+    await vscode.commands.executeCommand('kernelTuner.replayExample');
+    const started = api.lastSession();
+    assert(started && started.sessionId !== before, 'a session started');
+    await started.finished;
+    const entry = await api.history.get(started.sessionId);
+    assertEqual([entry?.status, entry?.device.name], ['completed', 'NVIDIA H200 (replayed from cache.json, no GPU)'], 'the session');
+    assert(api.panels.hasPanel(started.sessionId), 'its panel');
+    const example = workspaceUri('kernel-tuner-example', 'matmul_naive.cu');
+    const pending = await until('the proposal in the example', () => api.inlineDiff.pending(example).length > 0 && api.inlineDiff.pending(example));
+    const values = pending.filter((p) => p.kind === 'values').map((p) => p.label).join('; ');
+    assert(values.includes('block_size_x = 64') && values.includes('block_size_y = 2'), `the fastest block the H200 recorded, got ${values}`);
+    assert(await vscode.commands.executeCommand<boolean>('kernelTuner.rejectAll', example), 'Reject All');
+    await (await vscode.workspace.openTextDocument(example)).save();
+  }, 90_000);
 });
 
 describe('the window closes with reports and a proposal open', () => {

@@ -10,8 +10,8 @@ describe('the checks before a session', () => {
     expect(report.message).toBe(
       '2 problems. (1) The LLM cannot be used: nothing answers at http://127.0.0.1:11434. (2) No usable GPU: libcuda.so.1 was not found: install the NVIDIA driver.',
     );
-    expect(report.actions).toEqual(['Open settings', 'Show log']);
-    expect(report.settings).toBe('kernelTuner');
+    expect(report.actions).toEqual(['Open settings', 'Show log', 'GPU setup']);
+    expect(report.settings).toBe('kernelTuner.llm');
   });
 
   it('says a command of the message without markdown (a notification shows backticks as they are)', () => {
@@ -22,8 +22,8 @@ describe('the checks before a session', () => {
     expect(describeFailures([{ kind: 'other', message: 'Run `npm run build` to build it.' }], 'kernelTuner').message).toBe('Cannot start tuning: Run "npm run build" to build it.');
   });
 
-  it('names one problem with its own buttons and settings', () => {
-    expect(describeFailures([gpu], 'kernelTuner')).toEqual({ message: 'No usable GPU: libcuda.so.1 was not found: install the NVIDIA driver.', actions: ['Show log', 'Open settings'], settings: 'kernelTuner.device' });
+  it('names one problem with its own buttons and settings; a GPU that cannot be used leads to the GPU setup, never to a setting', () => {
+    expect(describeFailures([gpu], 'kernelTuner')).toEqual({ message: 'No usable GPU: libcuda.so.1 was not found: install the NVIDIA driver.', actions: ['GPU setup', 'Show log'], settings: 'kernelTuner.llm' });
     const auth = describeFailures([{ kind: 'llm-auth', message: 'the server refused the API key' }], 'kernelTuner');
     expect(auth.actions).toEqual(['Set API key', 'Open settings']);
     expect(auth.settings).toBe('kernelTuner.llm');

@@ -6,6 +6,8 @@ import {
   acceptHunk,
   applyChanges,
   applyEdits,
+  asideChangeAt,
+  asideChanges,
   describeHunk,
   hunkAt,
   hunkNear,
@@ -20,6 +22,7 @@ import {
   type Eol,
   type ReviewState,
   type TextChange,
+  withoutAsideChange,
 } from '../../src/extension/proposal';
 import { splitLines } from '../../src/engine/candidate/diff';
 import { int, pick, rng } from '../support/seeded';
@@ -279,6 +282,64 @@ describe('reading a review', () => {
     expect(timeline.recall('other')).toBeUndefined();
     timeline.remember('third', null);
     expect(timeline.recall(ORIGINAL)).toBeUndefined();
+  });
+
+  it('the timeline steps through decisions that left the text as it was, back and forth, and only from their states', () => {
+    const s = open(ORIGINAL, PROPOSED);
+    const values = s.pending[0]!;
+    expect(s.text.slice(values.start, values.mid)).toBe('');
+    const accepted = run(s, acceptHunk(s, values.hunk.id));
+    expect(accepted.text).toBe(s.text);
+    const timeline = new ReviewTimeline();
+    timeline.remember(s.text, s);
+    timeline.rememberUnchanged(s, accepted);
+    expect(timeline.recall(s.text)).toBe(accepted);
+    expect(timeline.redoUnchanged(accepted)).toBeUndefined();
+    expect(timeline.undoUnchanged(s)).toBeUndefined();
+    expect(timeline.undoUnchanged(accepted)).toBe(s);
+    expect(timeline.recall(s.text)).toBe(s);
+    expect(timeline.undoUnchanged(s)).toBeUndefined();
+    expect(timeline.redoUnchanged(s)).toBe(accepted);
+    expect(timeline.recall(s.text)).toBe(accepted);
+    // A new decision of the kind forgets what was undone.
+    timeline.undoUnchanged(accepted);
+    timeline.rememberUnchanged(s, accepted);
+    timeline.undoUnchanged(accepted);
+    timeline.rememberUnchanged(s, { ...accepted });
+    expect(timeline.redoUnchanged(s)).toBeUndefined();
+  });
+});
+
+describe('a proposal beside its file', () => {
+  const file = 'a\nb\nc\nd\ne\n';
+  const proposed = 'A\nb\nc\nd2\nd3\ne\nf\n';
+
+  it('finds the changes with their lines in the file and in the proposal; each one\'s edit takes it alone into the file', () => {
+    const changes = asideChanges(file, proposed);
+    expect(changes.map((c) => [c.fileLines, c.proposedLines, c.fileText])).toEqual([
+      [{ start: 0, end: 1 }, { start: 0, end: 1 }, 'a\n'],
+      [{ start: 3, end: 4 }, { start: 3, end: 5 }, 'd\n'],
+      [{ start: 5, end: 5 }, { start: 6, end: 7 }, ''],
+    ]);
+    expect(applyEdits(file, [changes[1]!.edit])).toBe('a\nb\nc\nd2\nd3\ne\n');
+    expect(applyEdits(file, changes.map((c) => c.edit))).toBe(proposed);
+    expect(asideChanges(file, file)).toEqual([]);
+  });
+
+  it('Reject takes one change out of the proposal, leaving the others', () => {
+    const [first, second, third] = asideChanges(file, proposed);
+    expect(withoutAsideChange(proposed, second!)).toBe('A\nb\nc\nd\ne\nf\n');
+    expect(asideChanges(file, withoutAsideChange(proposed, second!)).map((c) => c.fileText)).toEqual([first!.fileText, third!.fileText]);
+    expect(withoutAsideChange(withoutAsideChange(proposed, third!), first!)).toBe('a\nb\nc\nd2\nd3\ne\n');
+  });
+
+  it('the change at a line of either side, else the next below, else the last', () => {
+    const changes = asideChanges(file, proposed);
+    expect(asideChangeAt(changes, 'proposal', 4)).toBe(changes[1]);
+    expect(asideChangeAt(changes, 'file', 4)).toBe(changes[2]);
+    expect(asideChangeAt(changes, 'file', 1)).toBe(changes[1]);
+    expect(asideChangeAt(changes, 'proposal', 9)).toBe(changes[2]);
+    expect(asideChangeAt([], 'file', 0)).toBeUndefined();
   });
 });
 

@@ -271,12 +271,17 @@ describe('HistoryStore', () => {
     }
   });
 
-  it('refuses a cache export without problem size or with mixed search spaces', async () => {
+  it('says in words why a cache export cannot be made: no accepted step, no problem size, mixed search spaces', async () => {
     const store = new HistoryStore(root);
     await store.save(entry('nosize', { report: { configurations: [{ config: { a: 1 }, timeMs: 1 }] } }));
+    await store.save(entry('nosteps', { report: { problemSize: ['n'] } }));
     await store.save(entry('mixed', { report: { problemSize: 10, configurations: [{ config: { a: 1 }, timeMs: 1 }, { config: { b: 1 }, timeMs: 1 }] } }));
-    await expect(store.export('nosize', 'kernel-tuner-cache', join(root, 'x.json'))).rejects.toThrow(/problemSize/);
+    await expect(store.export('nosize', 'kernel-tuner-cache', join(root, 'x.json'))).rejects.toThrow(/^The session of vector_add \(nosize\) cannot be exported as a Kernel Tuner cache: its report does not say the problem size its tests ran at, which a cache names\.$/);
+    await expect(store.export('nosteps', 'kernel-tuner-cache', join(root, 'x.json'))).rejects.toThrow(/no step of it was accepted, so it has no search to export/);
     await expect(store.export('mixed', 'kernel-tuner-cache', join(root, 'y.json'))).rejects.toThrow(/mixes search spaces/);
+    // The report as its events read now, given by the caller, instead of the one stored without the problem size.
+    await store.export('nosize', 'kernel-tuner-cache', join(root, 'x.json'), { problemSize: ['n'], configurations: [{ config: { a: 1 }, timeMs: 1 }] });
+    expect(JSON.parse(await fs.readFile(join(root, 'x.json'), 'utf8')).problem_size).toEqual(['n']);
     await expect(store.export('absent', 'json', join(root, 'z.json'))).rejects.toThrow(/no session absent/);
   });
 });

@@ -1,6 +1,6 @@
 // "Tune parameters" without the editor: the tuner alone over a spec, as the typed events of a session of one step (the
 // fake GPU, TEST DOUBLE, times the configurations); and how the editor finds a kernel's spec beside its file.
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import type { EventOf, TuningEvent } from '../../src/engine/progress/events';
 import { tunerSession, type TunerSessionOptions } from '../../src/engine/session/tuner-session';
 import { reduceAll } from '../../src/engine/session/session-view';
 import { buildReport, sessionReportData } from '../../src/extension/report';
-import { specsBeside, specsForKernel } from '../../src/tuner/spec/spec-files';
+import { cachesBeside, specsBeside, specsForKernel } from '../../src/tuner/spec/spec-files';
 import { H100_LIMITS } from '../support/engine-harness';
 import { FakeBackend, type FakeVariant } from '../support/fake-backend';
 
@@ -49,9 +49,10 @@ writeFileSync(join(dir, 'saxpy.tune.yaml'), SPEC);
 /** 1 ms at the file's 256 threads, 0.6 ms at 512, 0.8 ms at 128 (`fastest`: the block size that wins). */
 const timeMs = (fastest: string) => (v: FakeVariant) => (v.defines.block_size_x === fastest ? 0.6 : v.defines.block_size_x === '128' ? 0.8 : 1);
 
-async function run(options: Partial<TunerSessionOptions> & { backend: FakeBackend }): Promise<{ events: TuningEvent[]; of: <T extends TuningEvent['type']>(t: T) => EventOf<T>[] }> {
+async function run(options: Partial<TunerSessionOptions> & ({ backend: FakeBackend } | { replay: string })): Promise<{ events: TuningEvent[]; of: <T extends TuningEvent['type']>(t: T) => EventOf<T>[] }> {
   const events: TuningEvent[] = [];
-  for await (const e of tunerSession({ threadId: 't1', code: KERNEL, filePath: join(dir, 'saxpy.cu'), specPath: join(dir, 'saxpy.tune.yaml'), sanitize: false, ...options })) events.push(e);
+  const measure = 'backend' in options ? { backend: options.backend } : { replay: options.replay };
+  for await (const e of tunerSession({ threadId: 't1', code: KERNEL, filePath: join(dir, 'saxpy.cu'), specPath: join(dir, 'saxpy.tune.yaml'), measure, sanitize: false, ...options })) events.push(e);
   return { events, of: (t) => events.filter((e): e is EventOf<typeof t> => e.type === t) };
 }
 
@@ -143,6 +144,29 @@ describe('a session of the tuner alone', () => {
     setTimeout(() => abort.abort(), 300);
     expect((await cancelled).events.at(-1)!.type).toBe('session.cancelled');
   });
+
+  it('replays a cache of the same spec where no GPU is present: the recorded device and times, the file\'s values as the baseline', async () => {
+    const example = join(__dirname, '..', '..', 'examples', 'matmul_naive');
+    const code = readFileSync(join(example, 'matmul_naive.cu'), 'utf8');
+    const { events, of } = await run({ replay: join(example, 'cache.json'), code, filePath: join(example, 'matmul_naive.cu'), specPath: join(example, 'tune.yaml') });
+    expect(events.map((e) => e.type).filter((t) => t !== 'configs.evaluated')).toEqual(['session.started', 'tests.ready', 'plan', 'step.started', 'candidate', 'baseline', 'step.accepted', 'warning', 'session.finished']);
+    // The example's file holds the kernel alone: where to launch it with the chosen block is said, not written.
+    expect(of('warning')[0]!.message).toMatch(/no launch of matmul_naive was found in this file: launch it with block \(64, 2, 1\)/);
+    expect(of('session.started')[0]!.device).toEqual({ name: 'NVIDIA H200', arch: '', computeCapability: [0, 0], replayedFrom: 'cache.json' });
+    expect(of('plan')[0]!.steps[0]!.details).toContain('the results recorded in cache.json on NVIDIA H200 replayed, no GPU');
+    expect(of('configs.evaluated')).toHaveLength(18);
+    // The file's own values (32 x 8), as the H200 timed them, and the fastest the cache holds (64 x 2).
+    expect(of('baseline')[0]).toMatchObject({ timeMs: 2.5696319341659546, params: { block_size_x: 32, block_size_y: 8 } });
+    expect(of('step.accepted')[0]).toMatchObject({ newTimeMs: 2.4916640520095825, bestParams: { block_size_x: 64, block_size_y: 2 } });
+    const final = of('session.finished')[0]!;
+    expect(final.finalCode).toContain('#define block_size_x 64');
+    expect(final.finalCode).toContain('#define block_size_y 2');
+  });
+
+  it('refuses a cache of another kernel', async () => {
+    const { of } = await run({ replay: join(__dirname, '..', '..', 'examples', 'matmul_naive', 'cache.json') });
+    expect(of('session.failed')[0]!.error.message).toMatch(/cache\.json holds results for kernel 'matmul_naive', not 'saxpy'/);
+  });
 });
 
 describe('the specs beside a kernel file', () => {
@@ -170,5 +194,19 @@ describe('the specs beside a kernel file', () => {
     writeFileSync(join(folder, 'c.yaml'), 'file: second.cu\ntuneParams: { t: [1] }\n');
     expect(specsBeside(join(folder, 'k.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['a.yaml', 'any.yml', 'b.json']);
     expect(specsBeside(join(folder, 'second.cu')).map((s) => s.path.slice(folder.length + 1))).toEqual(['c.yaml']);
+  });
+
+  it('finds the caches a replay of a spec\'s search can use: the same kernel and parameters, in order', () => {
+    const folder = join(dir, 'caches');
+    mkdirSync(folder, { recursive: true });
+    const cache = (kernel: string, keys: string[]) => JSON.stringify({ kernel_name: kernel, tune_params_keys: keys, cache: {} });
+    writeFileSync(join(folder, 'tune.yaml'), 'file: k.cu\ntuneParams: { x: [1], y: [2] }\n');
+    writeFileSync(join(folder, 'cache.json'), cache('k', ['x', 'y']));
+    writeFileSync(join(folder, 'swapped.json'), cache('k', ['y', 'x']));
+    writeFileSync(join(folder, 'other.json'), cache('other', ['x', 'y']));
+    writeFileSync(join(folder, 'spec.json'), '{ "file": "k.cu", "tuneParams": { "x": [1] } }');
+    writeFileSync(join(folder, 'broken.json'), '{ "kernel_name": ');
+    expect(cachesBeside(join(folder, 'tune.yaml'), 'k', ['x', 'y'])).toEqual([join(folder, 'cache.json')]);
+    expect(cachesBeside(join(dir, 'missing', 'tune.yaml'), 'k', ['x'])).toEqual([]);
   });
 });

@@ -46,9 +46,21 @@ function bestConfigOf(data: ReportData): ReportConfig | undefined {
   return undefined;
 }
 
+/**
+ * The step whose configurations the chart shows (the panel's choice; a report written before it was kept: the last step
+ * with any), and its number as the plan numbers it.
+ */
+function chartedStep(data: ReportData): { step: ReportData['steps'][number]; number: number } | undefined {
+  const at = data.steps.findIndex((s) => s.id === data.chartStepId);
+  const index = at >= 0 ? at : data.steps.findLastIndex((s) => s.configs.length > 0);
+  return index >= 0 ? { step: data.steps[index]!, number: index + 1 } : undefined;
+}
+
 function summary(data: ReportData): HTMLElement {
   const s = data.summary;
   const best = bestConfigOf(data);
+  // A session's count is every step's; the chart (like the panel's) shows one step's: each card says which it counts.
+  const charted = data.kind === 'session' ? chartedStep(data) : undefined;
   const objective = data.objective;
   const value = best && objective.name !== 'time' ? objectiveValue(best, objective) : undefined;
   return h(
@@ -61,7 +73,8 @@ function summary(data: ReportData): HTMLElement {
       s.speedup !== null && card('speed-up', `${s.speedup.toFixed(2)}×`, 'speedup'),
       best?.GBps !== undefined && card(`achieved bandwidth${best.bandwidthPct !== undefined ? ` (${pct(best.bandwidthPct)} of the limit)` : ''}`, `${num(best.GBps)} GB/s`, 'best-bandwidth'),
       best?.GFlops !== undefined && card(`achieved FP32${best.flopsPct !== undefined ? ` (${pct(best.flopsPct)} of the peak)` : ''}`, `${num(best.GFlops / 1000)} TFLOP/s`, 'best-flops'),
-      card('configurations', String(s.evaluations)),
+      card(data.kind === 'tune' ? 'configurations' : 'configurations, all steps', String(s.evaluations), 'configurations'),
+      charted && card(`configurations of step ${charted.number}, charted below`, String(charted.step.configs.length), 'charted-configurations'),
       ...modelCards(data.modelCalls ?? []),
     ),
     s.bestConfig && h('p', {}, 'Best configuration: ', h('code', {}, formatParams(s.bestConfig))),
@@ -104,9 +117,8 @@ function device(data: ReportData): HTMLElement {
 }
 
 function chart(data: ReportData): HTMLElement {
-  // Beside the line of improvements: the configurations of the step the panel's chart shows (a report written before
-  // the report kept which: the last step with any).
-  const step = data.steps.find((s) => s.id === data.chartStepId) ?? data.steps.findLast((s) => s.configs.length > 0);
+  // Beside the line of improvements: the configurations of the step the panel's chart shows.
+  const step = chartedStep(data)?.step;
   const holder = h('div', { class: 'chart-holder', id: 'chart' });
   mountPerformanceChart(holder, {
     timeline: data.timeline,

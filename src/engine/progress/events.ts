@@ -18,6 +18,7 @@ import type { LlmExchange } from '../llm/exchange';
 import type { GridDivisors } from '../candidate/finalize';
 import { describeChange } from './describe-change';
 import { describeStop } from './describe-stop';
+import { deviceText } from './device-text';
 
 export const EVENTS_VERSION = 1;
 
@@ -178,7 +179,8 @@ export type TuningEventBody =
       threadId: string;
       resumed: boolean;
       kernel: { name: string; signature: string };
-      device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
+      /** `replayedFrom`: no GPU ran the session; its results were replayed from that cache file of a recorded run. */
+      device: { name: string; arch: string; computeCapability: [number, number]; gpus?: number; replayedFrom?: string };
       /** What every tuning run optimises and every step must improve, when it is not the time. */
       objective?: Objective;
     }
@@ -371,7 +373,7 @@ export function describeEvent(event: TuningEvent): { level: EventLevel; text: st
   const debug = (text: string) => ({ level: 'debug' as const, text });
   switch (event.type) {
     case 'session.started':
-      return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.gpus ? `${event.device.gpus} x ` : ''}${event.device.name} (${event.device.arch}), session ${event.threadId}`);
+      return info(`${event.resumed ? 'resuming' : 'tuning'} ${event.kernel.name} on ${event.device.gpus ? `${event.device.gpus} x ` : ''}${deviceText(event.device)}, session ${event.threadId}`);
     case 'session.branched':
       return info(`branch of session ${event.parentThreadId}: from step ${event.stepId}${event.edited ? ', with the kernel edited' : ', as it was'}`);
     case 'graph.described':

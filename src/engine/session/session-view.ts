@@ -11,6 +11,7 @@ import { editStepId, editStepTitle, lastRunOf, type StoredSessionHeader } from '
 import type { ConfigProfile } from '../../tuner/run/profile';
 import type { SanitizerVerdict } from '../../tuner/run/sanitizer';
 import { TIME_OBJECTIVE, type Config, type Objective, type ParamValue, type SearchSummary } from '../../tuner/types';
+import { deviceText } from '../progress/device-text';
 
 export type SessionStatus = 'running' | 'awaiting_approval' | 'completed' | 'failed' | 'cancelled' | 'interrupted';
 
@@ -102,7 +103,7 @@ export interface SessionView {
   threadId?: string;
   kernel?: { name: string; signature: string };
   /** gpus: how many GPUs of this model the session tunes on, when more than one. */
-  device?: { name: string; arch: string; computeCapability: [number, number]; gpus?: number };
+  device?: EventOf<'session.started'>['device'];
   /** What the session optimises: time, unless session.started named another objective. */
   objective: Objective;
   analysis?: { description: string; problemSize: string[]; outputs: string[] };
@@ -492,6 +493,6 @@ export function historyFields(view: SessionView): Pick<HistoryEntry, 'status' | 
     ...(gain !== undefined && Number.isFinite(gain) && { speedup: gain }),
     ...(view.final && { finalCode: view.final.finalCode }),
     ...(view.error && { error: view.error }),
-    ...(view.device && { device: { name: view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
+    ...(view.device && { device: { name: view.device.replayedFrom !== undefined ? deviceText(view.device) : view.device.name, arch: view.device.arch, computeCapability: view.device.computeCapability } }),
   };
 }

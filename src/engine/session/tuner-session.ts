@@ -9,13 +9,20 @@
  * report of `tune`. The best configuration is accepted when it is faster, profiled after the timings, run under
  * compute-sanitizer where the session asks for it (hazards reject it: nothing is proposed), and proposed in the file as
  * an LLM session's final kernel is: its values in the file's `#define`s (or guarded ones), its launches rewritten for it.
+ *
+ * Where no GPU is present, the search can be replayed from a Kernel Tuner cache of the same spec (a recorded run, as
+ * `tune --simulate` replays it): the spec's strategy searches the space with the cache's results, the device is the
+ * one that recorded them, and the baseline is the file's own values as they were recorded (when the cache has them).
  */
 import { basename } from 'node:path';
+import type { CacheFile } from '../../tuner/cache/cache-file';
+import { loadReplayCache, simulate } from '../../tuner/cache/simulate';
 import { backendList, type TuningBackend } from '../../tuner/run/backend';
+import type { SearchProgress } from '../../tuner/strategies';
 import { checkOneModel } from '../../tuner/run/gpu-selection';
 import { loadTuningSpec, tuningJob, type TuningJob } from '../../tuner/spec/tuning-spec';
 import type { TuneOptions } from '../../tuner/tunable-kernel';
-import { configKey, outcomeOf, type Config, type TuneResult } from '../../tuner/types';
+import { configKey, outcomeOf, type Config, type ConfigResult, type TuneResult } from '../../tuner/types';
 import { finalizeKernel } from '../candidate/finalize';
 import { PROFILE_TIMEOUT_MS, profileEvent } from '../candidate/run-tests';
 import { findingLines } from '../../tuner/run/sanitizer';
@@ -31,9 +38,9 @@ export interface TunerSessionOptions {
   filePath: string;
   /** The tuning spec: the test's inputs, the parameters and restrictions, the geometry, how to measure. */
   specPath: string;
-  /** One backend per GPU, all of one model. */
-  backend: TuningBackend | readonly TuningBackend[];
-  /** Run the best configuration once under compute-sanitizer before it is proposed (kernelTuner.sanitize). */
+  /** Where the configurations run: one backend per GPU, all of one model; or a cache of this search to replay. */
+  measure: { backend: TuningBackend | readonly TuningBackend[] } | { replay: string };
+  /** Run the best configuration once under compute-sanitizer before it is proposed (kernelTuner.sanitize; not for a replay, which runs nothing). */
   sanitize: boolean;
   signal?: AbortSignal;
 }
@@ -48,7 +55,15 @@ export const TUNER_STEP = { id: '1', title: 'Tune parameters' } as const;
 export async function* tunerSession(o: TunerSessionOptions): AsyncGenerator<TuningEvent, SessionEnd> {
   try {
     const job = await tuningJob(loadTuningSpec(o.specPath), { file: o.filePath, source: o.code });
-    const backends = backendList(o.backend);
+    const kernel = { name: job.kernel.name, signature: job.kernel.signature.signatureText };
+    if ('replay' in o.measure) {
+      const cache = loadReplayCache(o.measure.replay, job.kernel.name);
+      const device = { name: cache.header.device_name, arch: '', computeCapability: [0, 0] as [number, number], replayedFrom: basename(o.measure.replay) };
+      yield makeEvent({ type: 'session.started', threadId: o.threadId, resumed: false, kernel, device });
+      yield* search(job, o, { replay: cache });
+      return { status: 'finished' };
+    }
+    const backends = backendList(o.measure.backend);
     const devices = await Promise.all(backends.map((b) => b.describe()));
     checkOneModel(devices);
     const device = devices[0]!;
@@ -56,19 +71,22 @@ export async function* tunerSession(o: TunerSessionOptions): AsyncGenerator<Tuni
       type: 'session.started',
       threadId: o.threadId,
       resumed: false,
-      kernel: { name: job.kernel.name, signature: job.kernel.signature.signatureText },
+      kernel,
       device: { name: device.name, arch: device.arch, computeCapability: device.computeCapability, ...(backends.length > 1 && { gpus: backends.length }) },
     });
     const first = backends[0]!;
     if (first.speedLimits) yield await limitsEvent(first.speedLimits.bind(first));
-    yield* search(job, o, backends);
+    yield* search(job, o, { backends });
     return { status: 'finished' };
   } catch (thrown) {
     return yield* endedBy(thrown, o.signal);
   }
 }
 
-async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonly TuningBackend[]): AsyncGenerator<TuningEvent, void> {
+/** Where the search's configurations run: on the GPUs, or replayed from a cache of a recorded run. */
+type Measure = { backends: readonly TuningBackend[] } | { replay: CacheFile };
+
+async function* search(job: TuningJob, o: TunerSessionOptions, measure: Measure): AsyncGenerator<TuningEvent, void> {
   const { spec, kernel, test } = job;
   const { data, problemSize } = test.resolve(kernel.signature);
   const sizes = Array.isArray(problemSize) ? [...problemSize] : [problemSize];
@@ -78,26 +96,23 @@ async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonl
     tests: [{ id: basename(o.specPath), origin: 'user', problemSize: sizes, outputs, bytes: data.kind === 'spec' ? data.test.totalBytes : null, timeMs: null, work: job.work }],
   });
   const tuneParams = Object.fromEntries(Object.entries(job.tuneParams).map(([k, v]) => [k, [...v]]));
-  const step = { ...TUNER_STEP, details: `${spec.strategy} over ${Object.keys(tuneParams).join(', ')} as ${basename(o.specPath)} gives them, every configuration verified and timed` };
+  const how = 'replay' in measure ? `the results recorded in ${basename(measure.replay.path)} on ${measure.replay.header.device_name} replayed, no GPU` : 'every configuration verified and timed';
+  const step = { ...TUNER_STEP, details: `${spec.strategy} over ${Object.keys(tuneParams).join(', ')} as ${basename(o.specPath)} gives them, ${how}` };
   yield makeEvent({ type: 'plan', reason: 'initial', steps: [{ ...step, depth: 0, status: 'pending' }] });
   yield makeEvent({ type: 'step.started', stepId: step.id, title: step.title });
   yield makeEvent({ type: 'candidate', stepId: step.id, candidate: 0, attempt: 1, code: o.code, diff: '', tuneParams, restrictions: job.restrictions });
 
-  const options: TuneOptions = { ...job.options, backend: backends, ...(o.signal && { signal: o.signal }) };
   let done = 0;
   let failures = 0;
-  const result: TuneResult = yield* eventsWhile((writer) =>
-    kernel.tune(test, job.tuneParams, job.restrictions, {
-      ...options,
-      profile: { timeoutMs: PROFILE_TIMEOUT_MS },
-      ...(o.sanitize && { sanitize: {} }),
-      onResult: (r, p) => {
-        done++;
-        if (outcomeOf(r.status) === 'failed') failures++;
-        writer(makeEvent({ type: 'configs.evaluated', stepId: step.id, candidate: 0, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) }));
-      },
-    }),
-  );
+  const result: TuneResult = yield* eventsWhile((writer) => {
+    const onResult = (r: ConfigResult, p: SearchProgress) => {
+      done++;
+      if (outcomeOf(r.status) === 'failed') failures++;
+      writer(makeEvent({ type: 'configs.evaluated', stepId: step.id, candidate: 0, done, total: p.total, failures, bestTimeMs: p.best?.timeMs ?? null, result: summarizeConfig(r) }));
+    };
+    if ('replay' in measure) return replayed(job, measure.replay, onResult);
+    return kernel.tune(test, job.tuneParams, job.restrictions, { ...job.options, backend: measure.backends, ...(o.signal && { signal: o.signal }), profile: { timeoutMs: PROFILE_TIMEOUT_MS }, ...(o.sanitize && { sanitize: {} }), onResult });
+  });
   o.signal?.throwIfAborted();
   const best = result.best;
   if (best?.timeMs === undefined) {
@@ -108,7 +123,7 @@ async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonl
   if (profiled) yield makeEvent(profiled);
   if (result.sanitizer) yield makeEvent({ type: 'sanitized', stepId: step.id, candidate: 0, verdict: result.sanitizer });
 
-  const baseline = await baselineOf(job, result, options);
+  const baseline = await baselineOf(job, result, measure, o.signal);
   const improved = baseline !== undefined && best.timeMs < baseline.timeMs;
   const tracker = new PerformanceTracker(baseline?.timeMs);
   if (baseline) yield makeEvent({ type: 'baseline', timeMs: baseline.timeMs, params: baseline.params, testId: basename(o.specPath) });
@@ -132,11 +147,19 @@ async function* search(job: TuningJob, o: TunerSessionOptions, backends: readonl
   yield* finished(job, o, improved || !baseline ? best.config : baseline.params, tracker, tuneParams, improved || !baseline);
 }
 
+/** The search replayed from a recorded run's cache; its reference is the kernel's own configuration, as on the GPU. */
+async function replayed(job: TuningJob, cache: CacheFile, onResult: (r: ConfigResult, p: SearchProgress) => void): Promise<TuneResult> {
+  const { result } = await simulate(job.spec, job.kernel.name, cache, { metrics: job.options }, onResult);
+  const own = await job.kernel.ownConfiguration(job.tuneParams, job.restrictions, job.options);
+  return { ...result, ...(own && { reference: { config: own } }) };
+}
+
 /**
  * The baseline: the reference configuration's time as the search measured it, else (outside the space) measured now as
- * every configuration is; a separate reference kernel's own time; undefined where nothing timed it.
+ * every configuration is (on the GPU; a replay has only what its cache recorded); a separate reference kernel's own
+ * time; undefined where nothing timed it.
  */
-async function baselineOf(job: TuningJob, result: TuneResult, options: TuneOptions): Promise<{ timeMs: number; params: Config } | undefined> {
+async function baselineOf(job: TuningJob, result: TuneResult, measure: Measure, signal: AbortSignal | undefined): Promise<{ timeMs: number; params: Config } | undefined> {
   const reference = result.reference;
   if (!reference) return undefined;
   if (job.spec.reference) return reference.timeMs === undefined ? undefined : { timeMs: reference.timeMs, params: reference.config };
@@ -144,7 +167,9 @@ async function baselineOf(job: TuningJob, result: TuneResult, options: TuneOptio
   const key = names.every((n) => reference.config[n] !== undefined) ? configKey(reference.config, names) : undefined;
   const searched = result.results.find((r) => r.key === key && r.status === 'ok' && r.timeMs !== undefined);
   if (searched) return { timeMs: searched.timeMs!, params: reference.config };
-  const alone = await job.kernel.tune(job.test, Object.fromEntries(Object.entries(reference.config).map(([k, v]) => [k, [v]])), [], { ...options, earlyStop: false });
+  if ('replay' in measure) return undefined;
+  const options: TuneOptions = { ...job.options, backend: measure.backends, ...(signal && { signal }), earlyStop: false };
+  const alone = await job.kernel.tune(job.test, Object.fromEntries(Object.entries(reference.config).map(([k, v]) => [k, [v]])), [], options);
   return alone.best?.timeMs === undefined ? undefined : { timeMs: alone.best.timeMs, params: reference.config };
 }
 

@@ -156,8 +156,8 @@ export const ReportConfigurationSchema = z.object({
 }).refine((c) => (c.timeMs === undefined) !== (c.failure === undefined), 'exactly one of timeMs and failure');
 
 export const CacheExportReportSchema = z.looseObject({
-  /** Kernel Tuner's problem_size: the sizes per dimension. */
-  problemSize: z.union([z.array(z.number().int()), z.number().int()]),
+  /** Kernel Tuner's problem_size: the sizes per dimension, numbers or expressions over the kernel's scalar arguments. */
+  problemSize: z.union([z.array(z.union([z.number().int(), z.string().min(1)])).min(1), z.number().int(), z.string().min(1)]),
   /** Configurations of ONE search space (the final step's): they must all name the same parameters. */
   configurations: z.array(ReportConfigurationSchema).min(1),
 });
@@ -352,13 +352,14 @@ export class HistoryStore {
   /**
    * Writes a session to `dest` (atomically): 'json' is the full entry; 'kernel-tuner-cache' is a Kernel Tuner cache
    * file (schema 1.1.0) built from `report.problemSize` and `report.configurations`, loadable with
-   * `tune_kernel(..., cache=dest)` or `simulation_mode=True`.
+   * `tune_kernel(..., cache=dest)` or `simulation_mode=True`. `report`: the report as its events read now (a session
+   * stored before a field was recorded exports it too), instead of the stored one.
    */
-  async export(id: string, format: ExportFormat, dest: string): Promise<void> {
+  async export(id: string, format: ExportFormat, dest: string, report?: unknown): Promise<void> {
     const entry = await this.get(id);
     if (!entry) throw new Error(`history: no session ${id}`);
     const { ownerPid: _p, ...publicEntry } = entry;
-    const content = format === 'json' ? publicEntry : toKernelTunerCache(entry);
+    const content = format === 'json' ? publicEntry : toKernelTunerCache(entry, report ?? entry.report);
     await writeFileAtomic(dest, `${JSON.stringify(content, null, 2)}\n`);
   }
 
@@ -451,11 +452,16 @@ export class HistoryStore {
   }
 }
 
-function toKernelTunerCache(entry: HistoryEntry): Record<string, unknown> {
-  const parsed = CacheExportReportSchema.safeParse(entry.report);
-  if (!parsed.success) {
-    throw new Error(`history: session ${entry.id} cannot be exported as a Kernel Tuner cache: ${z.prettifyError(parsed.error)}`);
+/** The session's final search as a Kernel Tuner cache; what it lacks for one is said in words (thrown). */
+export function toKernelTunerCache(entry: HistoryEntry, report: unknown): Record<string, unknown> {
+  const cannot = (why: string) => new Error(`The session of ${entry.kernelName} (${entry.id}) cannot be exported as a Kernel Tuner cache: ${why}.`);
+  const fields = (typeof report === 'object' && report !== null ? report : {}) as { problemSize?: unknown; configurations?: unknown };
+  if (!Array.isArray(fields.configurations) || fields.configurations.length === 0) {
+    throw cannot('no step of it was accepted, so it has no search to export (a cache holds the configurations of one search); "Export as JSON report" keeps all it has');
   }
+  if (fields.problemSize === undefined) throw cannot('its report does not say the problem size its tests ran at, which a cache names');
+  const parsed = CacheExportReportSchema.safeParse(report);
+  if (!parsed.success) throw cannot(`its report is damaged (${z.prettifyError(parsed.error).replace(/\s+/g, ' ')})`);
   const { problemSize, configurations } = parsed.data;
   const keys = Object.keys(configurations[0]!.config);
   const values = new Map<string, ParamValue[]>(keys.map((k) => [k, []]));

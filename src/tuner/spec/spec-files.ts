@@ -75,3 +75,34 @@ export function specsBeside(kernelFile: string): SpecBeside[] {
 export function specsForKernel(specs: readonly SpecBeside[], kernel: { name: string; qualifiedName: string }, kernels: number): SpecBeside[] {
   return specs.filter((s) => (s.kernel === undefined ? kernels === 1 : s.kernel === kernel.name || s.kernel === kernel.qualifiedName));
 }
+
+/** Larger JSON files beside a spec are data, not the cache of one search. */
+const MAX_CACHE_BYTES = 64 * 1024 * 1024;
+
+/**
+ * The Kernel Tuner caches in the spec's folder that a replay of its search can use (as `tune --simulate` replays one):
+ * of the same kernel, over the same tunable parameters in the same order, by file name. Only their headers are read.
+ */
+export function cachesBeside(specPath: string, kernelName: string, parameters: readonly string[]): string[] {
+  const dir = dirname(resolve(specPath));
+  let names: string[];
+  try {
+    names = readdirSync(dir);
+  } catch {
+    return [];
+  }
+  return names
+    .filter((n) => extname(n).toLowerCase() === '.json')
+    .sort()
+    .map((n) => join(dir, n))
+    .filter((path) => {
+      try {
+        if (statSync(path).size > MAX_CACHE_BYTES) return false;
+        const raw = JSON.parse(readFileSync(path, 'utf8')) as { kernel_name?: unknown; tune_params_keys?: unknown; cache?: unknown } | null;
+        const keys = raw?.tune_params_keys;
+        return raw?.kernel_name === kernelName && Array.isArray(keys) && keys.join('\u0000') === parameters.join('\u0000') && typeof raw.cache === 'object' && raw.cache !== null;
+      } catch {
+        return false; // not JSON, or unreadable: not a cache
+      }
+    });
+}
