@@ -91,6 +91,9 @@ function headerOf(events) {
   return { sessionId: 'recording', kernelName, fileName: `${kernelName}.cu`, startedAt: events[0]?.at ?? new Date().toISOString(), model: 'recorded session', strategy: 'evolutionary' };
 }
 
+/** Pixels of the lineage screenshot: the tree and the first lines of a variant's details. */
+const LINEAGE_SHOT_HEIGHT = 760;
+
 /** The lineage tree of a recorded evolutionary session, a variant selected. */
 async function lineage(browser, file) {
   const stored = JSON.parse(readFileSync(resolve(file), 'utf8'));
@@ -104,6 +107,8 @@ async function lineage(browser, file) {
   await page.click(`#lineage g.lineage-node[data-node="${select}"]`);
   await page.waitForSelector('#lineage-details');
   const out = values.out ? resolve(values.out) : join(media, 'lineage.png');
+  // The tree and the head of the selected variant's details (its diff, configurations and profile run on below).
+  await page.locator('#lineage').evaluate((e, height) => Object.assign(e.style, { maxHeight: `${height}px`, overflow: 'hidden' }), LINEAGE_SHOT_HEIGHT);
   await page.locator('#lineage').screenshot({ path: out });
   return [`${out} (from ${file}, ${select} selected)`];
 }
