@@ -81,6 +81,12 @@ const StepAnswerJson = z.object({
 
 const RestrictionsAnswer = z.object({ restrictions: z.array(z.string()).describe('expressions over the tunable parameter names') });
 
+/** A strategy option that counts something: an integer of at least 1, or a RangeError naming it. */
+export function positiveInteger(name: string, value: number): number {
+  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer > 0, got ${value}`);
+  return value;
+}
+
 export abstract class BaseTuningStrategy {
   readonly retryPolicy: RetryPolicy<Attempt>;
 

@@ -9,7 +9,7 @@ import { transportRetryPolicy } from '../../llm/transport';
 import { DEFAULT_AUTONOMOUS } from '../../session/session-settings';
 import type { TuningStateValue } from '../../state';
 import { TuningState } from '../../state';
-import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';
+import { BaseTuningStrategy, positiveInteger, type TuningGraph, type TuningStrategyOptions } from '../base';
 import { approveNode } from './nodes/approve';
 import { breakdownNode, BreakdownInputState, mergeBreakdownsNode, type BreakdownInput } from './nodes/breakdown';
 import { candidateNode, CandidateInputState, decideNode, nextStepNode, type CandidateInput } from './nodes/execute';
@@ -30,11 +30,6 @@ export interface AutonomousTuningStrategyOptions extends TuningStrategyOptions {
   maxReplanning?: number;
   /** Candidates asked for each step, side by side; the fastest correct one competes. Default 1. */
   candidatesPerStep?: number;
-}
-
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer > 0, got ${value}`);
-  return value;
 }
 
 export class AutonomousTuningStrategy extends BaseTuningStrategy {

@@ -9,7 +9,7 @@ import { engineContext } from '../../context';
 import { transportRetryPolicy } from '../../llm/transport';
 import { emit } from '../../progress/events';
 import { TuningState, type TuningStateUpdate, type TuningStateValue } from '../../state';
-import { BaseTuningStrategy, type TuningGraph, type TuningStrategyOptions } from '../base';
+import { BaseTuningStrategy, positiveInteger, type TuningGraph, type TuningStrategyOptions } from '../base';
 import { EvolutionRun, type EvolutionSettings } from './controller';
 import { DEFAULT_EVOLUTIONARY_SETTINGS } from '../../session/session-settings';
 import { seedNode, withBranchKernel } from './nodes/seed';
@@ -33,11 +33,6 @@ export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions
 
 /** The defaults (seed and window are the stored settings' own: session-settings.ts). */
 export const DEFAULT_EVOLUTIONARY = { seed: DEFAULT_EVOLUTIONARY_SETTINGS.seed, window: DEFAULT_EVOLUTIONARY_SETTINGS.window, chunk: 4, tournament: 3, perNiche: 2, capacity: 12, childrenWithoutBudget: 16 } as const;
-
-function positiveInteger(name: string, value: number): number {
-  if (!Number.isInteger(value) || value < 1) throw new RangeError(`${name} must be an integer > 0, got ${value}`);
-  return value;
-}
 
 export class EvolutionaryTuningStrategy extends BaseTuningStrategy {
   readonly seed: number;

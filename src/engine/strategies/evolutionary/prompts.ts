@@ -63,6 +63,16 @@ function parentBlock(label: string, p: ParentView): string[] {
   return [`${label}: variant ${p.variant.id}, ${origin(p.variant)}.`, kernelBlock(p.code), 'Its tunable parameters (values tried):', formatTuneParams(p.variant.tuneParams)];
 }
 
+/** A parent's code and parameters, then what the tuner measured of it and the results so far: what mutate and judge show. */
+function parentWithResults(label: string, parent: ParentView, variants: readonly Variant[], rejected: readonly RejectedChild[]): string[] {
+  return [...parentBlock(label, parent), '', measuredBlock(parent.measured), '', resultsBlock(variants, rejected, [parent.variant.id]), ''];
+}
+
+/** How a rewrite is answered: the tuner's rules, the code and its json block with the idea and the restrictions. */
+function rewriteTail(): string[] {
+  return [TUNER_RULES, '', ...answerFormLines(true), IDEA_LINE];
+}
+
 const IDEA_LINE = [
   'In the ```json block, also name the idea you applied in one short line, and list the restrictions a configuration',
   'must satisfy for the kernel to be correct and launchable (expressions over the parameter names; [] when none):',
@@ -79,16 +89,8 @@ export function mutatePrompt(options: { parent: ParentView; instruction?: string
       : 'Make this CUDA kernel faster by applying one idea: the one that its profile and the results below make most promising, and that the failed children below did not try.',
     'Change what the idea needs and keep the rest as it is, so that the measurement says whether the idea helped; the fastest and most different variants are kept, and later ideas build on them.',
     '',
-    ...parentBlock('The current kernel', parent),
-    '',
-    measuredBlock(parent.measured),
-    '',
-    resultsBlock(options.variants, options.rejected, [parent.variant.id]),
-    '',
-    TUNER_RULES,
-    '',
-    ...answerFormLines(true),
-    IDEA_LINE,
+    ...parentWithResults('The current kernel', parent, options.variants, options.rejected),
+    ...rewriteTail(),
   ].join('\n');
 }
 
@@ -110,10 +112,7 @@ export function crossoverPrompt(options: { first: ParentView; second: ParentView
     '',
     resultsBlock(options.variants, options.rejected, [first.variant.id, second.variant.id]),
     '',
-    TUNER_RULES,
-    '',
-    ...answerFormLines(true),
-    IDEA_LINE,
+    ...rewriteTail(),
   ].join('\n');
 }
 
@@ -131,12 +130,7 @@ export function judgePrompt(options: { parent: ParentView; variants: readonly Va
     `You review variant ${parent.variant.id} of a CUDA kernel with the profile the tuner measured at its best configuration and the results of the variants so far: what helped, and what failed and why.`,
     'Decide what limits this kernel now, and name the one change a CUDA programmer should make next to make it faster. Do not propose a change that the results show already failed, unless you say what to do differently.',
     '',
-    ...parentBlock('The kernel', parent),
-    '',
-    measuredBlock(parent.measured),
-    '',
-    resultsBlock(options.variants, options.rejected, [parent.variant.id]),
-    '',
+    ...parentWithResults('The kernel', parent, options.variants, options.rejected),
     'The change must keep the kernel a device-only rewrite: same name and parameter list, no host code, no compiler flags, no libraries.',
     'Answer with JSON only: {"diagnosis": "what limits the kernel now, citing the profile\'s numbers", "instruction": "the one change to make next, concrete enough to implement, in one to three sentences"}',
   ].join('\n');
