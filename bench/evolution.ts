@@ -11,7 +11,7 @@
 //             session's wall time beside its model time (the answers' latency) and GPU time (GPU-seconds its
 //             children's evaluations held the GPU), for the strategy's phase and for the whole session.
 //
-//   node dist/bench/evolution.js [--part quality|overlap|both] [--seeds 1-5] [--calls 20] [--size 2048]
+//   node dist/bench/evolution.js [--part quality|overlap|both] [--seeds 1-5] [--calls 20] [--size 2048] [--window 4]
 //                                [--latency 4-12] [--overlap-calls 14]
 // JSON to $OUT/bench-evolution-<part>.json when OUT is set, written after every session (a cut-off run keeps them).
 import { execFileSync } from 'node:child_process';
@@ -289,6 +289,8 @@ async function main(): Promise<void> {
       size: { type: 'string', default: '2048' },
       latency: { type: 'string', default: '4-12' },
       'overlap-calls': { type: 'string', default: '14' },
+      /** The evolutionary strategy's window in the quality part (children in production at once). */
+      window: { type: 'string', default: '4' },
     },
   });
   const skip = gpuSkipReason();
@@ -308,7 +310,7 @@ async function main(): Promise<void> {
       for (const seed of seedsOf(values.seeds!)) {
         for (const strategy of ['evolutionary', 'autonomous'] as const) {
           console.log(`\n${strategy}, seed ${seed}, ${calls} model calls, n = ${size}`);
-          const { events, ...run } = await session(backend, { strategy, seed, calls, size, latency: { minS: 0, maxS: 0 }, llmConcurrency: 4, window: 4 });
+          const { events, ...run } = await session(backend, { strategy, seed, calls, size, latency: { minS: 0, maxS: 0 }, llmConcurrency: 4, window: Number(values.window) });
           runs.push(run);
           writeBenchJson('evolution-quality', { device: device.name, size, calls, expertMs: expert, runs });
           // The first evolutionary session as a recording the panel can show (its lineage tree, for the README).
