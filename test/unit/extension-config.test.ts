@@ -210,7 +210,9 @@ describe('the evolutionary strategy, budgets and prices', () => {
   });
 
   it('declares every setting it reads in the manifest, with the defaults it assumes', () => {
-    const manifest = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')).contributes.configuration.properties as Record<string, { default: unknown; enum?: string[] }>;
+    // The settings come in groups (the model's under "LLM"), each with its properties.
+    const groups = JSON.parse(readFileSync(join(__dirname, '..', '..', 'package.json'), 'utf8')).contributes.configuration as { properties: Record<string, { default: unknown; enum?: string[] }> }[];
+    const manifest = Object.assign({}, ...groups.map((g) => g.properties)) as Record<string, { default: unknown; enum?: string[] }>;
     expect(manifest['kernelTuner.strategy']!.enum).toEqual(['autonomous', 'explicit', 'evolutionary']);
     const read: string[] = [];
     const result = readEngineConfig((key) => (read.push(key), key === 'strategy' ? 'evolutionary' : manifest[`kernelTuner.${key}`]?.default), undefined);
