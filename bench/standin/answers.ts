@@ -37,7 +37,10 @@ export interface Decision {
 const object = (value: unknown, lead: string): Reply => ({ kind: 'object', value, lead });
 const byIds = (pool: Pool, ids: readonly string[]) => ids.map((id) => pool.byId.get(id)!);
 
-export function decide(pool: Pool, request: StandinRequest, rng: Random, testSize: number): Decision {
+/** A model's own order of preference for what to do with a kernel: fixed by the server's seed and what it is asked of. */
+export type Ranking = (key: string) => Random;
+
+export function decide(pool: Pool, request: StandinRequest, rng: Random, testSize: number, ranking: Ranking): Decision {
   const { prompt } = request;
   const shown = (...variants: Variant[]) => ({ shown: variants, child: null });
   switch (request.kind) {
@@ -81,7 +84,13 @@ export function decide(pool: Pool, request: StandinRequest, rng: Random, testSiz
       const parent = matchVariant(pool, kernelAfter(prompt, 'The current kernel:'));
       const instruction = lineAfter(prompt, 'Make this CUDA kernel faster by applying this change: ')?.trim();
       const judged = parent.judge.find((j) => j.instruction === instruction);
-      return rewrite(pool, request, [parent], judged ? byIds(pool, judged.children) : childrenOf(pool.variants, parent.id), rng);
+      if (judged) return rewrite(pool, request, [parent], byIds(pool, judged.children), rng);
+      // Its own idea: its favourite (or the one it ranks as asked) among those not yet applied to this kernel.
+      const applied = appliedIdeas(pool, parent, prompt, 'The current kernel: variant ');
+      const children = childrenOf(pool.variants, parent.id);
+      const fresh = children.filter((c) => c.idea === null || !applied.has(c.idea));
+      const ranked = rankedChildren(fresh.length > 0 ? fresh : children, ranking(`mutate ${parent.id}`));
+      return rewrite(pool, request, [parent], children, rng, ranked[(rankAsked(prompt) - 1) % ranked.length]);
     }
     case 'crossover': {
       const first = matchVariant(pool, kernelAfter(prompt, 'The first parent:'));
@@ -92,7 +101,11 @@ export function decide(pool: Pool, request: StandinRequest, rng: Random, testSiz
     }
     case 'judge': {
       const parent = matchVariant(pool, kernelAfter(prompt, 'The kernel:'));
-      const record = rng.pick(parent.judge);
+      // Its reading of the kernel: the change it ranks first (or as asked) among those not applied or failed yet.
+      const said = resultLinesAbout(prompt, 'The kernel: variant ', true).join('\n');
+      const fresh = parent.judge.filter((j) => !said.includes(j.instruction));
+      const records = ranking(`judge ${parent.id}`).shuffle([...(fresh.length > 0 ? fresh : parent.judge)]);
+      const record = records[(rankAsked(prompt) - 1) % records.length]!;
       const facts = profileFacts(prompt);
       const diagnosis = facts.length > 0 ? `${record.diagnosis} The profile: ${facts.join('; ')}.` : record.diagnosis;
       return { ...shown(parent), reply: object({ diagnosis, instruction: record.instruction }, 'What limits the kernel, and what to change next') };
@@ -110,8 +123,45 @@ export function decide(pool: Pool, request: StandinRequest, rng: Random, testSiz
   }
 }
 
-/** One of `candidates`; a retry answers the fix of the variant that failed, else one not answered before. */
-function rewrite(pool: Pool, request: StandinRequest, parents: Variant[], candidates: readonly Variant[], rng: Random): Decision {
+/** The place a request asks its answer to take among the model's choices (1 unless it says: prompts.ts' rankLine). */
+function rankAsked(prompt: string): number {
+  return Number(/ you rank number (\d+) among the promising ones/.exec(prompt)?.[1] ?? 1);
+}
+
+/**
+ * The lines of a request's results about the children of the variant it shows (`- v3, mutate of v0: ...`), and with
+ * `failed` those of its children that failed (`- child 4 (judge of v0: ...) failed: ...`).
+ */
+function resultLinesAbout(prompt: string, shownAs: string, failed: boolean): string[] {
+  const id = lineAfter(prompt, shownAs)?.split(',', 1)[0];
+  if (!id) return [];
+  const of = new RegExp(`^- (v\\d+, |child \\d+ \\()(mutate|judge|crossover) of (.* and )?${id}\\b`);
+  return prompt.split('\n').filter((line) => of.test(line) && (failed || !line.startsWith('- child ')));
+}
+
+/** The ideas the request's results show applied to the variant shown: by their title, or by a judge's instruction that leads to them. */
+function appliedIdeas(pool: Pool, parent: Variant, prompt: string, shownAs: string): Set<string> {
+  const said = resultLinesAbout(prompt, shownAs, false).join('\n');
+  const ideas = Object.entries(pool.ideas).filter(([, idea]) => said.includes(`: ${idea.title}:`)).map(([id]) => id);
+  for (const judged of parent.judge.filter((j) => said.includes(j.instruction))) ideas.push(...byIds(pool, judged.children).flatMap((c) => (c.idea === null ? [] : [c.idea])));
+  return new Set(ideas);
+}
+
+/** Children in a model's order of preference: its ideas in a drawn order, each idea's first take, then their second takes, ... */
+function rankedChildren(children: readonly Variant[], rng: Random): Variant[] {
+  const byIdea = new Map<string, Variant[]>();
+  for (const c of children) byIdea.set(c.idea ?? c.id, [...(byIdea.get(c.idea ?? c.id) ?? []), c]);
+  const takes = rng.shuffle([...byIdea.values()]).map((group) => rng.shuffle([...group]));
+  const ranked: Variant[] = [];
+  for (let round = 0; ranked.length < children.length; round++) for (const group of takes) if (group[round]) ranked.push(group[round]!);
+  return ranked;
+}
+
+/**
+ * `preferred` if given, or one of `candidates`; a retry answers the fix of the variant that failed, else one of
+ * `candidates` not answered before.
+ */
+function rewrite(pool: Pool, request: StandinRequest, parents: Variant[], candidates: readonly Variant[], rng: Random, preferred?: Variant): Decision {
   const answered = request.previousAnswers.flatMap((answer) => {
     const code = answerCode(answer);
     if (code === null) return [];
@@ -125,7 +175,7 @@ function rewrite(pool: Pool, request: StandinRequest, parents: Variant[], candid
   const failed = answered.at(-1);
   const fix = failed?.fix === undefined ? undefined : pool.byId.get(failed.fix)!;
   const fresh = candidates.filter((c) => !answered.includes(c));
-  const child = fix && !answered.includes(fix) ? fix : rng.pick(fresh.length > 0 ? fresh : candidates);
+  const child = answered.length === 0 && preferred ? preferred : fix && !answered.includes(fix) ? fix : rng.pick(fresh.length > 0 ? fresh : candidates);
   return { shown: parents, child, reply: { kind: 'rewrite', variant: child } };
 }
 

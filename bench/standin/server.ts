@@ -20,7 +20,7 @@ import type { ServerResponse } from 'node:http';
 import { withoutMeasurements } from '../../src/engine/prompts';
 import { Random } from '../../src/tuner/space/random';
 import { sendAnswer, sendError, splitIntoPieces, startChatServer, type ReceivedRequest, type Wire } from '../../test/support/chat-http';
-import { decide, INLINE_RESTRICTIONS_ASKED, render, type AnswerForm } from './answers';
+import { decide, INLINE_RESTRICTIONS_ASKED, render, type AnswerForm, type Ranking } from './answers';
 import { UnknownKernelError, type Label, type Pool } from './pool';
 import { chatMessages, classifyRequest, UnclassifiedRequestError, type ChatMessage, type RequestKind } from './requests';
 
@@ -85,13 +85,19 @@ export interface StandinServer {
 
 const tokens = (chars: number) => Math.ceil(chars / 4);
 
-/** The seed of a request's draws: the server's seed, what it asks (measured parts left out), and how often it was asked. */
-function requestSeed(seed: number, messages: readonly ChatMessage[], occurrences: Map<string, number>): number {
+const seedOf = (text: string) => createHash('sha256').update(text).digest().readUInt32LE(0);
+
+/**
+ * The seeds of a request's draws: the server's seed, what it asks (measured parts left out), and how often it was
+ * asked. Its ranking (the model's order of preference for a kernel) depends on the kernel and how often this request
+ * was asked, not on the rest of its text: requests that differ only in the place they ask for rank the same way.
+ */
+function requestSeeds(seed: number, messages: readonly ChatMessage[], occurrences: Map<string, number>): { draws: number; ranking: Ranking } {
   const asked = messages.map((m) => `${m.role}\n${withoutMeasurements(m.text)}`).join('\n\n');
   const key = createHash('sha256').update(asked).digest('hex');
   const occurrence = occurrences.get(key) ?? 0;
   occurrences.set(key, occurrence + 1);
-  return createHash('sha256').update(`${seed}\n${key}\n${occurrence}`).digest().readUInt32LE(0);
+  return { draws: seedOf(`${seed}\n${key}\n${occurrence}`), ranking: (of) => new Random(seedOf(`${seed}\nranking\n${of}\n${occurrence}`)) };
 }
 
 /** How the request wants its answer: JSON only (a response_format), or a forced tool call. */
@@ -127,9 +133,10 @@ export async function startStandin(options: StandinOptions): Promise<StandinServ
       entry.promptTokens = tokens(messages.reduce((n, m) => n + m.text.length, 0));
       const asked = classifyRequest(messages);
       Object.assign(entry, { kind: asked.kind, attempt: asked.previousAnswers.length + 1 });
-      const rng = new Random(requestSeed(seed, messages, occurrences));
+      const seeds = requestSeeds(seed, messages, occurrences);
+      const rng = new Random(seeds.draws);
       entry.latencyMs = Math.round(1000 * rng.uniform(latency.minS, latency.maxS));
-      const decision = decide(pool, asked, rng, testSize);
+      const decision = decide(pool, asked, rng, testSize, seeds.ranking);
       Object.assign(entry, { shown: decision.shown.map((v) => v.id), child: decision.child?.id ?? null, label: decision.child?.label ?? null, idea: decision.child?.idea ?? null });
       const rendered = render(pool, asked.kind, decision.reply, formOf(request.body, thinkRate), rng);
       entry.completionTokens = tokens('content' in rendered ? rendered.content.length : rendered.toolCall.text.length);

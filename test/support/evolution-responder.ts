@@ -3,9 +3,11 @@
  * `responder`), so that answers do not depend on the order in which requests made side by side arrive.
  *
  * - analysis and the test: saxpy's (one test of 2^20 floats);
- * - the judge: a fixed diagnosis and instruction;
+ * - the judge: a fixed diagnosis and instruction (", N of them" added when asked for its N-th choice);
  * - a rewrite (mutate or crossover): the parents' marker lines (`// FAKE_SPEED <label>`, taken from the request's
- *   code blocks) plus one new one, so a child is 10 % faster than its parents per marker (saxpyEvolutionTime);
+ *   code blocks) plus one new one, so a child is 10 % faster than its parents per marker (saxpyEvolutionTime); the new
+ *   one numbers the idea as a model would pick another: past the children of the parent the results list, and past
+ *   the place the request asks for among answers written at once (unless `sameIdea`: then always the first);
  *   a mutation of v1 is always wrong (FAKE_WRONG_RESULT: rejected after the retry), a crossover's first attempt has no
  *   code (asked again, then right);
  * - restrictions: none. Every answer reports fixed token counts (TOKENS), for exact cost accounting.
@@ -56,7 +58,15 @@ function rewrite(lines: string[], json: object): string {
 
 const turn = (content: string): ScriptTurn => ({ respond: { content }, usage: TOKENS });
 
-export function evolutionResponder(options: { delayMs?: (body: any) => number } = {}) {
+/** The how-manieth idea a rewrite of `parents` applies: one past their children in the results, then the rank asked for. */
+function ideaNumber(request: string, operator: string, parents: readonly string[]): number {
+  const made = request.split('\n').filter((l) => l.startsWith('- v') && l.includes(`, ${operator} of ${parents.join(' and ')}:`)).length;
+  return made + rankAsked(request);
+}
+
+const rankAsked = (request: string) => Number(/ you rank number (\d+) among/.exec(request)?.[1] ?? 1);
+
+export function evolutionResponder(options: { delayMs?: (body: any) => number; sameIdea?: boolean } = {}) {
   return (body: any): ScriptTurn | undefined => {
     const messages: any[] = body?.messages ?? [];
     const users = messages.filter((m) => m.role === 'user').map(text);
@@ -67,14 +77,21 @@ export function evolutionResponder(options: { delayMs?: (body: any) => number } 
     for (const [key, answer] of ANALYSIS) if (first.includes(key)) return delayed(turn(answer));
     if (last.includes('List the restrictions')) return delayed(turn('{"restrictions": []}'));
     if (first.startsWith(OPERATOR_LINE.judge)) {
-      return delayed(turn(JSON.stringify({ diagnosis: 'DRAM throughput 92% of peak: memory-bound', instruction: JUDGE_INSTRUCTION })));
+      const rank = rankAsked(first);
+      const instruction = rank > 1 ? `${JUDGE_INSTRUCTION}, ${rank} of them` : JUDGE_INSTRUCTION;
+      return delayed(turn(JSON.stringify({ diagnosis: 'DRAM throughput 92% of peak: memory-bound', instruction })));
     }
     const parents = [...first.matchAll(/^The (?:current kernel|first parent|second parent): variant (v\d+)/gm)].map((m) => m[1]!);
     if (parents.length === 0) return undefined;
-    const label = `${first.startsWith(OPERATOR_LINE.crossover) ? 'crossover' : 'mutate'} ${parents.join('+')}`;
+    const isMutate = first.startsWith(OPERATOR_LINE.mutate);
+    // A judge-led mutation's results line says "judge of", its own-idea one "mutate of".
+    const operator = !isMutate ? 'crossover' : first.includes('applying this change: ') ? 'judge' : 'mutate';
+    const judged = operator === 'judge' ? / (\d+) of them$/m.exec(first)?.[1] : undefined;
+    const idea = options.sameIdea ? '' : ` #${ideaNumber(first, operator, parents)}${judged ? `.${judged}` : ''}`;
+    const label = `${operator === 'crossover' ? 'crossover' : 'mutate'}${operator === 'judge' ? ' (judged)' : ''} ${parents.join('+')}${idea}`;
     if (first.startsWith(OPERATOR_LINE.crossover) && attempt === 1) return delayed(turn('I would combine the two approaches; the details depend on the data.'));
     const lines = [...markers(first), `// FAKE_SPEED ${label}`];
-    if (first.startsWith(OPERATOR_LINE.mutate) && parents[0] === 'v1') lines.push('// FAKE_WRONG_RESULT');
+    if (isMutate && parents[0] === 'v1') lines.push('// FAKE_WRONG_RESULT');
     return delayed(turn(rewrite(lines, { idea: `idea for ${label}`, tunableParameters: { block_size_x: [128, 256] } })));
   };
 }

@@ -28,10 +28,12 @@ interface Run {
   options?: Partial<LLMKernelTransformerOptions>;
   delayMs?: (body: any) => number;
   backends?: FakeBackend[];
+  /** The responder answers every mutation of a parent with the same kernel, whatever it is asked. */
+  sameIdea?: boolean;
 }
 
 async function evolve(run: Run = {}) {
-  const server = await servers.start([], { responder: evolutionResponder({ ...(run.delayMs && { delayMs: run.delayMs }) }) });
+  const server = await servers.start([], { responder: evolutionResponder({ ...(run.delayMs && { delayMs: run.delayMs }), ...(run.sameIdea && { sameIdea: true }) }) });
   const backends = run.backends ?? [new FakeBackend({ model: { timeMs: saxpyEvolutionTime } })];
   const transformer = new LLMKernelTransformer(SAXPY, {
     llm: openaiModel(server),
@@ -74,7 +76,8 @@ describe('evolutionary strategy', () => {
     expect(finished.tracker.steps.at(-1)!.newTimeMs).toBeCloseTo(fastest.variant.timeMs, 9);
     // Judge-led children apply the judge's instruction.
     const judges = children.filter((c) => c.operator === 'judge').map((c) => c.child);
-    expect(result.of('population.judged').map((j) => [j.child, j.instruction])).toEqual(judges.map((c) => [c, JUDGE_INSTRUCTION]));
+    expect(result.of('population.judged').map((j) => j.child)).toEqual(judges);
+    for (const j of result.of('population.judged')) expect(j.instruction.startsWith(JUDGE_INSTRUCTION)).toBe(true);
     // Every rewrite of v1 alone (mutation, judge-led mutation) is wrong: rejected after the retry, never a variant.
     const ofV1 = children.filter((c) => c.operator !== 'crossover' && c.parents[0] === 'v1').map((c) => c.child);
     const rejected = result.of('population.rejected');
@@ -93,6 +96,25 @@ describe('evolutionary strategy', () => {
     const stopped = result.of('population.stopped')[0]!;
     expect(stopped.reason).toEqual({ kind: 'children', message: 'the 12 children asked for are made' });
     expect(stopped.variants + stopped.rejected).toBe(1 + 12);
+  }, 60_000);
+
+  it('asks children written side by side for different ideas, and keeps one variant of a kernel that comes back twice', async () => {
+    // Asked differently, children of one parent differ: no two variants share a kernel.
+    const asked = await evolve({ strategy: { seed: 1, maxChildren: 8 } });
+    const codes = asked.result.of('population.variant').map((v) => v.variant.code);
+    expect(new Set(codes).size).toBe(codes.length);
+    const ranks = asked.server.requests.map((r) => /rank number (\d+) among the promising ones/.exec(requestText(r.body))?.[1]).filter(Boolean);
+    expect(ranks).toContain('2');
+
+    // A model that answers the same whatever it is asked: the later twin is rejected, named as a twin, and counted as a failed try.
+    const same = await evolve({ strategy: { seed: 1, maxChildren: 8 }, sameIdea: true });
+    const variants = same.result.of('population.variant').map((v) => v.variant);
+    expect(new Set(variants.map((v) => v.code)).size).toBe(variants.length);
+    const twins = same.result.of('population.rejected').filter((r) => r.reason.kind === 'failed' && r.reason.error === 'DuplicateVariant');
+    expect(twins.length).toBeGreaterThan(0);
+    for (const t of twins) expect(t.reason).toMatchObject({ message: expect.stringMatching(/^the rewrite is v\d+'s code again$/) });
+    const stopped = same.result.of('population.stopped')[0]!;
+    expect(stopped.variants + stopped.rejected).toBe(1 + 8);
   }, 60_000);
 
   it('decides the same children and the same population whatever order the answers arrive in', async () => {

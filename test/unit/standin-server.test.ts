@@ -197,6 +197,30 @@ describe('the model stand-in', () => {
     expect(children).toContain(lastEntry(server).child);
   });
 
+  it('answers a mutate with an idea not yet applied to the kernel, and children written side by side with different ones', async () => {
+    const server = await standin({ seed: 2 });
+    const parent = await parentView('original', 0);
+    const variants = [parent.variant];
+    const ideaOf = async (prompt: string) => {
+      await ask(server, prompt);
+      return pool.byId.get(lastEntry(server).child!)!.idea;
+    };
+    // Asked for its first, second and third choice at once: the two ideas the pool has for the original, then a second take.
+    const ranked = [1, 2, 3].map((rank) => mutatePrompt({ parent, rank, variants, rejected: [] }));
+    const children: string[] = [];
+    for (const prompt of ranked) {
+      await ask(server, prompt);
+      children.push(lastEntry(server).child!);
+    }
+    expect(new Set(children).size).toBe(3);
+    expect(new Set(children.map((c) => pool.byId.get(c)!.idea))).toEqual(new Set(['shared_tiles', 'unroll_k']));
+    // Once the results show an idea applied to the original, it proposes the other.
+    const applied = pool.byId.get(children[0]!)!;
+    const child = { ...populationVariant(applied.id, 1, ['v0']), instruction: pool.ideas[applied.idea!]!.title };
+    const other = await ideaOf(mutatePrompt({ parent, variants: [parent.variant, child], rejected: [] }));
+    expect(other).not.toBe(applied.idea);
+  });
+
   it("draws a mutate among the children of the judge's instruction it applies", async () => {
     const server = await standin();
     const [, doubleBuffering] = pool.byId.get('step2_register_blocking')!.judge;
@@ -264,7 +288,7 @@ describe('the model stand-in', () => {
     expect(described.usage_metadata).toMatchObject({ input_tokens: Math.ceil(requestChars / 4), output_tokens: Math.ceil(described.text.length / 4) });
 
     const fences = new Set<string>();
-    for (let i = 0; i < 8; i++) fences.add(/```(cuda|cpp)\n/.exec((await ask(server, await mutateOf('original'))).text)![1]!);
+    for (let i = 0; i < 16; i++) fences.add(/```(cuda|cpp)\n/.exec((await ask(server, await mutateOf('original'))).text)![1]!);
     expect(fences).toEqual(new Set(['cuda', 'cpp']));
 
     const Restrictions = z.object({ restrictions: z.array(z.string()) });
@@ -285,16 +309,16 @@ describe('the model stand-in', () => {
   });
 
   it('waits its drawn latency for each answer, serving requests side by side', async () => {
-    const server = await standin({ seed: 6, latency: { minS: 0.05, maxS: 0.6 } });
+    const server = await standin({ seed: 18, latency: { minS: 0.05, maxS: 0.6 } });
     const prompts = [describePrompt(await shown('original'), 'matmul_naive'), await mutateOf('original'), await mutateOf('step1_shared_tiles'), await crossoverOf('step1_shared_tiles', 'tiled_square')];
     const finished: number[] = [];
     await Promise.all(prompts.map((prompt, i) => ask(server, prompt).then(() => finished.push(i))));
     const asked = ['describe:', 'mutate:original', 'mutate:step1_shared_tiles', 'crossover:step1_shared_tiles,tiled_square'];
     const latencies = asked.map((key) => server.log.find((e) => `${e.kind}:${e.shown.join(',')}` === key)!.latencyMs);
-    // Seed 6 draws these (in [50, 600] ms), each at least 100 ms from the next ...
-    expect(latencies).toEqual([480, 170, 67, 346]);
+    // Seed 18 draws these (in [50, 600] ms), each at least 100 ms from the next ...
+    expect(latencies).toEqual([102, 386, 540, 220]);
     // ... and the answers came in their order, not in the order the requests were sent: each waited its own.
-    expect(finished).toEqual([2, 1, 3, 0]);
+    expect(finished).toEqual([0, 3, 1, 2]);
   });
 
   it('says what it cannot answer: 400 for a request of no known kind, 422 for a kernel not in the pool', async () => {

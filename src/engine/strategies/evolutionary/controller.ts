@@ -183,7 +183,9 @@ export class EvolutionRun {
       const operator = chooseOperator(rng, this.population.operatorStats, elites.length);
       const parents = this.parentsFor(operator, rng, elites);
       const known = { variants: this.population.variants.length, rejected: this.population.rejected.length };
-      this.population = { ...this.population, plans: [...this.population.plans, { child, operator, parents: parents.map((v) => v.id), known }] };
+      const ids = parents.map((v) => v.id);
+      const rank = 1 + this.population.plans.filter((p) => p.operator === operator && p.parents.join() === ids.join()).length;
+      this.population = { ...this.population, plans: [...this.population.plans, { child, operator, parents: ids, known, ...(rank > 1 && { rank }) }] };
       emit(this.config, { type: 'population.child', child, stepId: stepIdOf(child), operator, parents: parents.map((v) => v.id) });
     }
   }
@@ -294,15 +296,15 @@ export class EvolutionRun {
   private async prompt(plan: ChildPlan, instruction: string | undefined): Promise<string> {
     const parents = plan.parents.map((id) => this.variantById(id));
     const { variants, rejected } = this.known(plan);
-    if (plan.operator === 'crossover') return crossoverPrompt({ first: await this.parentView(parents[0]!), second: await this.parentView(parents[1]!), variants, rejected });
-    return mutatePrompt({ parent: await this.parentView(parents[0]!), ...(instruction !== undefined && { instruction }), variants, rejected });
+    if (plan.operator === 'crossover') return crossoverPrompt({ first: await this.parentView(parents[0]!), second: await this.parentView(parents[1]!), rank: plan.rank ?? 1, variants, rejected });
+    return mutatePrompt({ parent: await this.parentView(parents[0]!), ...(instruction !== undefined ? { instruction } : { rank: plan.rank ?? 1 }), variants, rejected });
   }
 
   /** The judge's instruction for a child, asked once (kept in the child's draft). */
   private async judge(plan: ChildPlan): Promise<string> {
     const parent = this.variantById(plan.parents[0]!);
     const { variants, rejected } = this.known(plan);
-    const prompt = judgePrompt({ parent: await this.parentView(parent), variants, rejected });
+    const prompt = judgePrompt({ parent: await this.parentView(parent), rank: plan.rank ?? 1, variants, rejected });
     let attempt: Attempt = { feedback: [] };
     const errors: Error[] = [];
     for (;;) {
@@ -369,10 +371,10 @@ export class EvolutionRun {
           }
         }
         const { answer, kernel } = draft.ready!;
-        const twin = this.twinOf(kernel.code, plan);
+        const twin = twinIn(this.known(plan).variants, kernel.code);
         if (twin) {
           // Evaluating it again would measure what is known: it fails at once, and the prompts name it.
-          return { kind: 'finished', plan, outcome: { kind: 'rejected', reason: { kind: 'failed', error: 'DuplicateVariant', message: `the rewrite is ${twin}'s code again`, attempts: draft.failures.length + 1 } }, instruction: instruction() };
+          return { kind: 'finished', plan, outcome: { kind: 'rejected', reason: duplicateOf(twin, draft.failures.length + 1) }, instruction: instruction() };
         }
         emit(this.config, {
           type: 'candidate',
@@ -392,7 +394,7 @@ export class EvolutionRun {
             if (verdict.status === 'hazards') throw new SanitizerHazardError(verdict);
           }
           const { idea } = draft.ready!;
-          const outcome: ChildOutcome = { kind: 'entered', kernel, idea, timeMs: run.timeMs, objectiveValue: run.objectiveValue, bestParams: run.bestParams, profile: run.profile ?? null };
+          const outcome: ChildOutcome = { kind: 'entered', kernel, idea, timeMs: run.timeMs, objectiveValue: run.objectiveValue, bestParams: run.bestParams, profile: run.profile ?? null, attempts: draft.failures.length + 1 };
           return { kind: 'finished', plan, outcome, instruction: instruction() };
         } catch (error) {
           draft = await this.corrected({ ...draft, ready: undefined }, withAnswer(error, answer), errors, stepId);
@@ -410,13 +412,6 @@ export class EvolutionRun {
    */
   private transient<T>(request: () => Promise<T>): Promise<T> {
     return withTransportRetry(request, { ...(this.config.signal && { signal: this.config.signal }) });
-  }
-
-  /** The variant known when the child was decided whose code this is, but for whitespace (only those: see ChildPlan.known). */
-  private twinOf(code: string, plan: ChildPlan): string | undefined {
-    const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim();
-    const mine = squeezed(code);
-    return this.known(plan).variants.find((v) => squeezed(v.code) === mine)?.id;
   }
 
   /** The draft with the failure's correction for the next attempt (see retryOrThrow). */
@@ -441,8 +436,14 @@ export class EvolutionRun {
       this.finished.delete(next.child);
       const { [next.child]: _entered, ...drafts } = this.population.drafts;
       this.population = { ...this.population, plans: this.population.plans.slice(1), drafts, committed: this.population.committed + 1 };
-      if (result.outcome.kind === 'entered') this.enter(result.plan, result.outcome, result.instruction);
-      else this.reject(result.plan, result.outcome.reason, result.instruction);
+      const { outcome } = result;
+      if (outcome.kind === 'rejected') this.reject(result.plan, outcome.reason, result.instruction);
+      else {
+        // A child written side by side with an earlier one may come back as its kernel: one variant, not two.
+        const twin = twinIn(this.population.variants, outcome.kernel.code);
+        if (twin) this.reject(result.plan, duplicateOf(twin, outcome.attempts ?? 1), result.instruction);
+        else this.enter(result.plan, outcome, result.instruction);
+      }
       if (++this.entered >= this.settings.chunk) this.pausing = true;
       this.plan();
     }
@@ -565,3 +566,13 @@ function ideaOf(answer: string): string {
     return '';
   }
 }
+
+const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim();
+
+/** The variant among these whose code this is, but for whitespace. */
+function twinIn(variants: readonly Variant[], code: string): string | undefined {
+  const mine = squeezed(code);
+  return variants.find((v) => squeezed(v.code) === mine)?.id;
+}
+
+const duplicateOf = (twin: string, attempts: number): RejectionReason => ({ kind: 'failed', error: 'DuplicateVariant', message: `the rewrite is ${twin}'s code again`, attempts });

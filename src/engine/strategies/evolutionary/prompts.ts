@@ -36,12 +36,14 @@ function rejectedOrigin(r: RejectedChild): string {
 }
 
 /**
- * What the variants so far measured, as a measured part (heading, then `- ` lines): the parents and their ancestors
- * with their times and speed-ups, and the latest children that failed, with why. What helped and what did not.
+ * What the variants so far measured, as a measured part (heading, then `- ` lines): the parents, their ancestors and
+ * the children already made of them, with their times and speed-ups, and the latest children that failed, with why.
+ * What helped, what did not, and what was already applied to these parents.
  */
 export function resultsBlock(variants: readonly Variant[], rejected: readonly RejectedChild[], parents: readonly string[]): string {
   const original = variants.find((v) => v.operator === 'original');
   const related = ancestry(variants, parents);
+  for (const v of variants) if (v.parents.some((p) => parents.includes(p))) related.add(v.id);
   const speedup = (v: Variant) => (original ? ` (${(original.timeMs / v.timeMs).toFixed(2)}x the original)` : '');
   const kept = variants
     .filter((v) => related.has(v.id))
@@ -79,14 +81,25 @@ const IDEA_LINE = [
   '{"idea": "...", "tunableParameters": {...}, "restrictions": ["block_size_x * block_size_y <= 1024"]}',
 ].join('\n');
 
-/** One idea applied to one parent: the judge's instruction, or the one the model finds most promising. */
-export function mutatePrompt(options: { parent: ParentView; instruction?: string; variants: readonly Variant[]; rejected: readonly RejectedChild[] }): string {
+/**
+ * When several children of the same request are written at once, the one ranked `rank` (from 1): asked for the
+ * idea the model ranks that, since the same request sent twice often brings the same kernel back twice.
+ */
+function rankLine(rank: number, what: string): string[] {
+  if (rank <= 1) return [];
+  const others = rank - 1;
+  return [`${others} other answer${others > 1 ? 's' : ''} to this same request ${others > 1 ? 'are' : 'is'} being written at the same time. So that they try different things, ${what} you rank number ${rank} among the promising ones, not your first choice.`];
+}
+
+/** One idea applied to one parent: the judge's instruction, or the one the model finds most promising (or ranks `rank`). */
+export function mutatePrompt(options: { parent: ParentView; instruction?: string; rank?: number; variants: readonly Variant[]; rejected: readonly RejectedChild[] }): string {
   const { parent, instruction } = options;
   return [
     OPERATOR_LINE.mutate,
     instruction
       ? `Make this CUDA kernel faster by applying this change: ${instruction}`
-      : 'Make this CUDA kernel faster by applying one idea: the one that its profile and the results below make most promising, and that the failed children below did not try.',
+      : 'Make this CUDA kernel faster by applying one idea: the one that its profile and the results below make most promising, that no child of it below has applied already, and that the failed children below did not try.',
+    ...(instruction ? [] : rankLine(options.rank ?? 1, 'apply the idea')),
     'Change what the idea needs and keep the rest as it is, so that the measurement says whether the idea helped; the fastest and most different variants are kept, and later ideas build on them.',
     '',
     ...parentWithResults('The current kernel', parent, options.variants, options.rejected),
@@ -95,13 +108,14 @@ export function mutatePrompt(options: { parent: ParentView; instruction?: string
 }
 
 /** What made two parents fast, combined in one kernel. */
-export function crossoverPrompt(options: { first: ParentView; second: ParentView; variants: readonly Variant[]; rejected: readonly RejectedChild[] }): string {
+export function crossoverPrompt(options: { first: ParentView; second: ParentView; rank?: number; variants: readonly Variant[]; rejected: readonly RejectedChild[] }): string {
   const { first, second } = options;
   const profile = second.variant.profile;
   return [
     OPERATOR_LINE.crossover,
     `Two variants of the same CUDA kernel follow, each fast for its own reasons: ${first.variant.id} (${origin(first.variant)}) and ${second.variant.id} (${origin(second.variant)}).`,
     `Write one kernel that combines what makes each of them fast: start from ${first.variant.id} and bring in what ${second.variant.id} does better, as their profiles and results below show.`,
+    ...rankLine(options.rank ?? 1, 'write the combination'),
     '',
     ...parentBlock('The first parent', first),
     '',
@@ -123,12 +137,13 @@ export const JudgeAnswer = z.object({
 export type JudgeAnswerValue = z.infer<typeof JudgeAnswer>;
 
 /** CudaForge's judge: the variant's profile and the latest failures in, the next change to make out. */
-export function judgePrompt(options: { parent: ParentView; variants: readonly Variant[]; rejected: readonly RejectedChild[] }): string {
+export function judgePrompt(options: { parent: ParentView; rank?: number; variants: readonly Variant[]; rejected: readonly RejectedChild[] }): string {
   const { parent } = options;
   return [
     OPERATOR_LINE.judge,
     `You review variant ${parent.variant.id} of a CUDA kernel with the profile the tuner measured at its best configuration and the results of the variants so far: what helped, and what failed and why.`,
-    'Decide what limits this kernel now, and name the one change a CUDA programmer should make next to make it faster. Do not propose a change that the results show already failed, unless you say what to do differently.',
+    'Decide what limits this kernel now, and name the one change a CUDA programmer should make next to make it faster. Do not propose a change that a child of it below has applied already, or that the results show already failed, unless you say what to do differently.',
+    ...rankLine(options.rank ?? 1, 'name the change'),
     '',
     ...parentWithResults('The kernel', parent, options.variants, options.rejected),
     'The change must keep the kernel a device-only rewrite: same name and parameter list, no host code, no compiler flags, no libraries.',

@@ -21,11 +21,16 @@ export interface ChildPlan {
    * that they do not depend on which other children happened to finish first.
    */
   known: { variants: number; rejected: number };
+  /**
+   * Its place among the children with the same operator and parents in production when it was decided (absent for the
+   * first): its request asks for the idea the model ranks that, so that children written side by side differ.
+   */
+  rank?: number;
 }
 
 /** A child's outcome, kept when it finished while an earlier child still waits to enter. */
 export type ChildOutcome =
-  | { kind: 'entered'; kernel: CandidateKernel; idea: string; timeMs: number; objectiveValue: number; bestParams: Config; profile: ConfigProfile | null }
+  | { kind: 'entered'; kernel: CandidateKernel; idea: string; timeMs: number; objectiveValue: number; bestParams: Config; profile: ConfigProfile | null; attempts?: number }
   | { kind: 'rejected'; reason: RejectionReason };
 
 /**
