@@ -12,7 +12,10 @@
 //             children's evaluations held the GPU), for the strategy's phase and for the whole session.
 //
 //   node dist/bench/evolution.js [--part quality|overlap|both] [--seeds 1-5] [--calls 20] [--size 2048] [--window 4]
-//                                [--latency 4-12] [--overlap-calls 14]
+//                                [--strategies evolutionary,autonomous] [--latency 4-12] [--overlap-calls 14]
+//                                [--overlap-modes at-once,one-after-the-other]
+//   node dist/bench/evolution.js --part table --from a.json,b.json   the quality table of runs saved by several calls
+//                                                                    (no GPU: each file's cuBLAS and expert times)
 // JSON to $OUT/bench-evolution-<part>.json when OUT is set, written after every session (a cut-off run keeps them).
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -241,6 +244,26 @@ function cublasMs(n: number): { medianMs: number; device: string; torch: string 
   return JSON.parse(execFileSync(PYTHON, ['-c', CUBLAS_SCRIPT, String(n)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim().split('\n').at(-1)!) as { medianMs: number; device: string; torch: string };
 }
 
+function listOf<T extends string>(text: string, allowed: readonly T[], flag: string): T[] {
+  const items = text.split(',').map((item) => item.trim());
+  const wrong = items.find((item) => !(allowed as readonly string[]).includes(item));
+  if (wrong !== undefined || items.length === 0) throw new RangeError(`${flag}: expected a comma-separated list of ${allowed.join(', ')}, got ${text}`);
+  return items as T[];
+}
+
+/** The quality table of the runs several calls saved (bench-evolution-quality.json files), against the first file's cuBLAS and expert times. */
+function tableFrom(files: readonly string[]): string {
+  if (files.length === 0) throw new RangeError('--part table needs --from FILE[,FILE...]: bench-evolution-quality.json files');
+  const reports = files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as { calls: number; size: number; expertMs: number; cublas?: { medianMs: number }; runs: SessionRun[] });
+  const [first] = reports;
+  const cublas = reports.find((r) => r.cublas)?.cublas?.medianMs;
+  if (cublas === undefined) throw new Error(`none of ${files.join(', ')} holds a cuBLAS time: a call that finished writes it`);
+  const mixed = reports.find((r) => r.calls !== first!.calls || r.size !== first!.size);
+  if (mixed) throw new Error(`the files mix budgets or sizes (${first!.calls} calls at n = ${first!.size} and ${mixed.calls} at n = ${mixed.size})`);
+  const runs = reports.flatMap((r) => r.runs).sort((a, b) => a.seed - b.seed || b.strategy.localeCompare(a.strategy));
+  return `${first!.calls} model calls, n = ${first!.size}, cuBLAS ${cublas.toFixed(3)} ms, expert ${first!.expertMs.toFixed(3)} ms\n\n${qualityTable(runs, cublas, first!.expertMs)}`;
+}
+
 function seedsOf(text: string): number[] {
   const m = /^(\d+)(?:-(\d+))?$/.exec(text);
   if (!m) throw new RangeError(`--seeds: expected N or FIRST-LAST, got ${text}`);
@@ -291,8 +314,18 @@ async function main(): Promise<void> {
       'overlap-calls': { type: 'string', default: '14' },
       /** The evolutionary strategy's window in the quality part (children in production at once). */
       window: { type: 'string', default: '4' },
+      strategies: { type: 'string', default: 'evolutionary,autonomous' },
+      /** at-once: 4 requests in flight, 4 children in production; one-after-the-other: 1 and 1. */
+      'overlap-modes': { type: 'string', default: 'at-once,one-after-the-other' },
+      from: { type: 'string' },
     },
   });
+  if (values.part === 'table') {
+    console.log(tableFrom((values.from ?? '').split(',').filter(Boolean)));
+    return;
+  }
+  const strategies = listOf(values.strategies!, ['evolutionary', 'autonomous'] as const, '--strategies');
+  const overlapModes = listOf(values['overlap-modes']!, ['at-once', 'one-after-the-other'] as const, '--overlap-modes');
   const skip = gpuSkipReason();
   if (skip) {
     console.log(`no GPU: skipped (${skip})`);
@@ -308,7 +341,7 @@ async function main(): Promise<void> {
       const expert = await expertAt(backend, size);
       console.log(`expert step 4 at n = ${size}: ${expert.toFixed(3)} ms`);
       for (const seed of seedsOf(values.seeds!)) {
-        for (const strategy of ['evolutionary', 'autonomous'] as const) {
+        for (const strategy of strategies) {
           console.log(`\n${strategy}, seed ${seed}, ${calls} model calls, n = ${size}`);
           const { events, ...run } = await session(backend, { strategy, seed, calls, size, latency: { minS: 0, maxS: 0 }, llmConcurrency: 4, window: Number(values.window) });
           runs.push(run);
@@ -331,10 +364,11 @@ async function main(): Promise<void> {
       const overlapCalls = Number(values['overlap-calls']);
       const open = values.part === 'both' ? await GpuBackend.open() : backend;
       const runs = [];
-      for (const [label, llmConcurrency, window] of [
-        ['at once (4 requests in flight, 4 children in production)', 4, 4],
-        ['one after the other (1 request, 1 child)', 1, 1],
-      ] as const) {
+      const modes = [
+        ['at-once', 'at once (4 requests in flight, 4 children in production)', 4, 4],
+        ['one-after-the-other', 'one after the other (1 request, 1 child)', 1, 1],
+      ] as const;
+      for (const [, label, llmConcurrency, window] of modes.filter(([mode]) => overlapModes.includes(mode))) {
         console.log(`\noverlap: ${label}, latency ${values.latency} s, ${overlapCalls} calls`);
         const { events: _events, ...r } = await session(open, { strategy: 'evolutionary', seed: 1, calls: overlapCalls, size, latency, llmConcurrency, window });
         runs.push({ label, llmConcurrency, window, ...r });
