@@ -27,6 +27,7 @@ import type { EventOf, TuningEvent } from '../src/engine/progress/events';
 import { transformerOptionsFrom } from '../src/engine/session/session-options';
 import { DEFAULT_AUTONOMOUS, type SessionSettings } from '../src/engine/session/session-settings';
 import { LLMKernelTransformer } from '../src/engine/session/transformer';
+import { windowFor } from '../src/engine/strategies/evolutionary/population';
 import type { TuningBackend } from '../src/tuner/run/backend';
 import { GpuBackend } from '../src/tuner/run/gpu-backend';
 import { DEFAULT_LAUNCHES } from '../src/tuner/run/launch-count';
@@ -365,7 +366,7 @@ async function main(): Promise<void> {
       const open = values.part === 'both' ? await GpuBackend.open() : backend;
       const runs = [];
       const modes = [
-        ['at-once', 'at once (4 requests in flight, 4 children in production)', 4, 4],
+        ['at-once', `at once (4 requests in flight, ${windowFor(4, overlapCalls)} children in production)`, 4, 4],
         ['one-after-the-other', 'one after the other (1 request, 1 child)', 1, 1],
       ] as const;
       for (const [, label, llmConcurrency, window] of modes.filter(([mode]) => overlapModes.includes(mode))) {

@@ -1,7 +1,7 @@
 // The population's rules on their own (src/engine/strategies/evolutionary/population.ts): niches from profiles, the
 // archive's admission and retirement, tournament selection, Thompson sampling of operators, crossover partners.
 import { describe, expect, it } from 'vitest';
-import { admit, bestVariant, chooseOperator, classify, crossoverPartner, lineage, NO_OPERATOR_STATS, nicheOf, tournament, type Variant } from '../../src/engine/strategies/evolutionary/population';
+import { admit, bestVariant, chooseOperator, classify, crossoverPartner, lineage, NO_OPERATOR_STATS, nicheOf, tournament, windowFor, type Variant } from '../../src/engine/strategies/evolutionary/population';
 import type { ConfigProfile } from '../../src/tuner/run/profile';
 import { Random } from '../../src/tuner/space/random';
 
@@ -97,5 +97,17 @@ describe('selection', () => {
   it('follows a variant back to the original through its first parents', () => {
     const pop = [variant('v0', 10), variant('v1', 8, 'dram', ['v0']), variant('v2', 7, 'dram', ['v0']), variant('v3', 5, 'dram', ['v2', 'v1'])];
     expect(lineage(pop, 'v3').map((v) => v.id)).toEqual(['v0', 'v2', 'v3']);
+  });
+});
+
+describe('the window', () => {
+  it('is the one asked for, but no more than a tenth of a model-call budget, and at least one child', () => {
+    expect(windowFor(4, undefined)).toBe(4);
+    expect(windowFor(4, 100)).toBe(4);
+    expect(windowFor(2, 100)).toBe(2);
+    expect(windowFor(4, 39)).toBe(3);
+    expect(windowFor(4, 25)).toBe(2);
+    expect(windowFor(4, 16)).toBe(1);
+    expect(windowFor(4, 5)).toBe(1);
   });
 });

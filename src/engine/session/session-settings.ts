@@ -4,6 +4,7 @@
  * extension's light bundle); session-options.ts builds a transformer from them, session-log.ts reads the event log.
  */
 import { z } from 'zod';
+import { windowFor } from '../strategies/evolutionary/population';
 import { PricesSchema, SessionBudgetSchema } from '../resources/model-calls';
 import type { TuningEvent } from '../progress/events';
 
@@ -90,12 +91,12 @@ export interface BranchOptions {
 /**
  * The settings a recorded session replays with: the recording's answers bound it, not its budgets (a replay takes no
  * time of the model and may run on another GPU at another speed); an evolutionary session asks for exactly the
- * children it decided, in the same order.
+ * children it decided, in the same order, with the window its budget gave it.
  */
 export function replaySettings(settings: SessionSettings, events: readonly TuningEvent[]): SessionSettings {
-  const { budget: _budget, ...rest } = settings;
+  const { budget, ...rest } = settings;
   if (settings.strategy.kind !== 'evolutionary') return rest;
   // By number: a run that stopped before its checkpoint decided its children again in the next one.
   const children = new Set(events.flatMap((e) => (e.type === 'population.child' ? [e.child] : []))).size;
-  return { ...rest, strategy: { ...settings.strategy, maxChildren: Math.max(1, children) } };
+  return { ...rest, strategy: { ...settings.strategy, window: windowFor(settings.strategy.window, budget?.modelCalls), maxChildren: Math.max(1, children) } };
 }

@@ -53,6 +53,7 @@ import {
   type Operator,
   type RejectedChild,
   type Variant,
+  windowFor,
 } from './population';
 import { crossoverPrompt, JudgeAnswer, judgePrompt, mutatePrompt, type ParentView } from './prompts';
 import type { ChildDraft, ChildOutcome, ChildPlan, PopulationState, StopReason } from './state';
@@ -171,7 +172,7 @@ export class EvolutionRun {
 
   /** Decides children until `window` are in production, unless a budget or the children's limit stops it. */
   private plan(): void {
-    while (this.population.stopped === null && this.population.plans.length < this.settings.window) {
+    while (this.population.stopped === null && this.population.plans.length < windowFor(this.settings.window, this.modelCalls.budget.modelCalls)) {
       const child = this.population.committed + this.population.plans.length;
       const stop = this.stopBefore(child);
       if (stop) {
