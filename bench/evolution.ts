@@ -14,8 +14,8 @@
 //   node dist/bench/evolution.js [--part quality|overlap|both] [--seeds 1-5] [--calls 20] [--size 2048] [--window 4]
 //                                [--strategies evolutionary,autonomous] [--latency 4-12] [--overlap-calls 14]
 //                                [--overlap-modes at-once,one-after-the-other]
-//   node dist/bench/evolution.js --part table --from a.json,b.json   the quality table of runs saved by several calls
-//                                                                    (no GPU: each file's cuBLAS and expert times)
+//   node dist/bench/evolution.js --part table --from a.json,b.json [--cublas-ms T]   the quality table of runs saved
+//                                  by several calls (no GPU: the first file's cuBLAS time unless given, its expert's)
 // JSON to $OUT/bench-evolution-<part>.json when OUT is set, written after every session (a cut-off run keeps them).
 import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -253,11 +253,11 @@ function listOf<T extends string>(text: string, allowed: readonly T[], flag: str
 }
 
 /** The quality table of the runs several calls saved (bench-evolution-quality.json files), against the first file's cuBLAS and expert times. */
-function tableFrom(files: readonly string[]): string {
+function tableFrom(files: readonly string[], cublasMs: number | undefined): string {
   if (files.length === 0) throw new RangeError('--part table needs --from FILE[,FILE...]: bench-evolution-quality.json files');
   const reports = files.map((f) => JSON.parse(readFileSync(f, 'utf8')) as { calls: number; size: number; expertMs: number; cublas?: { medianMs: number }; runs: SessionRun[] });
   const [first] = reports;
-  const cublas = reports.find((r) => r.cublas)?.cublas?.medianMs;
+  const cublas = cublasMs ?? reports.find((r) => r.cublas)?.cublas?.medianMs;
   if (cublas === undefined) throw new Error(`none of ${files.join(', ')} holds a cuBLAS time: a call that finished writes it`);
   const mixed = reports.find((r) => r.calls !== first!.calls || r.size !== first!.size);
   if (mixed) throw new Error(`the files mix budgets or sizes (${first!.calls} calls at n = ${first!.size} and ${mixed.calls} at n = ${mixed.size})`);
@@ -319,10 +319,14 @@ async function main(): Promise<void> {
       /** at-once: 4 requests in flight, 4 children in production; one-after-the-other: 1 and 1. */
       'overlap-modes': { type: 'string', default: 'at-once,one-after-the-other' },
       from: { type: 'string' },
+      /** The table part: the cuBLAS time to count shares of (ms), in place of the first file's. */
+      'cublas-ms': { type: 'string' },
     },
   });
   if (values.part === 'table') {
-    console.log(tableFrom((values.from ?? '').split(',').filter(Boolean)));
+    const cublasMs = values['cublas-ms'] === undefined ? undefined : Number(values['cublas-ms']);
+    if (cublasMs !== undefined && !(cublasMs > 0)) throw new RangeError(`--cublas-ms: expected a positive time in ms, got ${values['cublas-ms']}`);
+    console.log(tableFrom((values.from ?? '').split(',').filter(Boolean), cublasMs));
     return;
   }
   const strategies = listOf(values.strategies!, ['evolutionary', 'autonomous'] as const, '--strategies');
