@@ -6,7 +6,7 @@
  */
 import type { VariantView } from '../src/engine/progress/events';
 import type { ChildView, PopulationView } from '../src/engine/session/session-view';
-import { madeBy, nicheText } from '../src/engine/progress/describe-variant';
+import { madeBy, nicheText, twinOf } from '../src/engine/progress/describe-variant';
 import { formatTime } from './chart-series';
 
 /** What made a node from its parents: an operator of the strategy, or a branch of the session ('edit'). */
@@ -88,7 +88,8 @@ export function lineageGraph(population: PopulationView, live: boolean): Lineage
   for (const c of population.children) {
     if (c.variant !== undefined) continue;
     const how = madeBy(c.operator, c.parents);
-    const rejected = c.rejection && REJECTION_SHORT[c.rejection.kind];
+    const twin = c.rejection && twinOf(c.rejection);
+    const rejected = c.rejection && (twin ? `twin of ${twin}` : REJECTION_SHORT[c.rejection.kind]);
     nodes.push({
       id: c.stepId,
       kind: rejected ? 'rejected' : 'unfinished',

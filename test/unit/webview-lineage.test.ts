@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import type { TuningEvent, VariantView } from '../../src/engine/progress/events';
 import { reduceAll, type PopulationView, type SessionHeader } from '../../src/engine/session/session-view';
 import { layoutLineage } from '../../webview/lineage-layout';
-import { nicheText } from '../../src/engine/progress/describe-variant';
+import { nicheText, twinRejection } from '../../src/engine/progress/describe-variant';
 import { lineageGraph } from '../../webview/lineage-model';
 
 const recorded = JSON.parse(readFileSync(join(__dirname, '..', 'fixtures', 'sessions', 'evolution-saxpy.fake-gpu.json'), 'utf8')) as { report: { header: SessionHeader; events: TuningEvent[] } };
@@ -80,6 +80,21 @@ describe('lineage tree model', () => {
     expect(lineageGraph(p, false).nodes.find((n) => n.id === 'c0')!.lines[0]).toBe('c0 · not finished');
     expect(live.edges.map((e) => `${e.source}->${e.target} ${e.label}`)).toEqual(['v0->v1 branch', 'v0->c0 crossover', 'v1->c0 crossover']);
     expect(live.nodes.find((n) => n.id === 'v1')!.lines[1]).toBe('1 ms · 2.00×');
+  });
+
+  it('names the variant a child rejected as a twin was the kernel of', () => {
+    const p: PopulationView = {
+      variants: [variant('v0', [], 'original', 2, null), variant('v1', ['v0'], 'mutate', 1, 0)],
+      retired: [],
+      bestId: 'v1',
+      children: [
+        { child: 0, stepId: 'c0', operator: 'mutate', parents: ['v0'], variant: 'v1' },
+        { child: 1, stepId: 'c1', operator: 'judge', parents: ['v0'], rejection: twinRejection('v1', 1) },
+      ],
+    };
+    const node = lineageGraph(p, false).nodes.find((n) => n.id === 'c1')!;
+    expect(node).toMatchObject({ kind: 'rejected', lines: ['c1 · rejected', 'twin of v1'] });
+    expect(node.description).toBe('child 1 (c1), judge-led mutation of v0: rejected, twin of v1');
   });
 });
 

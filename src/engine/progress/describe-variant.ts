@@ -1,6 +1,6 @@
 // A variant of an evolutionary session in words, for the step titles, the panel's lineage tree and the reports: how it
 // was made and its niche in the archive. Pure and free of Node imports: the webview bundles it.
-import type { VariantView } from './events';
+import type { RejectionReason, VariantView } from './events';
 
 /** How a variant was made: "crossover of v1 and v2", "judge-led mutation of v4", "the original kernel". */
 export function madeBy(operator: VariantView['operator'], parents: readonly string[]): string {
@@ -24,4 +24,16 @@ const OCCUPANCY_WORDS: Record<string, string> = { low: 'low occupancy (under 25%
 /** What bounds the variant and how full it keeps the SMs: its niche in the archive. */
 export function nicheText(v: Pick<VariantView, 'bound' | 'occupancy'>): string {
   return `${BOUND_WORDS[v.bound] ?? v.bound}, ${OCCUPANCY_WORDS[v.occupancy] ?? v.occupancy}`;
+}
+
+const TWIN_ERROR = 'DuplicateVariant';
+
+/** Why a child whose kernel is a variant's already (but for whitespace) is rejected: evaluating it would measure what is known. */
+export function twinRejection(twin: string, attempts: number): RejectionReason {
+  return { kind: 'failed', error: TWIN_ERROR, message: `the rewrite is ${twin}'s code again`, attempts };
+}
+
+/** The variant a rejected child was a twin of, if that was why. */
+export function twinOf(reason: RejectionReason): string | undefined {
+  return reason.kind === 'failed' && reason.error === TWIN_ERROR ? /^the rewrite is (\S+)'s code again$/.exec(reason.message)?.[1] : undefined;
 }

@@ -35,7 +35,7 @@ import { isAbortError } from '../../llm/errors';
 import { LlmError, SanitizerHazardError } from '../../errors';
 import { withTransportRetry } from '../../llm/transport';
 import { emit, type RejectionReason, type VariantView } from '../../progress/events';
-import { madeBy } from '../../progress/describe-variant';
+import { madeBy, twinRejection } from '../../progress/describe-variant';
 import { SYSTEM_PROMPT, type Measured } from '../../prompts';
 import type { ModelCalls } from '../../resources/model-calls';
 import type { GpuShare } from '../../resources/gpu-pool';
@@ -375,7 +375,7 @@ export class EvolutionRun {
         const twin = twinIn(this.known(plan).variants, kernel.code);
         if (twin) {
           // Evaluating it again would measure what is known: it fails at once, and the prompts name it.
-          return { kind: 'finished', plan, outcome: { kind: 'rejected', reason: duplicateOf(twin, draft.failures.length + 1) }, instruction: instruction() };
+          return { kind: 'finished', plan, outcome: { kind: 'rejected', reason: twinRejection(twin, draft.failures.length + 1) }, instruction: instruction() };
         }
         emit(this.config, {
           type: 'candidate',
@@ -442,7 +442,7 @@ export class EvolutionRun {
       else {
         // A child written side by side with an earlier one may come back as its kernel: one variant, not two.
         const twin = twinIn(this.population.variants, outcome.kernel.code);
-        if (twin) this.reject(result.plan, duplicateOf(twin, outcome.attempts ?? 1), result.instruction);
+        if (twin) this.reject(result.plan, twinRejection(twin, outcome.attempts ?? 1), result.instruction);
         else this.enter(result.plan, outcome, result.instruction);
       }
       if (++this.entered >= this.settings.chunk) this.pausing = true;
@@ -575,5 +575,3 @@ function twinIn(variants: readonly Variant[], code: string): string | undefined 
   const mine = squeezed(code);
   return variants.find((v) => squeezed(v.code) === mine)?.id;
 }
-
-const duplicateOf = (twin: string, attempts: number): RejectionReason => ({ kind: 'failed', error: 'DuplicateVariant', message: `the rewrite is ${twin}'s code again`, attempts });
