@@ -117,6 +117,13 @@ describe('evolutionary strategy', () => {
     expect(stopped.variants + stopped.rejected).toBe(1 + 8);
   }, 60_000);
 
+  it('refuses to evolve further a session it has no checkpoint of, before asking the model anything', async () => {
+    const { server, result } = await evolve({ options: { evolveFurther: true, threadId: 'imported-session' } });
+    expect(result.end).toMatchObject({ status: 'failed' });
+    expect(String((result.end as { error: unknown }).error)).toContain('session imported-session has no checkpoint here to evolve further from');
+    expect(server.requests).toEqual([]);
+  });
+
   it('decides the same children and the same population whatever order the answers arrive in', async () => {
     const quick = await evolve({ strategy: { seed: 7 } });
     const rng = seeded(3);

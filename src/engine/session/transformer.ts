@@ -267,6 +267,10 @@ export class LLMKernelTransformer {
         return yield* streamSession(graph, new Command({ resume: streamOptions.approval }), config);
       }
       const population = (snapshot.values as Partial<TuningStateValue>).population;
+      if (o.evolveFurther && !started) {
+        throw new Error(`session ${this.threadId} has no checkpoint here to evolve further from (an imported session keeps its results, not its population's checkpoints): start a new evolutionary session from its kernel instead`);
+      }
+      if (o.evolveFurther && finished && !population) throw new Error(`session ${this.threadId} is not an evolutionary session: only a population evolves further`);
       if (finished && o.evolveFurther && population) {
         // As if the baseline had just been measured: the strategy runs again over the population it left.
         await graph.updateState(config, { population: { ...population, stopped: null } }, 'baseline');
