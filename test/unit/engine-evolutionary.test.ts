@@ -105,12 +105,15 @@ describe('evolutionary strategy', () => {
     expect(new Set(codes).size).toBe(codes.length);
     const ranks = asked.server.requests.map((r) => /rank number (\d+) among the promising ones/.exec(requestText(r.body))?.[1]).filter(Boolean);
     expect(ranks).toContain('2');
+    // Asked for their second and third choices, no child came back as another's kernel (the entry check had nothing to catch).
+    const isTwin = (r: { reason: { kind: string; error?: string } }) => r.reason.kind === 'failed' && r.reason.error === 'DuplicateVariant';
+    expect(asked.result.of('population.rejected').filter(isTwin)).toEqual([]);
 
     // A model that answers the same whatever it is asked: the later twin is rejected, named as a twin, and counted as a failed try.
     const same = await evolve({ strategy: { seed: 1, maxChildren: 8 }, sameIdea: true });
     const variants = same.result.of('population.variant').map((v) => v.variant);
     expect(new Set(variants.map((v) => v.code)).size).toBe(variants.length);
-    const twins = same.result.of('population.rejected').filter((r) => r.reason.kind === 'failed' && r.reason.error === 'DuplicateVariant');
+    const twins = same.result.of('population.rejected').filter(isTwin);
     expect(twins.length).toBeGreaterThan(0);
     for (const t of twins) expect(t.reason).toMatchObject({ message: expect.stringMatching(/^the rewrite is v\d+'s code again$/) });
     const stopped = same.result.of('population.stopped')[0]!;

@@ -172,7 +172,8 @@ export class EvolutionRun {
 
   /** Decides children until `window` are in production, unless a budget or the children's limit stops it. */
   private plan(): void {
-    while (this.population.stopped === null && this.population.plans.length < windowFor(this.settings.window, this.modelCalls.budget.modelCalls)) {
+    const window = windowFor(this.settings.window, this.modelCalls.budget.modelCalls);
+    while (this.population.stopped === null && this.population.plans.length < window) {
       const child = this.population.committed + this.population.plans.length;
       const stop = this.stopBefore(child);
       if (stop) {
