@@ -313,10 +313,10 @@ async function main(): Promise<void> {
       size: { type: 'string', default: '2048' },
       latency: { type: 'string', default: '4-12' },
       'overlap-calls': { type: 'string', default: '14' },
-      /** The evolutionary strategy's window in the quality part (children in production at once). */
+      /** The evolutionary strategy's window in the quality part (children written at once). */
       window: { type: 'string', default: '4' },
       strategies: { type: 'string', default: 'evolutionary,autonomous' },
-      /** at-once: 4 requests in flight, 4 children in production; one-after-the-other: 1 and 1. */
+      /** at-once: 4 requests in flight, a window of 4 children (at most a tenth of the calls); one-after-the-other: 1 and 1. */
       'overlap-modes': { type: 'string', default: 'at-once,one-after-the-other' },
       from: { type: 'string' },
       /** The table part: the cuBLAS time to count shares of (ms), in place of the first file's. */
@@ -370,7 +370,7 @@ async function main(): Promise<void> {
       const open = values.part === 'both' ? await GpuBackend.open() : backend;
       const runs = [];
       const modes = [
-        ['at-once', `at once (4 requests in flight, ${windowFor(4, overlapCalls)} children in production)`, 4, 4],
+        ['at-once', `at once (4 requests in flight, a window of ${windowFor(4, overlapCalls)} children)`, 4, 4],
         ['one-after-the-other', 'one after the other (1 request, 1 child)', 1, 1],
       ] as const;
       for (const [, label, llmConcurrency, window] of modes.filter(([mode]) => overlapModes.includes(mode))) {

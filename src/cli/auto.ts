@@ -52,7 +52,7 @@ options:
   --strategy S             autonomous (default), explicit, or evolutionary (a population of variants evolved by
                            mutation, crossover and a judge that reads the profile; the model and the GPU work at once)
   --seed N                 evolutionary: seeds the choice of operators and parents (default 0)
-  --window N               evolutionary: children in production at once (default 4; at most a tenth of --max-calls)
+  --window N               evolutionary: children the model writes at once (default 4; at most a tenth of --max-calls)
   --max-children N         evolutionary: children asked for at most (default: the budget decides; 16 without one)
   --approve-plan           show the plan and ask which steps to carry out before tuning
   --threshold PCT          improvement (percent, in the objective) a step needs to be accepted (default 1.0)

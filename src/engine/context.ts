@@ -3,6 +3,7 @@
  * run. It travels in LangGraph's run context (`config.context.engine`), so it reaches subgraphs and Send tasks without
  * being checkpointed: the state holds only plain data, and a resumed session gets a fresh context (a new backend).
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { LangGraphRunnableConfig, RetryPolicy as NodeRetryPolicy } from '@langchain/langgraph';
 import type { DeviceDescription, TuningBackend } from '../tuner/run/backend';
 import type { LaunchCount } from '../tuner/run/launch-count';
@@ -45,10 +46,16 @@ export interface EngineSettings {
    * (a hazard rejects it and is told to the model); default on.
    */
   sanitize: boolean;
+  /**
+   * The session's own cancellation. Work that outlives one run of a node (an evolutionary session's children in
+   * flight across a checkpoint) follows it: the signal LangGraph gives a node stops following it once the node ends.
+   */
+  signal?: AbortSignal;
 }
 
 export class EngineContext {
   private readonly gpus: GpuPool<TuningBackend>;
+  private readonly gpuPriority = new AsyncLocalStorage<number>();
   /** Every request of the session to its model: slots, budgets, usage (llm-call.ts goes through it). */
   readonly modelCalls: ModelCalls;
   /** The device's bandwidth and FP32 limits, once measured for this run (null where they could not be). */
@@ -77,12 +84,22 @@ export class EngineContext {
    * them); 'one': any single GPU, so that several runs go side by side on a machine with several.
    */
   onGpus<T>(share: GpuShare, work: (backends: readonly TuningBackend[]) => Promise<T>): Promise<T> {
-    return this.gpus.run(share, work);
+    return this.gpus.run(share, work, this.gpuPriority.getStore());
+  }
+
+  /** Runs `work` with its GPU work served before that of a later priority (a lower number) or none: GpuPool. */
+  withGpuPriority<T>(priority: number, work: () => Promise<T>): Promise<T> {
+    return this.gpuPriority.run(priority, work);
   }
 
   /** GPU-seconds this run's tuning held the GPUs (compiles, checks, timings, profiles of the candidates). */
   get gpuBusyS(): number {
     return this.gpus.busyS;
+  }
+
+  /** GPU-seconds the work of this priority held the GPUs (see withGpuPriority). */
+  gpuBusySOf(priority: number): number {
+    return this.gpus.busySOf(priority);
   }
 
   /** GPU work on every GPU of the session (see onGpus). */

@@ -1,7 +1,8 @@
 // The evolutionary strategy on the fake GPU (TEST DOUBLE) with the real OpenAI client over HTTP, answered by content
 // (test/support/evolution-responder.ts): selection and the archive, a failed child kept out of the population and named
-// in the next prompts, every budget stopping with its reason, exact cost accounting, determinism whatever the timing,
-// resuming an interrupted session, and the model and the GPUs working at once.
+// in the next prompts, every budget stopping with its reason, exact cost accounting, decisions recorded and replayed
+// whatever the timing, resuming an interrupted session, checkpoints that do not stop the work, and the model and the
+// GPUs working at once.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -14,6 +15,9 @@ import type { TuningEvent } from '../../src/engine/progress/events';
 import { collect, FAST_TRANSPORT_RETRY, openaiModel, requestText, SAXPY, scriptedServers } from '../support/engine-harness';
 import { evolutionResponder, JUDGE_INSTRUCTION, saxpyEvolutionTime, TOKENS } from '../support/evolution-responder';
 import { FakeBackend } from '../support/fake-backend';
+import { ReplayChatModel } from '../../src/engine/llm/replay';
+import { exchangesOf } from '../../src/engine/session/session-log';
+import { recordedDecisions } from '../../src/engine/session/session-settings';
 import { rng as seeded } from '../support/seeded';
 
 const servers = scriptedServers();
@@ -30,6 +34,7 @@ interface Run {
   backends?: FakeBackend[];
   /** The responder answers every mutation of a parent with the same kernel, whatever it is asked. */
   sameIdea?: boolean;
+  onEvent?: (e: TuningEvent) => void;
 }
 
 async function evolve(run: Run = {}) {
@@ -42,7 +47,7 @@ async function evolve(run: Run = {}) {
     transportRetryPolicy: FAST_TRANSPORT_RETRY,
     ...run.options,
   });
-  return { server, backends, result: await collect(transformer) };
+  return { server, backends, result: await collect(transformer, {}, run.onEvent) };
 }
 
 /** The decisions and outcomes of a session, without times of day: what must not depend on timing. */
@@ -85,9 +90,9 @@ describe('evolutionary strategy', () => {
     expect(rejected.map((r) => r.child)).toEqual(ofV1);
     for (const r of rejected) expect(r.reason.kind).toBe('wrong_result');
     expect(variants.filter((v) => ofV1.includes(v.variant.child ?? -1))).toEqual([]);
-    // Children decided after a rejection (4 places later: the window) are told what failed.
+    // Children decided once the rejection was in (the results they saw count it) are told what failed.
     const first = rejected[0]!.child;
-    const later = children.filter((c) => c.child >= first + 4);
+    const later = children.filter((c) => c.known!.rejected > 0);
     expect(later.length).toBeGreaterThan(0);
     for (const c of later) {
       const asked = server.requests.filter((r) => requestText(r.body).includes(`variant ${c.parents[0]}`));
@@ -127,14 +132,41 @@ describe('evolutionary strategy', () => {
     expect(server.requests).toEqual([]);
   });
 
-  it('decides the same children and the same population whatever order the answers arrive in', async () => {
-    const quick = await evolve({ strategy: { seed: 7 } });
+  it('decides from the results in when a place frees, records what each decision saw, and a replay follows the decisions whatever order the answers came in', async () => {
     const rng = seeded(3);
     const shuffled = await evolve({ strategy: { seed: 7 }, delayMs: () => Math.floor(rng() * 40) });
-    expect(decisions(shuffled.result.events)).toEqual(decisions(quick.result.events));
-    const other = await evolve({ strategy: { seed: 8 } });
-    expect(decisions(other.result.events)).not.toEqual(decisions(quick.result.events));
+    expect(shuffled.result.end).toEqual({ status: 'finished' });
+    const children = shuffled.result.of('population.child');
+    // Each decision says what it saw: the results in when it was made, never more than the children before it.
+    for (const c of children) {
+      expect(c.known).toBeDefined();
+      expect(c.known!.variants - 1 + c.known!.rejected).toBeLessThanOrEqual(c.child);
+    }
+    // With a window of 4 children are decided before the results of the ones before them are in.
+    expect(children.some((c) => c.known!.variants - 1 + c.known!.rejected < c.child)).toBe(true);
+
+    const { decisions: recorded } = recordedDecisions(shuffled.result.events);
+    expect(recorded?.length).toBe(children.length);
+    const replay = new ReplayChatModel(exchangesOf(shuffled.result.events));
+    const replayed = await collect(
+      new LLMKernelTransformer(SAXPY, {
+        llm: replay,
+        backend: new FakeBackend({ model: { timeMs: saxpyEvolutionTime } }),
+        tuningStrategy: new EvolutionaryTuningStrategy({ retryPolicy: defaultRetryPolicy(1), seed: 7, maxChildren: children.length, decisions: recorded! }),
+        transportRetryPolicy: FAST_TRANSPORT_RETRY,
+      }),
+    );
+    expect(replayed.end).toEqual({ status: 'finished' });
+    expect(replay.unused()).toEqual([]);
+    expect(decisions(replayed.events)).toEqual(decisions(shuffled.result.events));
   }, 120_000);
+
+  it('decides each child from every result before it with a window of 1, one child at a time', async () => {
+    const { result } = await evolve({ strategy: { seed: 2, window: 1, maxChildren: 6 } });
+    const children = result.of('population.child');
+    expect(children.map((c) => c.child)).toEqual([...Array(6).keys()]);
+    for (const c of children) expect(c.known!.variants - 1 + c.known!.rejected).toBe(c.child);
+  }, 60_000);
 
   it.each([
     ['model_calls', { budget: { modelCalls: 10 } }],
@@ -174,8 +206,7 @@ describe('evolutionary strategy', () => {
     expect(() => new LLMKernelTransformer(SAXPY, { llm, llmConcurrency: 0 })).toThrow('model calls in flight must be an integer >= 1, got 0');
   });
 
-  it('goes on with the same population after an interruption: a resumed session makes the same children and ends as an uninterrupted one', async () => {
-    const whole = await evolve({ strategy: { chunk: 2, seed: 3, maxChildren: 16 } });
+  it('goes on with the same population after an interruption: the children the checkpoint holds are finished, not decided again', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'evolve-resume-'));
     dirs.push(dir);
     const server = await servers.start([], { responder: evolutionResponder() });
@@ -193,22 +224,65 @@ describe('evolutionary strategy', () => {
       });
     // Interrupted as its second run of the evolve node starts: the first one's children are in the checkpoint.
     let evolveRuns = 0;
+    let checkpointed: { population: { committed: number; plans: { child: number }[]; variants: { id: string; timeMs: number }[] } } | undefined;
     const interrupted = await collect(session(controller.signal), {}, (e) => {
+      if (e.type === 'graph.node' && e.node === 'evolve' && e.phase === 'finished' && evolveRuns === 1) checkpointed = e.data as typeof checkpointed;
       if (e.type === 'graph.node' && e.node === 'evolve' && e.phase === 'started' && ++evolveRuns === 2) controller.abort();
     });
     expect(interrupted.end.status).toBe('cancelled');
     const resumed = await collect(session());
     expect(resumed.end).toEqual({ status: 'finished' });
-    // It continued the population: the children it decided are the later ones, never child 0 again.
+    expect(resumed.of('population.variant').some((v) => v.variant.id === 'v0')).toBe(false);
+    // The children the checkpoint had decided are made without being decided again; the next ones are decided anew.
+    const held = checkpointed!.population;
+    const decidedBefore = held.committed + held.plans.length;
+    expect(decidedBefore).toBeGreaterThan(2);
     const again = resumed.of('population.child').map((c) => c.child);
     expect(again.length).toBeGreaterThan(0);
-    expect(Math.min(...again)).toBeGreaterThanOrEqual(4);
-    expect(resumed.of('population.variant').some((v) => v.variant.id === 'v0')).toBe(false);
-    // And it ends as the uninterrupted session did: the same variants, the same final kernel.
-    const entered = (events: readonly TuningEvent[]) => new Map(events.flatMap((e) => (e.type === 'population.variant' ? [[e.variant.id, `${e.variant.parents.join('+')} ${e.variant.timeMs.toPrecision(6)}`] as const] : [])));
-    expect(new Map([...entered(interrupted.events), ...entered(resumed.events)])).toEqual(entered(whole.result.events));
-    expect(resumed.of('session.finished')[0]!.tunableCode).toBe(whole.result.of('session.finished')[0]!.tunableCode);
+    expect(Math.min(...again)).toBe(decidedBefore);
+    // The variants of the checkpoint stay as they were, and the population grows to all 16 children.
+    const entered = new Map(interrupted.of('population.variant').map((v) => [v.variant.id, v.variant.timeMs]));
+    for (const v of held.variants) expect(entered.get(v.id)).toBe(v.timeMs);
+    const stopped = resumed.of('population.stopped')[0]!;
+    expect(stopped.variants + stopped.rejected).toBe(1 + 16);
   }, 120_000);
+
+  it('checkpoints without stopping the work: requests in flight go on into the next run of the node, none is asked again', async () => {
+    const spans: [number, number][] = [];
+    const delayMs = (body: any) => {
+      const ms = requestText(body).includes('Operator:') ? 60 : 0;
+      spans.push([performance.now(), performance.now() + ms]);
+      return ms;
+    };
+    const boundaries: number[] = [];
+    const { server, result } = await evolve({ strategy: { chunk: 1, seed: 4, maxChildren: 10 }, delayMs, onEvent: (e) => {
+      if (e.type === 'graph.node' && e.node === 'evolve' && e.phase === 'finished') boundaries.push(performance.now());
+    } });
+    expect(result.end).toEqual({ status: 'finished' });
+    expect(boundaries.length).toBeGreaterThan(5);
+    // A request was being answered while the node returned its checkpoint...
+    expect(spans.some(([start, end]) => boundaries.some((b) => start < b && b < end))).toBe(true);
+    // ... and its answer was used: every request made is a call counted, none was dropped and asked again.
+    expect(server.requests.length).toBe(result.of('llm.usage').length);
+    expect(result.of('population.stopped')[0]!.usage.calls).toBe(server.requests.length);
+  }, 60_000);
+
+  it('frees a child\'s place when its rewrite goes to the GPU: the model writes a whole window of children while the GPU measures another', async () => {
+    const spans: [number, number][] = [];
+    const delayMs = (body: any) => {
+      const ms = requestText(body).includes('Operator:') ? 150 : 0;
+      if (ms > 0) spans.push([performance.now(), performance.now() + ms]);
+      return ms;
+    };
+    const gpu = new TimedFakeBackend({ model: { timeMs: saxpyEvolutionTime }, timeDelayMs: 40 });
+    const { result } = await evolve({ strategy: { window: 3, seed: 6, maxChildren: 10 }, backends: [gpu], delayMs });
+    expect(result.end).toEqual({ status: 'finished' });
+    const writing = (t: number) => spans.filter(([start, end]) => start <= t && t < end).length;
+    // At some moment the GPU timed a child while three others were being written (a window of 3 counting the child on
+    // the GPU would have left room for two).
+    const moments = gpu.busy.flatMap(([start, end]) => [start, ...spans.map(([s]) => s).filter((s) => s > start && s < end)]);
+    expect(Math.max(...moments.map(writing))).toBeGreaterThanOrEqual(3);
+  }, 60_000);
 
   it('writes children while the GPU evaluates others, and evaluates them side by side on several GPUs', async () => {
     const modelBusy: [number, number][] = [];

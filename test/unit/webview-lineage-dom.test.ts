@@ -49,7 +49,7 @@ describe.skipIf(!hasChromium)('the lineage tree in the panel (Chromium)', () => 
     await page.waitForSelector(`g.lineage-node[data-node="${population.bestId}"].best`);
     const nodes = await page.$$eval('g.lineage-node', (gs) => gs.map((g) => g.getAttribute('data-node')));
     expect(nodes.length).toBeGreaterThan(before);
-    expect(nodes.sort()).toEqual([...population.variants.map((v) => v.id), rejected.stepId].sort());
+    expect(nodes.sort()).toEqual([...population.variants.map((v) => v.id), ...population.children.filter((c) => c.rejection).map((c) => c.stepId)].sort());
     expect(await page.locator('g.lineage-node.kind-unfinished').count()).toBe(0);
     const dimmed = page.locator(`g.lineage-node.kind-rejected[data-node="${rejected.stepId}"]`);
     expect(await dimmed.getAttribute('aria-label')).toMatch(/: rejected, wrong result$/);

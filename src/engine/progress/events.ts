@@ -260,8 +260,12 @@ export type TuningEventBody =
   | { type: 'step.accepted'; stepId: string; candidate: number; oldTimeMs: number; newTimeMs: number; improvementPct: number; bestParams: Config; objective?: ObjectiveChange }
   | { type: 'step.rejected'; stepId: string; reason: RejectionReason }
   | { type: 'replanning'; round: number; maxRounds: number }
-  /** An evolutionary session decided a child: which operator makes it, from which parents (it runs as step `stepId`). */
-  | { type: 'population.child'; child: number; stepId: string; operator: 'mutate' | 'crossover' | 'judge'; parents: string[] }
+  /**
+   * An evolutionary session decided a child: which operator makes it, from which parents (it runs as step `stepId`);
+   * `known`: how many variants and rejected children there were (its requests show those), `rank`: the idea it asks
+   * for among the model's promising ones (absent: the first). A replay follows these decisions.
+   */
+  | { type: 'population.child'; child: number; stepId: string; operator: 'mutate' | 'crossover' | 'judge'; parents: string[]; known?: { variants: number; rejected: number }; rank?: number }
   /** The judge's reading of a parent's profile, and the change it asks the child to make. */
   | { type: 'population.judged'; child: number; stepId: string; parent: string; diagnosis: string; instruction: string }
   /**

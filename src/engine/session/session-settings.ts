@@ -5,6 +5,7 @@
  */
 import { z } from 'zod';
 import { windowFor } from '../strategies/evolutionary/population';
+import type { ChildPlan } from '../strategies/evolutionary/state';
 import { PricesSchema, SessionBudgetSchema } from '../resources/model-calls';
 import type { TuningEvent } from '../progress/events';
 
@@ -38,6 +39,18 @@ export const SessionSettingsSchema = z.object({
       window: z.number().int().min(1),
       /** Children asked for at most; absent: the budget decides (16 without one). */
       maxChildren: z.number().int().min(1).optional(),
+      /** A replay's: the recorded session's decisions, followed instead of deciding (replaySettings). */
+      decisions: z
+        .array(
+          z.object({
+            child: z.number().int().min(0),
+            operator: z.enum(['mutate', 'crossover', 'judge']),
+            parents: z.array(z.string()),
+            known: z.object({ variants: z.number().int().min(0), rejected: z.number().int().min(0) }),
+            rank: z.number().int().min(2).optional(),
+          }),
+        )
+        .optional(),
     }),
   ]),
   /** Requests to the model at once (absent: 4). */
@@ -90,13 +103,31 @@ export interface BranchOptions {
 
 /**
  * The settings a recorded session replays with: the recording's answers bound it, not its budgets (a replay takes no
- * time of the model and may run on another GPU at another speed); an evolutionary session asks for exactly the
- * children it decided, in the same order, with the window its budget gave it.
+ * time of the model and may run on another GPU at another speed); an evolutionary session follows the decisions it
+ * recorded (which children, from which parents, after which results), and asks for exactly as many.
  */
 export function replaySettings(settings: SessionSettings, events: readonly TuningEvent[]): SessionSettings {
   const { budget, ...rest } = settings;
   if (settings.strategy.kind !== 'evolutionary') return rest;
-  // By number: a run that stopped before its checkpoint decided its children again in the next one.
-  const children = new Set(events.flatMap((e) => (e.type === 'population.child' ? [e.child] : []))).size;
-  return { ...rest, strategy: { ...settings.strategy, window: windowFor(settings.strategy.window, budget?.modelCalls), maxChildren: Math.max(1, children) } };
+  const { children, decisions } = recordedDecisions(events);
+  return {
+    ...rest,
+    strategy: {
+      ...settings.strategy,
+      window: windowFor(settings.strategy.window, budget?.modelCalls),
+      maxChildren: Math.max(1, children),
+      ...(decisions && { decisions }),
+    },
+  };
+}
+
+/**
+ * The children an evolutionary session decided (`children`: how many), and its decisions to follow, where the recording
+ * holds the results each one saw (one made before they were recorded is decided again, and may diverge).
+ */
+export function recordedDecisions(events: readonly TuningEvent[]): { children: number; decisions?: ChildPlan[] } {
+  // By number, the last one: a run that stopped before its checkpoint decided its children again in the next one.
+  const decided = new Map(events.flatMap((e) => (e.type === 'population.child' ? [[e.child, e] as const] : [])));
+  const decisions = [...decided.values()].flatMap(({ child, operator, parents, known, rank }) => (known ? [{ child, operator, parents, known, ...(rank !== undefined && { rank }) }] : []));
+  return { children: decided.size, ...(decisions.length === decided.size && decisions.length > 0 && { decisions }) };
 }

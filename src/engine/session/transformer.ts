@@ -242,6 +242,7 @@ export class LLMKernelTransformer {
         ...(o.budget && { budget: o.budget }),
         ...(o.prices && { prices: o.prices }),
         sanitize: o.sanitize ?? true,
+        ...(o.signal && { signal: o.signal }),
       });
       const graph = (this.graph ??= this.createGraph());
       const config = { configurable: { thread_id: this.threadId }, context: { engine }, ...(o.signal && { signal: o.signal }), recursionLimit: 10_000, durability: 'sync' as const };

@@ -1,21 +1,26 @@
 /**
- * One run of an evolutionary session (the `evolve` node): the model writes children while the GPUs evaluate others.
+ * One evolutionary session's children (the `evolve` node): the model writes children while the GPUs evaluate others.
  *
  * Every child goes through the same pipeline as any candidate (code extracted, interface kept, parameters merged,
  * restrictions asked, tuned and verified on every test, profiled), and a failure the model can fix goes back to it with
  * the correction, as the retry policy says. Children are produced side by side: their model requests share the
- * session's slots (ModelCalls), their tuning runs the GPU pool (one GPU each where there are several), so the model
- * never waits for the GPU nor the GPU for the model, within a bounded window of `window` children in production.
+ * session's slots (ModelCalls), their tuning runs the GPU pool (one GPU each where there are several).
  *
- * The search is deterministic for given answers and measurements, whatever the timing: child k is decided (operator,
- * parents: population.ts) right after child k - window entered, from the population as it was then; children enter the
- * population in their number's order, whichever finished first. So a recorded session replays, and a resumed one
- * goes on exactly where it stopped.
+ * The window keeps both busy without deciding far ahead of the results: a child is decided whenever fewer than
+ * `window` children are being written (asked of the model, or corrected), as long as fewer than `window` wait for or
+ * are on the GPUs. So a child whose rewrite went to the GPU frees its place for the next one at once, and a slow answer
+ * holds only its own place. With a window of 1, one child at a time: each decided from every result before it.
  *
- * A run ends after `chunk` children entered, at a clean point: no child starts a new request to the model, the ones
- * waiting for an answer get it, rewrites ready for the GPU are evaluated, and what each unfinished child has (its
- * judge's instruction, its corrections, a rewrite not yet evaluated) is kept as a draft in the checkpoint. The next run
- * starts the GPU on those at once.
+ * A child is decided (operator, parents: population.ts) from the population as it is at that moment, so what is
+ * decided depends on which children finished first. Each decision is recorded with the results it saw (the
+ * `population.child` event): a replay follows the recorded decisions instead of deciding again, and gets the same
+ * children. Children enter in their number's order, whichever finished first, so a child's results are the same
+ * prefix of the population in the session and in its replay.
+ *
+ * The node returns (a checkpoint of the session) after every `chunk` children that entered, without stopping the
+ * work: the checkpoint keeps what each unfinished child has (its judge's instruction, its corrections, a rewrite not
+ * yet evaluated) as a draft, and the children in flight go on into the next run of the node, which takes the same run
+ * over. A session resumed from the checkpoint in another process starts from the drafts.
  */
 import { setMaxListeners } from 'node:events';
 import { basename } from 'node:path';
@@ -59,7 +64,7 @@ import { crossoverPrompt, JudgeAnswer, judgePrompt, mutatePrompt, type ParentVie
 import type { ChildDraft, ChildOutcome, ChildPlan, PopulationState, StopReason } from './state';
 
 export interface EvolutionSettings {
-  /** Children in production at once (decided, written, waiting for or on the GPU). */
+  /** Children written by the model at once; no child is decided while as many wait for or are on the GPUs. */
   window: number;
   /** Children that enter per run of the node (between two checkpoints). */
   chunk: number;
@@ -68,6 +73,8 @@ export interface EvolutionSettings {
   archive: Omit<ArchiveOptions, 'higherIsBetter'>;
   /** Children asked for at most (a replay asks exactly as many as the recording did). */
   maxChildren?: number;
+  /** The decisions of a recorded session, by child number: a replay follows them instead of deciding. */
+  decisions?: readonly ChildPlan[];
 }
 
 /** What one child came to. */
@@ -103,33 +110,57 @@ export function viewOf(v: Variant): VariantView {
   };
 }
 
+/** Where a child in production is: being written (or waiting to be), waiting for or on a GPU, or finished. */
+type Phase = 'model' | 'gpu' | 'done';
+
+/** How long a run whose node returned waits for the next run of the node to take it over before it stops its work. */
+const HANDOFF_TIMEOUT_MS = 30_000;
+
 export class EvolutionRun {
   private population: PopulationState;
   private session: TuningStateValue;
+  private config: LangGraphRunnableConfig;
   private readonly higherIsBetter: boolean;
   private readonly threshold: number;
   private readonly modelCalls: ModelCalls;
   private readonly gpuShare: GpuShare;
   private readonly finished = new Map<number, ChildResult>();
   private readonly running = new Set<number>();
+  private readonly phases = new Map<number, Phase>();
+  /** What each unfinished child has so far: a checkpoint keeps it as the child's draft. */
+  private readonly progress = new Map<number, ChildDraft>();
   private readonly settled: Promise<void>[] = [];
+  private readonly decisions: ReadonlyMap<number, ChildPlan> | undefined;
+  /** Stops the requests and evaluations of a run no node takes over (the session's own cancellation stops them too). */
+  private readonly stop = new AbortController();
+  private readonly signal: AbortSignal;
   private pausing = false;
+  /** Children entered since the last checkpoint. */
   private entered = 0;
   private failure: unknown = undefined;
   private wake: (() => void) | undefined;
-  private readonly startedSteps: string[];
+  private startedSteps: string[];
   private readonly gpuBusyAtStart: number;
+  private readonly gpuSBefore: number;
+  /** The population the last checkpoint holds: the state the next run of the node must start from to take this one over. */
+  private handedOver: PopulationState | null = null;
+  private handoffTimer: NodeJS.Timeout | undefined;
+  /** Seconds each answer to a child's request took, and the GPUs each evaluated child held: what the window weighs. */
+  private readonly answerS: number[] = [];
+  private readonly evaluationS: number[] = [];
+  private recheck: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly strategy: BaseTuningStrategy,
     private readonly llm: BaseChatModel,
     state: TuningStateValue,
-    private readonly config: LangGraphRunnableConfig,
+    config: LangGraphRunnableConfig,
     private readonly settings: EvolutionSettings,
   ) {
     if (!state.population) throw new Error('internal: the evolve node runs after the population was seeded');
     this.population = state.population;
     this.session = state;
+    this.config = config;
     const ctx = engineContext(config);
     this.higherIsBetter = ctx.settings.objective.higherIsBetter;
     this.threshold = ctx.settings.performanceThreshold;
@@ -137,31 +168,85 @@ export class EvolutionRun {
     this.modelCalls.restore(this.population.spent);
     this.gpuShare = ctx.backends.length > 1 ? 'one' : 'all';
     this.gpuBusyAtStart = ctx.gpuBusyS;
+    this.gpuSBefore = this.population.spent.gpuS;
     this.startedSteps = [...(state.startedSteps ?? [])];
-    // Each request in flight listens to the run's signal a few times over (the client, its transport retries).
-    if (config.signal) setMaxListeners(Math.max(10, 8 * settings.window), config.signal);
+    for (const [child, draft] of Object.entries(this.population.drafts)) this.progress.set(Number(child), draft);
+    if (settings.decisions) this.decisions = new Map(settings.decisions.map((d) => [d.child, d]));
+    this.signal = ctx.settings.signal ? AbortSignal.any([ctx.settings.signal, this.stop.signal]) : this.stop.signal;
+    // Each request in flight listens to the signal a few times over (the client, its transport retries).
+    setMaxListeners(Math.max(10, 16 * settings.window), this.signal);
   }
 
-  /** Runs until `chunk` children entered (or every planned child is done), and returns the session's update. */
-  async run(): Promise<TuningStateUpdate> {
+  /** Whether the next run of the node, given this state, goes on with this run (the state is its last checkpoint's). */
+  continues(state: TuningStateValue): boolean {
+    const [mine, theirs] = [this.handedOver, state.population];
+    if (!mine || !theirs) return false;
+    // The checkpoint may be a copy: the same children decided, entered and paid for make the same population.
+    const mark = (p: PopulationState) => [p.seed, p.committed, p.variants.length, p.rejected.length, p.spent.usage.calls, p.plans.map((c) => c.child).join()].join('/');
+    return mark(mine) === mark(theirs);
+  }
+
+  /**
+   * Goes on until `chunk` more children entered (or every child is done), and returns the session's update: a
+   * checkpoint. Children in flight go on meanwhile, for the next run of the node to take over (see continues).
+   */
+  async advance(config: LangGraphRunnableConfig): Promise<TuningStateUpdate> {
+    clearTimeout(this.handoffTimer);
+    this.handedOver = null;
+    this.config = config;
     this.plan();
     this.startReady();
-    while (this.running.size > 0) {
+    while (this.failure === undefined && this.entered < this.settings.chunk && !EvolutionRun.done(this.population)) {
+      if (this.running.size === 0) throw new Error(`internal: the evolutionary session stalled with children ${this.population.plans.map((p) => p.child).join(', ')} decided and none in production`);
       await new Promise<void>((resume) => (this.wake = resume));
-      if (this.failure !== undefined) {
-        await Promise.allSettled(this.settled);
-        throw this.failure;
-      }
     }
-    await Promise.all(this.settled);
-    const gpuS = this.population.spent.gpuS + engineContext(this.config).gpuBusyS - this.gpuBusyAtStart;
-    this.population = { ...this.population, spent: { usage: this.modelCalls.usage, wallS: this.modelCalls.wallS, gpuS } };
-    return { ...this.sessionUpdate(), population: this.population, startedSteps: this.startedSteps };
+    if (this.failure !== undefined) {
+      this.pausing = true;
+      await Promise.allSettled(this.settled);
+      throw this.failure;
+    }
+    this.entered = 0;
+    if (EvolutionRun.done(this.population)) clearTimeout(this.recheck);
+    const update = this.checkpoint();
+    if (!EvolutionRun.done(this.population)) {
+      this.handedOver = update.population!;
+      // A session that ends here (an error, a limit of the graph) takes no run over: its work stops.
+      this.handoffTimer = setTimeout(() => this.abandon(), HANDOFF_TIMEOUT_MS).unref();
+    }
+    return update;
+  }
+
+  /** Stops asking the model and the GPUs for anything: no run of the node takes this one over. */
+  abandon(): void {
+    clearTimeout(this.handoffTimer);
+    clearTimeout(this.recheck);
+    this.handedOver = null;
+    this.pausing = true;
+    this.stop.abort(new DOMException('the evolutionary session ended with children in flight', 'AbortError'));
   }
 
   /** Whether the population has children left to make or finish. */
   static done(population: PopulationState): boolean {
     return population.stopped !== null && population.plans.length === 0;
+  }
+
+  /** The session's update as it stands: the population with every unfinished child's draft, and what was spent. */
+  private checkpoint(): TuningStateUpdate {
+    const drafts: Record<number, ChildDraft> = {};
+    for (const plan of this.population.plans) {
+      const result = this.finished.get(plan.child);
+      const draft = this.progress.get(plan.child) ?? { feedback: [], failures: [] };
+      if (result?.kind === 'finished') drafts[plan.child] = { ...draft, ...(result.instruction && { instruction: result.instruction }), outcome: result.outcome };
+      else drafts[plan.child] = result?.kind === 'paused' ? result.draft : draft;
+    }
+    const gpuS = this.gpuSBefore + engineContext(this.config).gpuBusyS - this.gpuBusyAtStart;
+    this.population = { ...this.population, drafts, spent: { usage: this.modelCalls.usage, wallS: this.modelCalls.wallS, gpuS } };
+    return { ...this.sessionUpdate(), population: this.population, startedSteps: [...this.startedSteps] };
+  }
+
+  /** The config a child's requests and evaluations run with: the run's signal, not the node's (see EngineSettings.signal). */
+  private get work(): LangGraphRunnableConfig {
+    return { ...this.config, signal: this.signal };
   }
 
   // ------------------------------------------------------------------ deciding children
@@ -170,26 +255,76 @@ export class EvolutionRun {
     return this.population.variants.filter((v) => v.elite);
   }
 
-  /** Decides children until `window` are in production, unless a budget or the children's limit stops it. */
+  private inPhase(phase: Phase): number {
+    return this.population.plans.filter((p) => (this.phases.get(p.child) ?? 'model') === phase).length;
+  }
+
+  /** Decides children while the window has room (a replay: the recorded ones, once their results are in), unless a budget or the children's limit stops it. */
   private plan(): void {
+    if (this.pausing) return;
     const window = windowFor(this.settings.window, this.modelCalls.budget.modelCalls);
-    while (this.population.stopped === null && this.population.plans.length < window) {
+    while (this.population.stopped === null) {
       const child = this.population.committed + this.population.plans.length;
+      if (!this.decisions && !this.hasRoom(window)) return;
       const stop = this.stopBefore(child);
       if (stop) {
         this.population = { ...this.population, stopped: stop };
         return;
       }
-      const rng = rngOf(this.population.seed, child);
-      const elites = this.elites();
-      const operator = chooseOperator(rng, this.population.operatorStats, elites.length);
-      const parents = this.parentsFor(operator, rng, elites);
-      const known = { variants: this.population.variants.length, rejected: this.population.rejected.length };
-      const ids = parents.map((v) => v.id);
-      const rank = 1 + this.population.plans.filter((p) => p.operator === operator && p.parents.join() === ids.join()).length;
-      this.population = { ...this.population, plans: [...this.population.plans, { child, operator, parents: ids, known, ...(rank > 1 && { rank }) }] };
-      emit(this.config, { type: 'population.child', child, stepId: stepIdOf(child), operator, parents: parents.map((v) => v.id) });
+      const decision = this.decisions ? this.recorded(child) : this.decide(child);
+      if (!decision) return;
+      this.population = { ...this.population, plans: [...this.population.plans, decision] };
+      this.phases.set(child, 'model');
+      emit(this.config, { type: 'population.child', child, stepId: stepIdOf(child), operator: decision.operator, parents: decision.parents, known: decision.known, ...(decision.rank !== undefined && { rank: decision.rank }) });
     }
+  }
+
+  /**
+   * Whether another child may be decided now: fewer than `window` children are being written, and the children waiting
+   * for a GPU (not on one yet) would keep the GPUs busy for less time than an answer and an evaluation take. Past that, a
+   * child decided later is written in time all the same, and is decided from more results; the run looks again once
+   * the GPUs have worked through that much. Until both times are measured: fewer than `window` children waiting for or
+   * on the GPUs. A window of 1 makes one child at a time, each decided from every result before it.
+   */
+  private hasRoom(window: number): boolean {
+    const onGpus = this.inPhase('gpu');
+    if (this.inPhase('model') >= window || onGpus >= 2 * window) return false;
+    if (window === 1) return onGpus === 0;
+    const answerS = mean(this.answerS);
+    const evaluationS = mean(this.evaluationS);
+    if (answerS === undefined || evaluationS === undefined) return onGpus < window;
+    const gpus = engineContext(this.config).backends.length;
+    const waitingS = (Math.max(0, onGpus - gpus) * evaluationS) / gpus;
+    if (waitingS < answerS + evaluationS) return true;
+    clearTimeout(this.recheck);
+    this.recheck = setTimeout(() => {
+      this.plan();
+      this.startReady();
+      this.wake?.();
+    }, 1000 * (waitingS - answerS - evaluationS)).unref();
+    return false;
+  }
+
+  /** Child `child`'s operator and parents, from the population as it is now. */
+  private decide(child: number): ChildPlan {
+    const rng = rngOf(this.population.seed, child);
+    const elites = this.elites();
+    const operator = chooseOperator(rng, this.population.operatorStats, elites.length);
+    const parents = this.parentsFor(operator, rng, elites).map((v) => v.id);
+    const known = { variants: this.population.variants.length, rejected: this.population.rejected.length };
+    const rank = 1 + this.population.plans.filter((p) => p.operator === operator && p.parents.join() === parents.join()).length;
+    return { child, operator, parents, known, ...(rank > 1 && { rank }) };
+  }
+
+  /** The recorded decision of `child`, once the results it saw are in (children enter in order, so they are the same); null until then. */
+  private recorded(child: number): ChildPlan | null {
+    const decision = this.decisions!.get(child);
+    if (!decision) {
+      this.population = { ...this.population, stopped: { kind: 'children', message: `the ${this.decisions!.size} recorded children are made` } };
+      return null;
+    }
+    const { variants, rejected } = this.population;
+    return variants.length >= decision.known.variants && rejected.length >= decision.known.rejected ? decision : null;
   }
 
   private stopBefore(child: number): StopReason | null {
@@ -197,7 +332,7 @@ export class EvolutionRun {
       return { kind: 'children', message: `the ${this.settings.maxChildren} children asked for are made` };
     }
     // Each child decided and not yet started will make at least one request.
-    const notStarted = this.population.plans.filter((p) => !this.running.has(p.child) && !this.population.drafts[p.child]).length;
+    const notStarted = this.population.plans.filter((p) => !this.running.has(p.child) && !this.finished.has(p.child) && !this.progress.has(p.child)).length;
     const budget = this.modelCalls.spent(notStarted + 1);
     if (budget) {
       const usage = this.modelCalls.usage;
@@ -242,8 +377,11 @@ export class EvolutionRun {
       this.running.add(plan.child);
       const done = this.produce(plan).then(
         (result) => {
+          const evaluationS = engineContext(this.config).gpuBusySOf(plan.child);
+          if (evaluationS > 0) this.evaluationS.push(evaluationS);
           this.finished.set(plan.child, result);
           this.running.delete(plan.child);
+          this.phases.set(plan.child, 'done');
           this.commitInOrder();
           this.plan();
           this.startReady();
@@ -258,6 +396,13 @@ export class EvolutionRun {
       );
       this.settled.push(done);
     }
+  }
+
+  /** A child moved on: one waiting for the model or the GPU may make room for the next (see plan). */
+  private moved(child: number, phase: Phase): void {
+    this.phases.set(child, phase);
+    this.plan();
+    this.startReady();
   }
 
   private variantById(id: string): Variant {
@@ -312,7 +457,7 @@ export class EvolutionRun {
     for (;;) {
       try {
         const feedback = attempt.feedback;
-        const answer = await this.transient(() => askStructured(this.llm, conversation(SYSTEM_PROMPT, prompt, feedback), JudgeAnswer, this.config, `judge ${stepIdOf(plan.child)}`));
+        const answer = await this.timed(() => this.transient(() => askStructured(this.llm, conversation(SYSTEM_PROMPT, prompt, feedback), JudgeAnswer, this.work, `judge ${stepIdOf(plan.child)}`)));
         emit(this.config, { type: 'population.judged', child: plan.child, stepId: stepIdOf(plan.child), parent: parent.id, diagnosis: answer.diagnosis, instruction: answer.instruction });
         return answer.instruction.trim();
       } catch (error) {
@@ -327,7 +472,7 @@ export class EvolutionRun {
    * when the attempts are spent.
    */
   private async retryOrThrow(thrown: unknown, attempt: Attempt, errors: Error[], purpose: string): Promise<Attempt> {
-    if (!(thrown instanceof Error) || isAbortError(thrown, this.config.signal)) throw thrown;
+    if (!(thrown instanceof Error) || isAbortError(thrown, this.signal)) throw thrown;
     const handler = this.strategy.retryPolicy.handlerFor(thrown);
     if (!handler || thrown instanceof LlmError) throw thrown;
     errors.push(thrown);
@@ -339,14 +484,20 @@ export class EvolutionRun {
   /** Writes, checks and evaluates one child, asking again after every correctable failure, until it enters, fails, or the run pauses. */
   private produce(plan: ChildPlan): Promise<ChildResult> {
     // Requests of a child already decided are not refused by a budget: it finishes (at most `window` children past it).
-    return this.modelCalls.exempt(() => this.produceChild(plan));
+    // Its GPU work goes before a later child's, so that children finish (and make room) one after another, in order.
+    return this.modelCalls.exempt(() => engineContext(this.config).withGpuPriority(plan.child, () => this.produceChild(plan)));
   }
 
   private async produceChild(plan: ChildPlan): Promise<ChildResult> {
     const stepId = stepIdOf(plan.child);
     const parents = plan.parents.map((id) => this.variantById(id));
     const state = this.parentState(parents[0]!, parents[1]);
-    let draft: ChildDraft = this.population.drafts[plan.child] ?? { feedback: [], failures: [] };
+    let draft: ChildDraft = this.progress.get(plan.child) ?? { feedback: [], failures: [] };
+    const keep = (next: ChildDraft) => {
+      draft = next;
+      this.progress.set(plan.child, next);
+    };
+    keep(draft);
     if (!this.startedSteps.includes(stepId)) {
       this.startedSteps.push(...this.strategy.startStep({ ...this.session, startedSteps: [] }, { id: stepId, title: madeBy(plan.operator, plan.parents) }, this.config).startedSteps);
     }
@@ -356,19 +507,19 @@ export class EvolutionRun {
     try {
       if (plan.operator === 'judge' && draft.instruction === undefined) {
         if (this.pausing) return { kind: 'paused', plan, draft };
-        draft = { ...draft, instruction: await this.judge(plan) };
+        keep({ ...draft, instruction: await this.judge(plan) });
       }
       for (;;) {
         if (!draft.ready) {
           if (this.pausing) return { kind: 'paused', plan, draft };
           const messages = conversation(SYSTEM_PROMPT, await this.prompt(plan, draft.instruction), draft.feedback);
-          const answer = await this.transient(() => askText(this.llm, messages, this.config, `step ${stepId}`));
+          const answer = await this.timed(() => this.transient(() => askText(this.llm, messages, this.work, `step ${stepId}`)));
           try {
             const kernel = await this.strategy.candidateFrom(answer, {}, state);
-            kernel.restrictions = await this.transient(() => this.strategy.restrictionsFor(this.llm, answer, kernel, state, this.config));
-            draft = { ...draft, ready: { answer, kernel, idea: ideaOf(answer) } };
+            kernel.restrictions = await this.transient(() => this.strategy.restrictionsFor(this.llm, answer, kernel, state, this.work));
+            keep({ ...draft, ready: { answer, kernel, idea: ideaOf(answer) } });
           } catch (error) {
-            draft = await this.corrected(draft, withAnswer(error, answer), errors, stepId);
+            keep(await this.corrected(draft, withAnswer(error, answer), errors, stepId));
             continue;
           }
         }
@@ -378,6 +529,7 @@ export class EvolutionRun {
           // Evaluating it again would measure what is known: it fails at once, and the prompts name it.
           return { kind: 'finished', plan, outcome: { kind: 'rejected', reason: twinRejection(twin, draft.failures.length + 1) }, instruction: instruction() };
         }
+        this.moved(plan.child, 'gpu');
         emit(this.config, {
           type: 'candidate',
           stepId,
@@ -389,17 +541,18 @@ export class EvolutionRun {
           restrictions: kernel.restrictions,
         });
         try {
-          const run = await runCandidate(kernel, state, this.config, { stepId, candidate: 0 }, this.gpuShare);
+          const run = await runCandidate(kernel, state, this.work, { stepId, candidate: 0 }, this.gpuShare);
           // Any variant may be proposed in the editor, so every child that would enter is checked, not only the fastest.
           if (engineContext(this.config).settings.sanitize) {
-            const verdict = await this.strategy.sanitize(kernel, run.bestParams, state, this.config, { stepId, candidate: 0 }, this.gpuShare);
+            const verdict = await this.strategy.sanitize(kernel, run.bestParams, state, this.work, { stepId, candidate: 0 }, this.gpuShare);
             if (verdict.status === 'hazards') throw new SanitizerHazardError(verdict);
           }
           const { idea } = draft.ready!;
           const outcome: ChildOutcome = { kind: 'entered', kernel, idea, timeMs: run.timeMs, objectiveValue: run.objectiveValue, bestParams: run.bestParams, profile: run.profile ?? null, attempts: draft.failures.length + 1 };
           return { kind: 'finished', plan, outcome, instruction: instruction() };
         } catch (error) {
-          draft = await this.corrected({ ...draft, ready: undefined }, withAnswer(error, answer), errors, stepId);
+          keep(await this.corrected({ ...draft, ready: undefined }, withAnswer(error, answer), errors, stepId));
+          this.moved(plan.child, 'model');
         }
       }
     } catch (error) {
@@ -413,7 +566,15 @@ export class EvolutionRun {
    * would throw away every child this run entered since its last checkpoint.
    */
   private transient<T>(request: () => Promise<T>): Promise<T> {
-    return withTransportRetry(request, { ...(this.config.signal && { signal: this.config.signal }) });
+    return withTransportRetry(request, { signal: this.signal });
+  }
+
+  /** A request to the model, its answer's time kept (see hasRoom). */
+  private async timed<T>(request: () => Promise<T>): Promise<T> {
+    const start = performance.now();
+    const answer = await request();
+    this.answerS.push((performance.now() - start) / 1000);
+    return answer;
   }
 
   /** The draft with the failure's correction for the next attempt (see retryOrThrow). */
@@ -427,17 +588,18 @@ export class EvolutionRun {
   // ------------------------------------------------------------------ entering children
 
   /**
-   * Enters finished children in their number's order, deciding the next child after each (see plan); a paused child
-   * waits for the next run, and so do the children after it, whose outcomes are kept in their drafts.
+   * Enters finished children in their number's order, deciding after each what its result makes room for (see plan);
+   * a child finished early waits for the ones before it.
    */
   private commitInOrder(): void {
     for (;;) {
       const next = this.population.plans[0];
       const result = next && this.finished.get(next.child);
-      if (!result || result.kind === 'paused') break;
+      if (!result || result.kind === 'paused') return;
       this.finished.delete(next.child);
-      const { [next.child]: _entered, ...drafts } = this.population.drafts;
-      this.population = { ...this.population, plans: this.population.plans.slice(1), drafts, committed: this.population.committed + 1 };
+      this.progress.delete(next.child);
+      this.phases.delete(next.child);
+      this.population = { ...this.population, plans: this.population.plans.slice(1), committed: this.population.committed + 1 };
       const { outcome } = result;
       if (outcome.kind === 'rejected') this.reject(result.plan, outcome.reason, result.instruction);
       else {
@@ -446,19 +608,9 @@ export class EvolutionRun {
         if (twin) this.reject(result.plan, twinRejection(twin, outcome.attempts ?? 1), result.instruction);
         else this.enter(result.plan, outcome, result.instruction);
       }
-      if (++this.entered >= this.settings.chunk) this.pausing = true;
+      this.entered++;
       this.plan();
     }
-    this.keepDrafts();
-  }
-
-  /** What each child that has not entered yet has, for the next run. */
-  private keepDrafts(): void {
-    const drafts = { ...this.population.drafts };
-    for (const [child, result] of this.finished) {
-      drafts[child] = result.kind === 'paused' ? result.draft : { ...(drafts[child] ?? { feedback: [], failures: [] }), ...(result.instruction && { instruction: result.instruction }), outcome: result.outcome };
-    }
-    this.population = { ...this.population, drafts };
   }
 
   private countTry(operator: Operator, win: boolean): void {
@@ -568,6 +720,8 @@ function ideaOf(answer: string): string {
     return '';
   }
 }
+
+const mean = (values: readonly number[]): number | undefined => (values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length);
 
 const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim();
 

@@ -5,19 +5,20 @@
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import { END, START, StateGraph, type LangGraphRunnableConfig } from '@langchain/langgraph';
 import type { GraphOptions } from '../../context';
-import { engineContext } from '../../context';
+import { EngineContext, engineContext } from '../../context';
 import { transportRetryPolicy } from '../../llm/transport';
 import { emit } from '../../progress/events';
 import { TuningState, type TuningStateUpdate, type TuningStateValue } from '../../state';
 import { BaseTuningStrategy, positiveInteger, type TuningGraph, type TuningStrategyOptions } from '../base';
 import { EvolutionRun, type EvolutionSettings } from './controller';
+import type { ChildPlan } from './state';
 import { DEFAULT_EVOLUTIONARY_SETTINGS } from '../../session/session-settings';
 import { seedNode, withBranchKernel } from './nodes/seed';
 
 export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions {
-  /** Seeds every choice of operator and parents; the same seed, answers and measurements make the same session. Default 0. */
+  /** Seeds every choice of operator and parents (from the results in when each child is decided: see controller.ts). Default 0. */
   seed?: number;
-  /** Children in production at once: written by the model, waiting for or on a GPU. Default 4. */
+  /** Children written by the model at once (and at most as many waiting for or on the GPUs). Default 4. */
   window?: number;
   /** Children that enter between two checkpoints of the session. Default 4. */
   chunk?: number;
@@ -29,6 +30,8 @@ export interface EvolutionaryTuningStrategyOptions extends TuningStrategyOptions
   capacity?: number;
   /** Children asked for at most. Default: 16 when the session has no budget, else unlimited (the budget stops it). */
   maxChildren?: number;
+  /** A recorded session's decisions (its `population.child` events): a replay follows them instead of deciding. */
+  decisions?: readonly ChildPlan[];
 }
 
 /** The defaults (seed and window are the stored settings' own: session-settings.ts). */
@@ -49,15 +52,32 @@ export class EvolutionaryTuningStrategy extends BaseTuningStrategy {
       tournament: positiveInteger('tournament', options.tournament ?? d.tournament),
       archive: { perNiche: positiveInteger('perNiche', options.perNiche ?? d.perNiche), capacity: positiveInteger('capacity', options.capacity ?? d.capacity) },
       ...(options.maxChildren !== undefined && { maxChildren: positiveInteger('maxChildren', options.maxChildren) }),
+      ...(options.decisions && { decisions: options.decisions }),
     };
   }
 
   createGraph(llm: BaseChatModel, options: GraphOptions = {}): TuningGraph {
+    // The run of each session (by its engine context: one per run of the graph) that goes on between two runs of the node.
+    const runs = new WeakMap<EngineContext, EvolutionRun>();
     const evolve = async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<TuningStateUpdate> => {
-      const budgeted = Object.keys(engineContext(config).modelCalls.budget).length > 0;
-      const maxChildren = this.settings.maxChildren ?? (budgeted ? undefined : DEFAULT_EVOLUTIONARY.childrenWithoutBudget);
-      const population = withBranchKernel(state, config, this.settings.archive);
-      return new EvolutionRun(this, llm, { ...state, population }, config, { ...this.settings, ...(maxChildren !== undefined && { maxChildren }) }).run();
+      const ctx = engineContext(config);
+      let run = runs.get(ctx);
+      if (!run?.continues(state)) {
+        run?.abandon();
+        const budgeted = Object.keys(ctx.modelCalls.budget).length > 0;
+        const maxChildren = this.settings.maxChildren ?? (budgeted ? undefined : DEFAULT_EVOLUTIONARY.childrenWithoutBudget);
+        const population = withBranchKernel(state, config, this.settings.archive);
+        run = new EvolutionRun(this, llm, { ...state, population }, config, { ...this.settings, ...(maxChildren !== undefined && { maxChildren }) });
+        runs.set(ctx, run);
+      }
+      try {
+        const update = await run.advance(config);
+        if (EvolutionRun.done(update.population!)) runs.delete(ctx);
+        return update;
+      } catch (error) {
+        runs.delete(ctx);
+        throw error;
+      }
     };
     const conclude = async (state: TuningStateValue, config: LangGraphRunnableConfig): Promise<TuningStateUpdate> => {
       const p = state.population!;

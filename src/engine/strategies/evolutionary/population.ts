@@ -198,7 +198,7 @@ export function ancestry(variants: readonly Variant[], ids: readonly string[]): 
 }
 
 /**
- * Children in production at once: the window asked for, but no more than a tenth of a model-call budget. A child costs
+ * Children written at once: the window asked for, but no more than a tenth of a model-call budget. A child costs
  * one to three calls (a judge, retries), and children decided together are decided from the same results: under
  * about 40 calls the budget buys more speed one generation after another than side by side.
  */

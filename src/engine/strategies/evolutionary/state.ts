@@ -11,14 +11,14 @@ import type { RejectionReason } from '../../progress/events';
 import type { ConfigProfile } from '../../../tuner/run/profile';
 import type { Config } from '../../../tuner/types';
 
-/** A child as decided when the child `window` places before it entered: its operator and parents. */
+/** A child as decided, from the population as it was then: its operator and parents (recorded: a replay follows it). */
 export interface ChildPlan {
   child: number;
   operator: Operator;
   parents: string[];
   /**
    * How many variants and rejected children there were when it was decided: its requests show those results only, so
-   * that they do not depend on which other children happened to finish first.
+   * that they do not depend on which other children happened to finish while it was written.
    */
   known: { variants: number; rejected: number };
   /**
