@@ -191,11 +191,41 @@ export class UnknownKernelError extends Error {
   override name = 'UnknownKernelError';
 }
 
-/** The variant whose kernel `code` is; an UnknownKernelError names the closest one and where they part. */
+/** A kernel's lines as compared with a variant's: without comments, parameter defines and blank lines, spaces squeezed. */
+function linesOf(code: string, parameterNames: readonly string[]): string[] {
+  const uncommented = code.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
+  return removeParameterDefines(uncommented, parameterNames)
+    .split('\n')
+    .map((line) => line.replace(/\s+/g, ' ').trim())
+    .filter((line) => line !== '');
+}
+
+/** Whether every line of `part` is among `whole`'s, as many times. */
+function containsLines(whole: readonly string[], part: readonly string[]): boolean {
+  const counts = new Map<string, number>();
+  for (const line of whole) counts.set(line, (counts.get(line) ?? 0) + 1);
+  return part.every((line) => {
+    const left = counts.get(line) ?? 0;
+    counts.set(line, left - 1);
+    return left > 0;
+  });
+}
+
+/**
+ * The variant whose kernel `code` is; an UnknownKernelError names the closest one and where they part. A file the
+ * engine spliced a variant's answer into holds that variant's declarations, maybe in another order and beside the
+ * parent's that the answer left out: it is the largest variant whose every line it holds.
+ */
 export function matchVariant(pool: Pool, code: string): Variant {
   const normalized = normalizeKernel(code, pool.parameterNames);
   const found = pool.variants.find((v) => v.normalized === normalized);
   if (found) return found;
+  const lines = linesOf(code, pool.parameterNames);
+  const spliced = pool.variants
+    .map((v) => ({ v, own: linesOf(v.code, pool.parameterNames) }))
+    .filter(({ v, own }) => v.normalized !== '' && containsLines(lines, own))
+    .sort((a, b) => b.own.length - a.own.length)[0];
+  if (spliced) return spliced.v;
   const common = (v: Variant) => {
     let i = 0;
     while (i < v.normalized.length && v.normalized[i] === normalized[i]) i++;

@@ -70,6 +70,13 @@ describe('the matmul_naive pool', () => {
     // The same kernel as a request shows it: the file's #define guards and other comments, another layout.
     const shown = `#ifndef block_size_x\n#define block_size_x 32\n#endif\n// the current kernel\n${pool.byId.get('tiled_square')!.code.replace(/\n {4}/g, '\n\t')}`;
     expect(matchVariant(pool, shown).id).toBe('tiled_square');
+    // A rewrite spliced into its parent's file: square_rows's declarations, beside a define of the parent's that the
+    // answer left out (the engine keeps it), in another order.
+    const parentDefine = pool.byId.get('step2_register_blocking')!.code.split('\n').find((l) => l.startsWith('#define TILE_N'))!;
+    const squareRows = pool.byId.get('square_rows')!.code.split('\n');
+    const kernelAt = squareRows.findIndex((l) => l.startsWith('__global__'));
+    const spliced = [...squareRows.slice(kernelAt), parentDefine, ...squareRows.slice(0, kernelAt)].join('\n');
+    expect(matchVariant(pool, spliced).id).toBe('square_rows');
     expect(() => matchVariant(pool, ORIGINAL.replace('sum += A', 'sum -= A'))).toThrow(UnknownKernelError);
     expect(() => matchVariant(pool, ORIGINAL.replace('sum += A', 'sum -= A'))).toThrow(/the closest is original, which differs .* at "[^"]*sum-=A/);
   });

@@ -32,7 +32,7 @@ import { restrictionsPrompt, stepRequestTail } from '../../src/engine/strategies
 import { testSpecPrompt } from '../../src/engine/testing/naive/prompts';
 import { NVCC_IMPLICIT_PRELUDE } from '../../src/tuner/compile/system-headers';
 import { parseKernels } from '../../src/tuner/source/kernel-parser';
-import { childrenOf, loadPool, matchVariant, UnknownKernelError, type Variant } from '../../bench/standin/pool';
+import { childrenOf, loadPool, matchVariant, type Variant } from '../../bench/standin/pool';
 import { startStandin, type StandinOptions, type StandinServer } from '../../bench/standin/server';
 import { collect, H100_LIMITS } from '../support/engine-harness';
 import { FAKE_DEVICE, FakeBackend, type FakeVariant } from '../support/fake-backend';
@@ -370,14 +370,7 @@ describe('an autonomous session against the model stand-in (latency 0, fake GPU)
     }
   }
   /** The kernel an NVRTC build compiles: its source after the prelude and the #line directive. */
-  const knownVariantOf = (v: FakeVariant) => {
-    try {
-      return matchVariant(pool, v.source.replace(NVCC_IMPLICIT_PRELUDE, '').replace(/^#line .*\n/, ''));
-    } catch (error) {
-      if (error instanceof UnknownKernelError) return undefined;
-      throw error;
-    }
-  };
+  const variantOf = (v: FakeVariant) => matchVariant(pool, v.source.replace(NVCC_IMPLICIT_PRELUDE, '').replace(/^#line .*\n/, ''));
   const rejects = pool.variants
     .filter((v) => v.label === 'no-compile')
     .map((v) => {
@@ -393,14 +386,8 @@ describe('an autonomous session against the model stand-in (latency 0, fake GPU)
       nvrtcRejects: new RegExp(rejects.join('|'), 'm'),
       limits: H100_LIMITS,
       model: {
-        // The fake GPU knows the pool's kernels only. A rewrite spliced into a parent whose file around the kernel
-        // differs (the engine keeps the parent's file) is none of them: it fails verification here.
-        timeMs: (v) => poolTimeMs.get(knownVariantOf(v)?.id ?? 'original')!,
-        correct: (v) => {
-          const known = knownVariantOf(v);
-          if (!known) return 'a kernel the fake GPU has no model of';
-          return ['wrong', 'racy'].includes(known.label) ? `${known.id} computes something else` : true;
-        },
+        timeMs: (v) => poolTimeMs.get(variantOf(v).id)!,
+        correct: (v) => (['wrong', 'racy'].includes(variantOf(v).label) ? `${variantOf(v).id} computes something else` : true),
       },
     });
     const { options } = transformerOptionsFrom(SETTINGS, { llm: modelOf(server), backend, checkpointer: new MemorySaver(), threadId: 'standin-session' });
@@ -436,14 +423,8 @@ describe('an autonomous session against the model stand-in (latency 0, fake GPU)
       nvrtcRejects: new RegExp(rejects.join('|'), 'm'),
       limits: H100_LIMITS,
       model: {
-        // The fake GPU knows the pool's kernels only. A rewrite spliced into a parent whose file around the kernel
-        // differs (the engine keeps the parent's file) is none of them: it fails verification here.
-        timeMs: (v) => poolTimeMs.get(knownVariantOf(v)?.id ?? 'original')!,
-        correct: (v) => {
-          const known = knownVariantOf(v);
-          if (!known) return 'a kernel the fake GPU has no model of';
-          return ['wrong', 'racy'].includes(known.label) ? `${known.id} computes something else` : true;
-        },
+        timeMs: (v) => poolTimeMs.get(variantOf(v).id)!,
+        correct: (v) => (['wrong', 'racy'].includes(variantOf(v).label) ? `${variantOf(v).id} computes something else` : true),
       },
     });
     const settings: SessionSettings = { ...SETTINGS, strategy: { kind: 'evolutionary', seed: 5, window: 4 }, budget: { modelCalls: 40 } };
