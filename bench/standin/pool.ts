@@ -183,8 +183,12 @@ export function childrenOf(variants: readonly Variant[], id: string): Variant[] 
  * them; a request's code may carry the file's own guards or the chosen values), and without whitespace.
  */
 export function normalizeKernel(code: string, parameterNames: readonly string[]): string {
-  const uncommented = code.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
-  return removeParameterDefines(uncommented, parameterNames).replace(/\s+/g, '');
+  return withoutParameterDefines(code, parameterNames).replace(/\s+/g, '');
+}
+
+/** The code without comments and without the `#define`s of parameters: what a request's kernel is compared by. */
+function withoutParameterDefines(code: string, parameterNames: readonly string[]): string {
+  return removeParameterDefines(code.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, ''), parameterNames);
 }
 
 export class UnknownKernelError extends Error {
@@ -193,8 +197,7 @@ export class UnknownKernelError extends Error {
 
 /** A kernel's lines as compared with a variant's: without comments, parameter defines and blank lines, spaces squeezed. */
 function linesOf(code: string, parameterNames: readonly string[]): string[] {
-  const uncommented = code.replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/[^\n]*/g, '');
-  return removeParameterDefines(uncommented, parameterNames)
+  return withoutParameterDefines(code, parameterNames)
     .split('\n')
     .map((line) => line.replace(/\s+/g, ' ').trim())
     .filter((line) => line !== '');

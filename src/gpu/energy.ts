@@ -15,6 +15,7 @@
 // nvml_energy.
 
 import type { NativeEnergyRun, NativeNvmlSample } from './native-types';
+import { mean } from './stats';
 
 /** Default measurement window: the kernel is repeated until it has run this long (Kernel Tuner: 1 s). */
 export const ENERGY_WINDOW_MS = 1000;
@@ -55,10 +56,6 @@ export type EnergyResult = ({ available: true } & NvmlMetrics) | { available: fa
 export function energyRunOptions(timeMs: number, windowMs: number): { batch: number; windowMs: number; maxWindowMs: number; minUpdates: number } {
   const batch = timeMs > 0 ? Math.min(1_000_000, Math.max(1, Math.ceil(ENERGY_BATCH_MS / timeMs))) : 1;
   return { batch, windowMs, maxWindowMs: windowMs + 1000, minUpdates: COUNTER_UPDATES };
-}
-
-function mean(values: readonly number[]): number | undefined {
-  return values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length;
 }
 
 function meanOf(samples: readonly NativeNvmlSample[], key: 'powerMw' | 'smClockMhz' | 'memClockMhz' | 'temperatureC'): number | undefined {

@@ -18,6 +18,11 @@ export interface TimingStats {
 
 /** Confidence of the interval of a median. */
 export const MEDIAN_CONFIDENCE = 0.95;
+
+/** The arithmetic mean; undefined for no values. */
+export function mean(values: readonly number[]): number | undefined {
+  return values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length;
+}
 /** The fewest samples whose smallest and largest bound the median with MEDIAN_CONFIDENCE (1 - 2 / 2^n >= 0.95). */
 export const MIN_SAMPLES_FOR_INTERVAL = 6;
 

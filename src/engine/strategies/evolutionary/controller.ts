@@ -7,9 +7,10 @@
  * session's slots (ModelCalls), their tuning runs the GPU pool (one GPU each where there are several).
  *
  * The window keeps both busy without deciding far ahead of the results: a child is decided whenever fewer than
- * `window` children are being written (asked of the model, or corrected), as long as fewer than `window` wait for or
- * are on the GPUs. So a child whose rewrite went to the GPU frees its place for the next one at once, and a slow answer
- * holds only its own place. With a window of 1, one child at a time: each decided from every result before it.
+ * `window` children are being written (asked of the model, or corrected), unless the GPUs have more waiting than they
+ * get through while an answer is written (hasRoom). So a child whose rewrite went to the GPU frees its place for the
+ * next one at once, and a slow answer holds only its own place. With a window of 1, one child at a time: each decided
+ * from every result before it.
  *
  * A child is decided (operator, parents: population.ts) from the population as it is at that moment, so what is
  * decided depends on which children finished first. Each decision is recorded with the results it saw (the
@@ -26,6 +27,7 @@ import { setMaxListeners } from 'node:events';
 import { basename } from 'node:path';
 import type { BaseChatModel } from '@langchain/core/language_models/chat_models';
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { mean } from '../../../gpu/stats';
 import { Random } from '../../../tuner/space/random';
 import type { TuneParamLists } from '../../candidate/code';
 import { unifiedDiff } from '../../candidate/diff';
@@ -64,7 +66,7 @@ import { crossoverPrompt, JudgeAnswer, judgePrompt, mutatePrompt, type ParentVie
 import type { ChildDraft, ChildOutcome, ChildPlan, PopulationState, StopReason } from './state';
 
 export interface EvolutionSettings {
-  /** Children written by the model at once; no child is decided while as many wait for or are on the GPUs. */
+  /** Children written by the model at once (see hasRoom for when the GPUs hold the next one back). */
   window: number;
   /** Children that enter per run of the node (between two checkpoints). */
   chunk: number;
@@ -110,9 +112,6 @@ export function viewOf(v: Variant): VariantView {
   };
 }
 
-/** Where a child in production is: being written (or waiting to be), waiting for or on a GPU, or finished. */
-type Phase = 'model' | 'gpu' | 'done';
-
 /** How long a run whose node returned waits for the next run of the node to take it over before it stops its work. */
 const HANDOFF_TIMEOUT_MS = 30_000;
 
@@ -126,7 +125,8 @@ export class EvolutionRun {
   private readonly gpuShare: GpuShare;
   private readonly finished = new Map<number, ChildResult>();
   private readonly running = new Set<number>();
-  private readonly phases = new Map<number, Phase>();
+  /** Children whose rewrite waits for or is on a GPU; the others in production not finished are being written. */
+  private readonly atGpu = new Set<number>();
   /** What each unfinished child has so far: a checkpoint keeps it as the child's draft. */
   private readonly progress = new Map<number, ChildDraft>();
   private readonly settled: Promise<void>[] = [];
@@ -255,8 +255,9 @@ export class EvolutionRun {
     return this.population.variants.filter((v) => v.elite);
   }
 
-  private inPhase(phase: Phase): number {
-    return this.population.plans.filter((p) => (this.phases.get(p.child) ?? 'model') === phase).length;
+  /** Children decided and not finished that are being written, or waiting to be. */
+  private writing(): number {
+    return this.population.plans.filter((p) => !this.finished.has(p.child) && !this.atGpu.has(p.child)).length;
   }
 
   /** Decides children while the window has room (a replay: the recorded ones, once their results are in), unless a budget or the children's limit stops it. */
@@ -274,7 +275,6 @@ export class EvolutionRun {
       const decision = this.decisions ? this.recorded(child) : this.decide(child);
       if (!decision) return;
       this.population = { ...this.population, plans: [...this.population.plans, decision] };
-      this.phases.set(child, 'model');
       emit(this.config, { type: 'population.child', child, stepId: stepIdOf(child), operator: decision.operator, parents: decision.parents, known: decision.known, ...(decision.rank !== undefined && { rank: decision.rank }) });
     }
   }
@@ -287,8 +287,8 @@ export class EvolutionRun {
    * on the GPUs. A window of 1 makes one child at a time, each decided from every result before it.
    */
   private hasRoom(window: number): boolean {
-    const onGpus = this.inPhase('gpu');
-    if (this.inPhase('model') >= window || onGpus >= 2 * window) return false;
+    const onGpus = this.atGpu.size;
+    if (this.writing() >= window || onGpus >= 2 * window) return false;
     if (window === 1) return onGpus === 0;
     const answerS = mean(this.answerS);
     const evaluationS = mean(this.evaluationS);
@@ -300,7 +300,6 @@ export class EvolutionRun {
     this.recheck = setTimeout(() => {
       this.plan();
       this.startReady();
-      this.wake?.();
     }, 1000 * (waitingS - answerS - evaluationS)).unref();
     return false;
   }
@@ -331,8 +330,8 @@ export class EvolutionRun {
     if (this.settings.maxChildren !== undefined && child >= this.settings.maxChildren) {
       return { kind: 'children', message: `the ${this.settings.maxChildren} children asked for are made` };
     }
-    // Each child decided and not yet started will make at least one request.
-    const notStarted = this.population.plans.filter((p) => !this.running.has(p.child) && !this.finished.has(p.child) && !this.progress.has(p.child)).length;
+    // Each child decided and not yet started (no progress of its own) will make at least one request.
+    const notStarted = this.population.plans.filter((p) => !this.progress.has(p.child)).length;
     const budget = this.modelCalls.spent(notStarted + 1);
     if (budget) {
       const usage = this.modelCalls.usage;
@@ -381,7 +380,7 @@ export class EvolutionRun {
           if (evaluationS > 0) this.evaluationS.push(evaluationS);
           this.finished.set(plan.child, result);
           this.running.delete(plan.child);
-          this.phases.set(plan.child, 'done');
+          this.atGpu.delete(plan.child);
           this.commitInOrder();
           this.plan();
           this.startReady();
@@ -398,9 +397,10 @@ export class EvolutionRun {
     }
   }
 
-  /** A child moved on: one waiting for the model or the GPU may make room for the next (see plan). */
-  private moved(child: number, phase: Phase): void {
-    this.phases.set(child, phase);
+  /** A child's rewrite went to the GPU, or back to the model for a correction: that may make room for the next (see plan). */
+  private moved(child: number, to: 'gpu' | 'model'): void {
+    if (to === 'gpu') this.atGpu.add(child);
+    else this.atGpu.delete(child);
     this.plan();
     this.startReady();
   }
@@ -598,7 +598,6 @@ export class EvolutionRun {
       if (!result || result.kind === 'paused') return;
       this.finished.delete(next.child);
       this.progress.delete(next.child);
-      this.phases.delete(next.child);
       this.population = { ...this.population, plans: this.population.plans.slice(1), committed: this.population.committed + 1 };
       const { outcome } = result;
       if (outcome.kind === 'rejected') this.reject(result.plan, outcome.reason, result.instruction);
@@ -720,8 +719,6 @@ function ideaOf(answer: string): string {
     return '';
   }
 }
-
-const mean = (values: readonly number[]): number | undefined => (values.length === 0 ? undefined : values.reduce((a, b) => a + b, 0) / values.length);
 
 const squeezed = (text: string) => text.replace(/\s+/g, ' ').trim();
 
