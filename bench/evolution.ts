@@ -2,17 +2,18 @@
 // with the model stand-in (bench/standin: a test double answering from a pool of real rewrites, never by their
 // speed) in place of a model. Two parts:
 //
-//   quality   both strategies, the same budget of model calls, seeds S (the stand-in's and the evolution's), no model
-//             latency: the final kernel's time as a share of cuBLAS fp32 (torch.matmul, TF32 off, same size, measured
-//             in the same run), the calls and the wall time each took to reach 80 % of cuBLAS, and how often each ended
-//             below the expert's final kernel (examples/matmul_naive/expert/step4, tuned here at the same size).
+//   quality   both strategies, the same budget of model calls, seeds S (the stand-in's and the evolution's), the
+//             stand-in's latency --quality-latency (default none): the final kernel's time as a share of cuBLAS fp32
+//             (torch.matmul, TF32 off, same size, measured in the same run), the calls and the wall time each took to
+//             reach 80 % of cuBLAS, and how often each ended below the expert's final kernel
+//             (examples/matmul_naive/expert/step4, tuned here at the same size).
 //   overlap   one evolutionary session with the stand-in's latency on, the model and the GPU working at once (requests
 //             in flight, a window of children), and the same session one child at a time, one request at a time: each
 //             session's wall time beside its model time (the answers' latency) and GPU time (GPU-seconds its
 //             children's evaluations held the GPU), for the strategy's phase and for the whole session.
 //
 //   node dist/bench/evolution.js [--part quality|overlap|both] [--seeds 1-5] [--calls 20] [--size 2048] [--window 4]
-//                                [--strategies evolutionary,autonomous] [--latency 4-12] [--overlap-calls 14]
+//                                [--strategies evolutionary,autonomous] [--quality-latency 0] [--latency 4-12] [--overlap-calls 14]
 //                                [--overlap-modes at-once,one-after-the-other]
 //   node dist/bench/evolution.js --part table --from a.json,b.json [--cublas-ms T]   the quality table of runs saved
 //                                  by several calls (no GPU: the first file's cuBLAS time unless given, its expert's)
@@ -312,6 +313,8 @@ async function main(): Promise<void> {
       calls: { type: 'string', default: '20' },
       size: { type: 'string', default: '2048' },
       latency: { type: 'string', default: '4-12' },
+      /** The stand-in's latency in the quality part (default none: the strategies' search alone). */
+      'quality-latency': { type: 'string', default: '0' },
       'overlap-calls': { type: 'string', default: '14' },
       /** The evolutionary strategy's window in the quality part (children written at once). */
       window: { type: 'string', default: '4' },
@@ -348,7 +351,7 @@ async function main(): Promise<void> {
       for (const seed of seedsOf(values.seeds!)) {
         for (const strategy of strategies) {
           console.log(`\n${strategy}, seed ${seed}, ${calls} model calls, n = ${size}`);
-          const { events, ...run } = await session(backend, { strategy, seed, calls, size, latency: { minS: 0, maxS: 0 }, llmConcurrency: 4, window: Number(values.window) });
+          const { events, ...run } = await session(backend, { strategy, seed, calls, size, latency: parseLatency(values['quality-latency']!), llmConcurrency: 4, window: Number(values.window) });
           runs.push(run);
           writeBenchJson('evolution-quality', { device: device.name, size, calls, expertMs: expert, runs });
           // The first evolutionary session as a recording the panel can show (its lineage tree, for the README).
